@@ -1,0 +1,8 @@
+import type { Command } from 'commander';
+import type { Runner } from '../program.js';
+import { registerVersion } from './version.js';
+
+/** Every command, in the order `--help` lists them. One line per command file. */
+export function registerCommands(program: Command, run: Runner): void {
+  registerVersion(program, run);
+}

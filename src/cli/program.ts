@@ -1,0 +1,46 @@
+import { Command } from 'commander';
+import type { LogLevel } from '../events.js';
+import type { CommandContext, OutputMode } from './context.js';
+import { logLevelOption, outputOption } from './options.js';
+import { createRenderer, type Renderer } from './ui/index.js';
+import { registerCommands } from './commands/index.js';
+import { cliVersion } from '../version.js';
+
+/** Runs one command handler with a renderer chosen from the global options. */
+export type Runner = <O>(handler: (options: O, ctx: CommandContext) => Promise<void>) => (options: O, command: Command) => Promise<void>;
+
+export interface ProgramIo {
+  stdout: NodeJS.WriteStream | { write(chunk: string): unknown; isTTY?: boolean };
+  stderr: NodeJS.WriteStream | { write(chunk: string): unknown; isTTY?: boolean };
+  signal: AbortSignal;
+  /** Receives the renderer in use, so main.ts can print a failure with it. */
+  onRenderer(renderer: Renderer): void;
+}
+
+export function buildProgram(io: ProgramIo): Command {
+  const program = new Command('provisioner')
+    .description(
+      'Create Kubernetes clusters through Cluster API with no management cluster and no container runtime.\n' +
+        'provisioner boots real etcd, kube-apiserver and CAPI controllers on loopback, applies the\n' +
+        'manifests generated from install-config.yaml, waits for the cluster, then pivots or tears down.',
+    )
+    .version(cliVersion, '-v, --version', 'print the CLI version (see `provisioner version` for components)')
+    .addOption(outputOption())
+    .addOption(logLevelOption())
+    .showHelpAfterError('(run with --help for usage)')
+    .configureHelp({ sortSubcommands: false, showGlobalOptions: true });
+
+  const run: Runner = (handler) => async (options, command) => {
+    const globals = command.optsWithGlobals() as { output: OutputMode; logLevel: LogLevel };
+    const renderer = createRenderer({ output: globals.output, logLevel: globals.logLevel, stdout: io.stdout, stderr: io.stderr });
+    io.onRenderer(renderer);
+    try {
+      await handler(options, { sink: renderer, signal: io.signal, output: globals.output });
+    } finally {
+      await renderer.close();
+    }
+  };
+
+  registerCommands(program, run);
+  return program;
+}
