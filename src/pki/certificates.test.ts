@@ -1,0 +1,131 @@
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { certificateProblem, createCertificateAuthority, issueCertificate, type CertificateAndKey } from './certificates.js';
+import { readKeyPair, writeFileAtomic, writeKeyPair } from './files.js';
+import { generateServiceAccountKeyPair, isPublicKeyOf, publicKeyPemOf } from './keys.js';
+
+const serverAuth = '1.3.6.1.5.5.7.3.1';
+const clientAuth = '1.3.6.1.5.5.7.3.2';
+
+describe('certificates', () => {
+  let ca: CertificateAndKey;
+  let otherCa: CertificateAndKey;
+  beforeAll(async () => {
+    [ca, otherCa] = await Promise.all([
+      createCertificateAuthority({ commonName: 'test-ca', validityDays: 30 }),
+      createCertificateAuthority({ commonName: 'other-ca' }),
+    ]);
+  }, 60_000);
+
+  it('creates a self-signed CA valid for the requested days', () => {
+    const cert = new X509Certificate(ca.certPem);
+    expect(cert.ca).toBe(true);
+    expect(cert.subject).toBe('CN=test-ca');
+    expect(cert.verify(cert.publicKey)).toBe(true);
+    const days = (new Date(cert.validTo).getTime() - Date.now()) / 86_400_000;
+    expect(days).toBeGreaterThan(29.9);
+    expect(days).toBeLessThan(30.1);
+    expect(createPrivateKey(ca.keyPem).asymmetricKeyDetails?.modulusLength).toBe(2048);
+  });
+
+  it('issues a server cert with SANs that verifies against its CA only', async () => {
+    const leaf = await issueCertificate(ca, {
+      commonName: 'kube-apiserver',
+      dnsNames: ['localhost', 'kubernetes.default.svc'],
+      ipAddresses: ['127.0.0.1', '::1'],
+      usages: 'server',
+    });
+    const cert = new X509Certificate(leaf.certPem);
+    const caCert = new X509Certificate(ca.certPem);
+    expect(cert.ca).toBe(false);
+    expect(cert.checkIssued(caCert)).toBe(true);
+    expect(cert.verify(caCert.publicKey)).toBe(true);
+    expect(cert.verify(new X509Certificate(otherCa.certPem).publicKey)).toBe(false);
+    expect(cert.checkPrivateKey(createPrivateKey(leaf.keyPem))).toBe(true);
+    expect(cert.subjectAltName).toBe('DNS:localhost, DNS:kubernetes.default.svc, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1');
+    expect(cert.checkIP('::1')).toBe('::1');
+    expect(cert.keyUsage).toEqual([serverAuth]);
+    expect(certificateProblem(leaf, { issuerCertPem: ca.certPem, usages: 'server', isCa: false })).toBeUndefined();
+    expect(certificateProblem(leaf, { issuerCertPem: otherCa.certPem })).toBe('not signed by the expected CA');
+    expect(certificateProblem(leaf, { usages: 'client' })).toBe('not usable for TLS client auth');
+  });
+
+  it('issues a client cert with organizations as groups', async () => {
+    const leaf = await issueCertificate(ca, { commonName: 'provisioner-admin', organizations: ['system:masters'], usages: 'client' });
+    const cert = new X509Certificate(leaf.certPem);
+    expect(cert.subject).toBe('O=system:masters\nCN=provisioner-admin');
+    expect(cert.keyUsage).toEqual([clientAuth]);
+    expect(cert.subjectAltName).toBeUndefined();
+    expect(certificateProblem(leaf, { commonName: 'provisioner-admin', organizations: ['system:masters'], usages: 'client' })).toBeUndefined();
+    expect(certificateProblem(leaf, { organizations: ['system:nodes'] })).toBe('organization system:nodes missing');
+  });
+
+  it('gives both usages and unique serials', async () => {
+    const [a, b] = await Promise.all([
+      issueCertificate(ca, { commonName: 'a', usages: 'both' }),
+      issueCertificate(ca, { commonName: 'b', usages: 'both' }),
+    ]);
+    expect(new X509Certificate(a.certPem).keyUsage?.sort()).toEqual([serverAuth, clientAuth].sort());
+    expect(new X509Certificate(a.certPem).serialNumber).not.toBe(new X509Certificate(b.certPem).serialNumber);
+  });
+
+  it('reports expiry, a foreign key, missing SANs and garbage', async () => {
+    const now = new Date();
+    const leaf = await issueCertificate(ca, { commonName: 'x', dnsNames: ['localhost'], usages: 'server', validityDays: 1, now });
+    expect(certificateProblem(leaf, { minRemainingMs: 60_000, now })).toBeUndefined();
+    expect(certificateProblem(leaf, { minRemainingMs: 2 * 86_400_000, now })).toMatch(/^expires /);
+    expect(certificateProblem(leaf, { now: new Date(now.getTime() - 86_400_000) })).toMatch(/^not valid before /);
+    expect(certificateProblem({ certPem: leaf.certPem, keyPem: ca.keyPem })).toBe('private key does not match the certificate');
+    expect(certificateProblem({ certPem: leaf.certPem, keyPem: 'nope' })).toBe('private key does not parse');
+    expect(certificateProblem({ certPem: 'garbage', keyPem: leaf.keyPem })).toBe('certificate does not parse');
+    expect(certificateProblem(leaf, { dnsNames: ['kubernetes'] })).toBe('DNS name kubernetes missing');
+    expect(certificateProblem(leaf, { ipAddresses: ['127.0.0.1'] })).toBe('IP address 127.0.0.1 missing');
+    expect(certificateProblem(leaf, { isCa: true })).toBe('not a CA');
+  });
+
+  it('rejects a SAN that is not an IP address', async () => {
+    await expect(issueCertificate(ca, { commonName: 'x', ipAddresses: ['localhost'], usages: 'server' })).rejects.toThrow(/Not an IP address/);
+  });
+});
+
+describe('keys and files', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'pki-files-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('generates a service-account key pair whose halves match', async () => {
+    const sa = await generateServiceAccountKeyPair();
+    const other = await generateServiceAccountKeyPair();
+    expect(sa.privateKeyPem).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+    expect(sa.publicKeyPem).toMatch(/^-----BEGIN PUBLIC KEY-----/);
+    expect(publicKeyPemOf(sa.privateKeyPem)).toBe(sa.publicKeyPem);
+    expect(isPublicKeyOf(sa.publicKeyPem, sa.privateKeyPem)).toBe(true);
+    expect(isPublicKeyOf(other.publicKeyPem, sa.privateKeyPem)).toBe(false);
+    expect(isPublicKeyOf('junk', sa.privateKeyPem)).toBe(false);
+  });
+
+  it('writes key 0600 and cert 0644, and reads them back', async () => {
+    const ca = await createCertificateAuthority({ commonName: 'files-ca' });
+    const paths = await writeKeyPair(join(dir, 'nested'), 'ca', ca);
+    expect(paths).toEqual({ certFile: join(dir, 'nested', 'ca.crt'), keyFile: join(dir, 'nested', 'ca.key') });
+    expect((await stat(paths.keyFile)).mode & 0o777).toBe(0o600);
+    expect((await stat(paths.certFile)).mode & 0o777).toBe(0o644);
+    expect((await stat(join(dir, 'nested'))).mode & 0o777).toBe(0o700);
+    expect(await readKeyPair(join(dir, 'nested'), 'ca')).toEqual(ca);
+  }, 30_000);
+
+  it('replaces a file atomically with the mode given, even over a wider existing mode', async () => {
+    const path = join(dir, 'secret');
+    await writeFile(path, 'old', { mode: 0o666 });
+    await writeFileAtomic(path, 'new', 0o600);
+    expect(await readFile(path, 'utf8')).toBe('new');
+    expect((await stat(path)).mode & 0o777).toBe(0o600);
+  });
+});
