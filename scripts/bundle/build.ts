@@ -1,0 +1,362 @@
+/**
+ * `npm run bundle`: builds every bundled binary with `go build` from the wrapper
+ * modules in embedded/modules, assembles each provider's component manifest from
+ * the module cache, and packages both into bundle/ with a manifest (the layout an
+ * npm release ships; see src/embedded/manifest.ts).
+ *
+ * Builds are cached by a hash of their recipe (wrapper go.mod/go.sum/sources, the
+ * recipe entry, linker flags, Go version and target), so an unchanged recipe rebuilds
+ * nothing. The cache lives outside the work tree so fresh clones reuse it.
+ *
+ * Usage: tsx scripts/bundle/build.ts [--only name,name] [--release] [--out dir]
+ *   --only     build just these binaries (default: all)
+ *   --release  leave out the development tools (clusterctl, kubectl); default: include them
+ *   --out      bundle directory (default: <repo>/bundle)
+ * Environment: PROVISIONER_BUILD_CACHE (default: $XDG_CACHE_HOME/provisioner/build or ~/.cache/provisioner/build).
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { copyFile, cp, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createGzip } from 'node:zlib';
+import { execa } from 'execa';
+import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type BundledComponents } from '../../src/embedded/manifest.js';
+import { assembleComponents } from './components.js';
+import { addedFiles, sourcePatches } from './patches.js';
+import { binaryRecipes, componentRecipes, type BinaryRecipe } from './recipe.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const modulesDir = path.join(repoRoot, 'embedded/modules');
+/** Bumped when this script changes how it builds, to invalidate cached outputs. */
+const builderRevision = '2';
+/** Oldest Go that builds the wrappers: the highest `go` directive among them. */
+const minimumGo = [1, 26] as const;
+
+interface ModuleInfo {
+  Path: string;
+  Version: string;
+  Dir?: string;
+  Time?: string;
+  Origin?: { Hash?: string };
+}
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      only: { type: 'string' },
+      release: { type: 'boolean', default: false },
+      out: { type: 'string', default: path.join(repoRoot, 'bundle') },
+    },
+  });
+  const goVersion = await checkGo();
+  const cacheRoot = process.env.PROVISIONER_BUILD_CACHE
+    ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'provisioner', 'build');
+  const only = values.only ? new Set(values.only.split(',').map((s) => s.trim())) : undefined;
+  if (only) {
+    const unknown = [...only].filter((n) => !binaryRecipes.some((r) => r.name === n));
+    if (unknown.length) throw new Error(`unknown binary ${unknown.join(', ')}; known: ${binaryRecipes.map((r) => r.name).join(', ')}`);
+  }
+  const selected = binaryRecipes.filter((r) => (!only || only.has(r.name)) && (!values.release || r.shipped));
+  const outDir = path.resolve(values.out);
+
+  log(`provisioner bundle: ${goVersion}, cache ${cacheRoot}`);
+  const started = Date.now();
+  const binaries: BundledBinary[] = [];
+  const timings: { name: string; seconds: number; cached: boolean; size: number; compressed: number }[] = [];
+  await mkdir(path.join(outDir, 'bin'), { recursive: true });
+  for (const recipe of selected) {
+    const t0 = Date.now();
+    const built = await buildBinary(recipe, goVersion, cacheRoot);
+    const archive = `bin/${recipe.name}.gz`;
+    await copyFile(built.archivePath, path.join(outDir, archive));
+    binaries.push({
+      name: recipe.name,
+      version: built.version,
+      module: recipe.versionModule,
+      moduleVersion: built.version,
+      package: recipe.package,
+      archive,
+      sha256: built.sha256,
+      archiveSha256: built.archiveSha256,
+      size: built.size,
+      compressedSize: built.compressedSize,
+      shipped: recipe.shipped,
+    });
+    const seconds = (Date.now() - t0) / 1000;
+    timings.push({ name: recipe.name, seconds, cached: built.cached, size: built.size, compressed: built.compressedSize });
+    log(`  ${recipe.name.padEnd(30)} ${built.cached ? 'cached' : 'built '} ${seconds.toFixed(1).padStart(6)}s  ${mib(built.size)} -> ${mib(built.compressedSize)}`);
+  }
+
+  const components: BundledComponents[] = [];
+  await mkdir(path.join(outDir, 'components'), { recursive: true });
+  for (const recipe of componentRecipes) {
+    const info = await moduleInfo(recipe.wrapper, recipe.module);
+    if (!info.Dir) throw new Error(`module ${recipe.module} has no directory in the module cache`);
+    const assembled = await assembleComponents(recipe, info.Dir, info.Version);
+    const file = `components/${recipe.provider}.yaml`;
+    await writeAtomically(path.join(outDir, file), assembled.yaml);
+    components.push({
+      provider: recipe.provider,
+      type: recipe.type,
+      namespace: recipe.namespace,
+      version: info.Version,
+      ...(recipe.binary ? { binary: recipe.binary } : {}),
+      file,
+      sha256: createHash('sha256').update(assembled.yaml).digest('hex'),
+    });
+    log(`  components ${recipe.provider.padEnd(22)} ${info.Version}: ${assembled.crdNames.length} CRDs, ${assembled.webhookConfigurations} webhook configurations`);
+  }
+
+  const manifest: BundleManifest = {
+    schemaVersion: bundleSchemaVersion,
+    recipeHash: createHash('sha256').update(binaries.map((b) => b.sha256).join(',') + components.map((c) => c.sha256).join(',')).digest('hex'),
+    goVersion,
+    createdAt: new Date().toISOString(),
+    binaries,
+    components,
+  };
+  // Remove archives of binaries no longer in the bundle, so the directory matches the manifest.
+  const keep = new Set(binaries.map((b) => path.basename(b.archive)));
+  for (const entry of await readdir(path.join(outDir, 'bin'))) if (!keep.has(entry)) await rm(path.join(outDir, 'bin', entry), { force: true });
+  await writeAtomically(path.join(outDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+
+  const total = timings.reduce((a, t) => a + t.size, 0);
+  const compressed = timings.reduce((a, t) => a + t.compressed, 0);
+  log(`bundle ready in ${((Date.now() - started) / 1000).toFixed(1)}s at ${outDir}: ${binaries.length} binaries, ${mib(total)} -> ${mib(compressed)} (${(100 * (1 - compressed / total)).toFixed(0)}% deflation), ${components.length} component manifests`);
+}
+
+/** Checks that Go exists and is new enough; returns `go version`'s answer. */
+async function checkGo(): Promise<string> {
+  let out: string;
+  try {
+    out = (await execa('go', ['version'], { env: { GOTOOLCHAIN: 'local' } })).stdout.trim();
+  } catch {
+    throw new Error(`Go is needed to build the bundle and was not found on PATH. Install Go ${minimumGo.join('.')} or newer, then run \`npm run bundle\` again.`);
+  }
+  const m = /go(\d+)\.(\d+)/.exec(out);
+  const major = Number(m?.[1] ?? 0);
+  const minor = Number(m?.[2] ?? 0);
+  if (major < minimumGo[0] || (major === minimumGo[0] && minor < minimumGo[1])) {
+    throw new Error(`${out} is too old: the bundled modules need Go ${minimumGo.join('.')} or newer. Install a newer Go, then run \`npm run bundle\` again.`);
+  }
+  return out;
+}
+
+const moduleInfoCache = new Map<string, Promise<ModuleInfo>>();
+
+/** Version and module-cache directory of a module as the wrapper pins it (downloads it if needed). */
+function moduleInfo(wrapper: string, module: string): Promise<ModuleInfo> {
+  const key = `${wrapper}:${module}`;
+  let pending = moduleInfoCache.get(key);
+  if (!pending) {
+    pending = (async () => {
+      const cwd = path.join(modulesDir, wrapper);
+      const listed = JSON.parse((await execa('go', ['list', '-m', '-json', module], { cwd, env: goEnv() })).stdout) as ModuleInfo;
+      const downloaded = JSON.parse(
+        (await execa('go', ['mod', 'download', '-json', `${module}@${listed.Version}`], { cwd, env: goEnv() })).stdout,
+      ) as ModuleInfo;
+      return { ...listed, ...downloaded };
+    })();
+    moduleInfoCache.set(key, pending);
+  }
+  return pending;
+}
+
+function goEnv(): Record<string, string> {
+  // Static, reproducible, and never a toolchain download.
+  return { CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly -buildvcs=false', GOWORK: 'off' };
+}
+
+/** Linker flags that make the binary report its real version (CAPI refuses a v0.0.0 API server). */
+function versionFlags(recipe: BinaryRecipe, info: ModuleInfo): string[] {
+  const v = info.Version;
+  const m = /^v(\d+)\.(\d+)/.exec(v);
+  const commit = info.Origin?.Hash ?? '';
+  const date = info.Time ? new Date(info.Time).toISOString().replace(/\.\d{3}Z$/, 'Z') : '';
+  const vars = { gitVersion: v, gitMajor: m?.[1] ?? '', gitMinor: m?.[2] ?? '', gitCommit: commit, gitTreeState: 'clean', buildDate: date };
+  const packages =
+    recipe.stamp === 'kubernetes' ? ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']
+    : recipe.stamp === 'cluster-api' ? ['sigs.k8s.io/cluster-api/version']
+    : [];
+  return packages.flatMap((pkg) => Object.entries(vars).filter(([, value]) => value !== '').map(([name, value]) => `-X ${pkg}.${name}=${value}`));
+}
+
+interface BuiltBinary {
+  version: string;
+  archivePath: string;
+  sha256: string;
+  archiveSha256: string;
+  size: number;
+  compressedSize: number;
+  cached: boolean;
+}
+
+async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: string): Promise<BuiltBinary> {
+  const info = await moduleInfo(recipe.wrapper, recipe.versionModule);
+  const ldflags = ['-s', '-w', ...versionFlags(recipe, info)].join(' ');
+  const patchedWrapper = await preparePatchedWrapper(recipe.wrapper, cacheRoot);
+  const args = ['build', '-trimpath', '-ldflags', ldflags];
+  const hash = createHash('sha256');
+  hash.update(JSON.stringify({ builderRevision, recipe, ldflags, sourcePatches, addedFiles, goVersion, env: goEnv(), target: `${process.platform}/${process.arch}` }));
+  for (const file of await wrapperInputs(recipe.wrapper)) hash.update(file).update(await readFile(file));
+  const key = hash.digest('hex').slice(0, 32);
+  const dir = path.join(cacheRoot, key);
+  const metaPath = path.join(dir, 'build.json');
+
+  try {
+    const meta = JSON.parse(await readFile(metaPath, 'utf8')) as Omit<BuiltBinary, 'cached' | 'archivePath'>;
+    await stat(path.join(dir, `${recipe.name}.gz`));
+    return { ...meta, archivePath: path.join(dir, `${recipe.name}.gz`), cached: true };
+  } catch {
+    // Not cached (or incomplete): build below.
+  }
+
+  await mkdir(dir, { recursive: true });
+  const binaryPath = path.join(dir, recipe.name);
+  const tmpBinary = `${binaryPath}.tmp-${process.pid}`;
+  try {
+    await execa('go', [...args, '-o', tmpBinary, recipe.package], {
+      cwd: patchedWrapper ?? path.join(modulesDir, recipe.wrapper),
+      env: goEnv(),
+      stdout: 'inherit',
+      stderr: 'inherit',
+    });
+  } catch (error) {
+    await rm(tmpBinary, { force: true });
+    throw new Error(`go build of ${recipe.name} (${recipe.package}) failed; see the compiler output above`, { cause: error });
+  }
+  await rename(tmpBinary, binaryPath);
+  const sha256 = await sha256File(binaryPath);
+  const archivePath = path.join(dir, `${recipe.name}.gz`);
+  const tmpArchive = `${archivePath}.tmp-${process.pid}`;
+  await pipeline(createReadStream(binaryPath), createGzip({ level: 9 }), createWriteStream(tmpArchive));
+  await rename(tmpArchive, archivePath);
+  const meta = {
+    version: info.Version,
+    sha256,
+    archiveSha256: await sha256File(archivePath),
+    size: (await stat(binaryPath)).size,
+    compressedSize: (await stat(archivePath)).size,
+  };
+  await rm(binaryPath);
+  await writeAtomically(metaPath, JSON.stringify(meta, null, 2));
+  return { ...meta, archivePath, cached: false };
+}
+
+const patchedWrappers = new Map<string, Promise<string | undefined>>();
+
+/**
+ * Applies the source patches (see patches.ts) for one wrapper: copies each patched
+ * module from the module cache into the build cache, edits the copy, and writes a copy
+ * of the wrapper that `replace`s the module with it. (Go refuses `-overlay` for
+ * module-cache files.) The committed go.mod stays the one pin of every version.
+ * Returns the directory to build in, or undefined when no patch applies.
+ */
+function preparePatchedWrapper(wrapper: string, cacheRoot: string): Promise<string | undefined> {
+  let pending = patchedWrappers.get(wrapper);
+  if (!pending) {
+    pending = (async () => {
+      const inGraph = async (module: string) => {
+        try {
+          return await moduleInfo(wrapper, module);
+        } catch {
+          return undefined; // not part of this wrapper's build
+        }
+      };
+      const modules = [...new Set([...sourcePatches.map((p) => p.module), ...addedFiles.map((a) => a.module)])];
+      const replaces: string[] = [];
+      for (const module of modules) {
+        const info = await inGraph(module);
+        if (!info?.Dir) continue;
+        const patches = sourcePatches.filter((p) => p.module === module);
+        const added = addedFiles.filter((a) => a.module === module);
+        const key = createHash('sha256').update(JSON.stringify({ builderRevision, version: info.Version, patches, added })).digest('hex').slice(0, 16);
+        const copy = path.join(cacheRoot, 'patched', `${module.replaceAll('/', '_')}@${info.Version}-${key}`);
+        if (!(await exists(path.join(copy, '.complete')))) {
+          await rm(copy, { recursive: true, force: true });
+          await cp(info.Dir, copy, { recursive: true });
+          await execa('chmod', ['-R', 'u+w', copy]);
+          for (const patch of patches) {
+            const file = path.join(copy, patch.file);
+            let text = await readFile(file, 'utf8');
+            for (const edit of patch.edits) {
+              const found = text.split(edit.find).length - 1;
+              if (found !== (edit.count ?? 1)) {
+                throw new Error(
+                  `source patch for ${module}@${info.Version} ${patch.file} expected ${edit.count ?? 1} match(es) of ${JSON.stringify(edit.find)}, found ${found}; ` +
+                    'upstream changed: update scripts/bundle/patches.ts',
+                );
+              }
+              text = text.split(edit.find).join(edit.replace);
+            }
+            await writeFile(file, text);
+          }
+          for (const file of added) await writeFile(path.join(copy, file.file), file.content);
+          await writeFile(path.join(copy, '.complete'), '');
+        }
+        replaces.push(`replace ${module} ${info.Version} => ${copy}`);
+      }
+      if (replaces.length === 0) return undefined;
+      // A copy of the wrapper whose go.mod adds the replace lines. (A go.work would do the
+      // same without a copy, but workspace mode loads the graph unpruned and hits an
+      // ambiguous-import clash between old and split genproto modules.)
+      const inputs = await wrapperInputs(wrapper);
+      const hash = createHash('sha256').update(replaces.join('\n'));
+      for (const file of inputs) hash.update(await readFile(file));
+      const dir = path.join(cacheRoot, 'wrappers', `${wrapper}-${hash.digest('hex').slice(0, 16)}`);
+      await mkdir(dir, { recursive: true });
+      for (const file of inputs) {
+        let text = await readFile(file, 'utf8');
+        if (path.basename(file) === 'go.mod') text += `\n// Added by scripts/bundle/build.ts: source patches (scripts/bundle/patches.ts).\n${replaces.join('\n')}\n`;
+        await writeFile(path.join(dir, path.basename(file)), text);
+      }
+      return dir;
+    })();
+    patchedWrappers.set(wrapper, pending);
+  }
+  return pending;
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Files that define a wrapper module's build: go.mod, go.sum and its Go sources. */
+async function wrapperInputs(wrapper: string): Promise<string[]> {
+  const dir = path.join(modulesDir, wrapper);
+  return (await readdir(dir)).filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')).sort().map((f) => path.join(dir, f));
+}
+
+async function sha256File(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  await pipeline(createReadStream(file), hash);
+  return hash.digest('hex');
+}
+
+async function writeAtomically(file: string, content: string): Promise<void> {
+  const tmp = `${file}.tmp-${process.pid}`;
+  await writeFile(tmp, content);
+  await rename(tmp, file);
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / (1 << 20)).toFixed(1)} MiB`;
+}
+
+main().catch((error: unknown) => {
+  log(`bundle failed: ${error instanceof Error ? error.message : String(error)}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,103 @@
+/**
+ * Build-time source patches, applied by building against a patched copy of the module (nothing upstream is
+ * copied into this repository: each rule rewrites a file of the pinned module, read
+ * from the module cache, at build time). Each one exists for a reason the product
+ * cannot meet otherwise; the build fails if a rule stops matching, so an upgrade
+ * cannot silently drop one.
+ */
+
+export interface SourceEdit {
+  /** Exact text to find in the file. */
+  find: string;
+  replace: string;
+  /** How many times `find` must occur (default 1). */
+  count?: number;
+}
+
+export interface SourcePatch {
+  /** Module whose file is edited; resolved with `go list -m` in each wrapper that builds it. */
+  module: string;
+  /** File inside the module. */
+  file: string;
+  edits: readonly SourceEdit[];
+  /** Why this patch exists. */
+  why: string;
+}
+
+/** A file added to a package of a module (the overlay creates it). */
+export interface AddedFile {
+  module: string;
+  file: string;
+  content: string;
+  why: string;
+}
+
+/**
+ * Every listener the providers open binds to PROVISIONER_BIND_ADDRESS (set to
+ * 127.0.0.1 by the local control plane); unset keeps upstream behaviour.
+ */
+export const bindAddressEnv = 'PROVISIONER_BIND_ADDRESS';
+/** Port of the in-memory provider's debug server (upstream: fixed 19000). 0 picks a free port. */
+export const inMemoryDebugPortEnv = 'PROVISIONER_INMEMORY_DEBUG_PORT';
+
+export const sourcePatches: readonly SourcePatch[] = [
+  {
+    module: 'sigs.k8s.io/controller-runtime',
+    file: 'pkg/webhook/server.go',
+    why: 'CAPI managers start their webhook server with no host, so it listens on every interface; a local control plane must listen on loopback only.',
+    edits: [
+      {
+        find: 'listener, err := tls.Listen("tcp", net.JoinHostPort(s.Options.Host, strconv.Itoa(s.Options.Port)), cfg)',
+        replace:
+          `if s.Options.Host == "" {\n\t\ts.Options.Host = os.Getenv("${bindAddressEnv}")\n\t}\n` +
+          '\tlistener, err := tls.Listen("tcp", net.JoinHostPort(s.Options.Host, strconv.Itoa(s.Options.Port)), cfg)',
+      },
+    ],
+  },
+  {
+    module: 'sigs.k8s.io/cluster-api/test',
+    file: 'infrastructure/inmemory/pkg/server/mux.go',
+    why:
+      'The in-memory provider serves simulated workload API servers and a debug server on every interface, the debug server on the fixed port 19000, ' +
+      'so two local management clusters (a pivot source and target) could not run side by side.',
+    edits: [
+      {
+        find: 'net.Listen("tcp", fmt.Sprintf(":%d", options.DebugPort))',
+        replace: `net.Listen("tcp", provisionerListenAddress(options.DebugPort, "${inMemoryDebugPortEnv}"))`,
+      },
+      {
+        find: 'net.Listen("tcp", fmt.Sprintf(":%d", wcl.Port()))',
+        replace: 'net.Listen("tcp", provisionerListenAddress(wcl.Port(), ""))',
+        count: 2,
+      },
+    ],
+  },
+];
+
+export const addedFiles: readonly AddedFile[] = [
+  {
+    module: 'sigs.k8s.io/cluster-api/test',
+    file: 'infrastructure/inmemory/pkg/server/provisioner_listen.go',
+    why: 'Helper for the mux.go patch above.',
+    content: `package server
+
+import (
+	"net"
+	"os"
+	"strconv"
+)
+
+// provisionerListenAddress is the address a listener binds to: the host from
+// ${bindAddressEnv} (empty keeps upstream's every-interface behaviour) and the port,
+// overridden by the environment variable portEnv when it is named and set.
+func provisionerListenAddress(port int32, portEnv string) string {
+	if portEnv != "" {
+		if v, err := strconv.ParseInt(os.Getenv(portEnv), 10, 32); err == nil {
+			port = int32(v)
+		}
+	}
+	return net.JoinHostPort(os.Getenv("${bindAddressEnv}"), strconv.Itoa(int(port)))
+}
+`,
+  },
+];
