@@ -1,0 +1,235 @@
+/**
+ * The bundle catalog: finds the `bundle/` directory that `npm run bundle` builds,
+ * reads and validates its `manifest.json`, and answers "which archive holds binary X"
+ * and "which file holds provider Y's components".
+ *
+ * Bundle directory precedence (first that is set wins):
+ *   1. the `bundleDir` option (a command-line flag, when a command offers one);
+ *   2. the environment variable `PROVISIONER_BUNDLE_DIR`;
+ *   3. default: `<package root>/bundle`, where the package root is two directories
+ *      above this file (so it works from `src/embedded/` under tsx/vitest and from
+ *      `dist/embedded/` once compiled).
+ */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EnvironmentError } from '../errors.js';
+import { bundleSchemaVersion, type BundledBinary, type BundledComponents, type BundleManifest } from './manifest.js';
+
+/** Environment variable naming the bundle directory. */
+export const bundleDirEnv = 'PROVISIONER_BUNDLE_DIR';
+
+/** The package root: two levels above this file (`src/embedded/` or `dist/embedded/`). */
+export const packageRoot: string = fileURLToPath(new URL('../..', import.meta.url)).replace(/[\\/]$/, '');
+
+export interface CatalogOptions {
+  /** Bundle directory. Default: `$PROVISIONER_BUNDLE_DIR`, else `<package root>/bundle`. */
+  bundleDir?: string;
+  /** Environment to read `PROVISIONER_BUNDLE_DIR` from. Default: `process.env`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Resolves the bundle directory: option > `$PROVISIONER_BUNDLE_DIR` > `<package root>/bundle`. */
+export function resolveBundleDir(options: CatalogOptions = {}): string {
+  const env = options.env ?? process.env;
+  const chosen = options.bundleDir ?? nonEmpty(env[bundleDirEnv]) ?? path.join(packageRoot, 'bundle');
+  return path.resolve(chosen);
+}
+
+/** The one-line next step for any missing or broken bundle. */
+export function buildBundleHint(bundleDir: string): string {
+  return (
+    `Build the bundle: run \`npm run bundle\` in the package directory (${packageRoot}), ` +
+    `or set ${bundleDirEnv} to a directory holding a built bundle (looked in ${bundleDir}).`
+  );
+}
+
+/** A loaded, validated bundle manifest with lookups by binary name and by provider. */
+export class BundleCatalog {
+  private readonly byName: ReadonlyMap<string, BundledBinary>;
+  private readonly byProvider: ReadonlyMap<string, BundledComponents>;
+
+  constructor(
+    /** Absolute bundle directory; archive and component paths are relative to it. */
+    readonly dir: string,
+    readonly manifest: BundleManifest,
+  ) {
+    this.byName = new Map(manifest.binaries.map((b) => [b.name, b]));
+    this.byProvider = new Map(manifest.components.map((c) => [c.provider, c]));
+  }
+
+  get binaries(): readonly BundledBinary[] {
+    return this.manifest.binaries;
+  }
+
+  get components(): readonly BundledComponents[] {
+    return this.manifest.components;
+  }
+
+  /** Names of the binaries a release ships (`shipped: true`), in manifest order. */
+  shippedNames(): string[] {
+    return this.manifest.binaries.filter((b) => b.shipped).map((b) => b.name);
+  }
+
+  /** The binary called `name`, or undefined. */
+  findBinary(name: string): BundledBinary | undefined {
+    return this.byName.get(name);
+  }
+
+  /** The binary called `name`; an EnvironmentError naming what the bundle does hold when absent. */
+  binary(name: string): BundledBinary {
+    const found = this.byName.get(name);
+    if (!found) {
+      throw new EnvironmentError(`The bundle in ${this.dir} has no binary named "${name}"`, {
+        details: [`bundled binaries: ${[...this.byName.keys()].join(', ') || '(none)'}`],
+        hint: `Rebuild the bundle with \`npm run bundle\` in ${packageRoot}, or put your own ${name} in PROVISIONER_BINARIES_DIR.`,
+      });
+    }
+    return found;
+  }
+
+  /** The components of provider `provider` (e.g. `cluster-api`), or undefined. */
+  findProvider(provider: string): BundledComponents | undefined {
+    return this.byProvider.get(provider);
+  }
+
+  /** The components of provider `provider`; an EnvironmentError when absent. */
+  provider(provider: string): BundledComponents {
+    const found = this.byProvider.get(provider);
+    if (!found) {
+      throw new EnvironmentError(`The bundle in ${this.dir} has no components for provider "${provider}"`, {
+        details: [`bundled providers: ${[...this.byProvider.keys()].join(', ') || '(none)'}`],
+        hint: buildBundleHint(this.dir),
+      });
+    }
+    return found;
+  }
+
+  /** The providers whose controllers run in `binary`. */
+  providersOf(binary: string): BundledComponents[] {
+    return this.manifest.components.filter((c) => c.binary === binary);
+  }
+
+  /** Absolute path of a binary's archive. */
+  archivePath(binary: BundledBinary): string {
+    return path.join(this.dir, binary.archive);
+  }
+
+  /** Absolute path of a provider's components YAML. */
+  componentsPath(components: BundledComponents): string {
+    return path.join(this.dir, components.file);
+  }
+}
+
+/**
+ * Reads and validates `<bundle dir>/manifest.json`. Throws EnvironmentError with the
+ * `npm run bundle` hint when the bundle is missing, unreadable, malformed or of
+ * another schema version.
+ */
+export async function loadCatalog(options: CatalogOptions = {}): Promise<BundleCatalog> {
+  const dir = resolveBundleDir(options);
+  const manifestPath = path.join(dir, 'manifest.json');
+  let text: string;
+  try {
+    text = await readFile(manifestPath, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const what = code === 'ENOENT' ? 'is missing' : `cannot be read (${code ?? String(error)})`;
+    throw new EnvironmentError(`The binary bundle ${what}: ${manifestPath}`, { hint: buildBundleHint(dir), cause: error });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new EnvironmentError(`The bundle manifest is not valid JSON: ${manifestPath}`, {
+      details: [error instanceof Error ? error.message : String(error)],
+      hint: buildBundleHint(dir),
+      cause: error,
+    });
+  }
+  return new BundleCatalog(dir, validateManifest(parsed, manifestPath, dir));
+}
+
+/**
+ * Checks that `value` is a BundleManifest of the schema this CLI reads; every problem
+ * found is listed in the error's details as `<field path>: <problem>`.
+ */
+export function validateManifest(value: unknown, source: string, bundleDir: string = path.dirname(source)): BundleManifest {
+  const problems: string[] = [];
+  const fail = (message: string): never => {
+    throw new EnvironmentError(message, { details: problems, hint: buildBundleHint(bundleDir) });
+  };
+  if (!isRecord(value)) return fail(`The bundle manifest is not a JSON object: ${source}`);
+  if (value.schemaVersion !== bundleSchemaVersion) {
+    problems.push(`schemaVersion: is ${JSON.stringify(value.schemaVersion)}, this provisioner reads ${bundleSchemaVersion}`);
+    return fail(`The bundle manifest has an unsupported schema version: ${source}`);
+  }
+  for (const field of ['recipeHash', 'goVersion', 'createdAt'] as const) requireString(value, field, field, problems);
+  const names = new Set<string>();
+  if (!Array.isArray(value.binaries)) problems.push('binaries: must be an array');
+  else
+    value.binaries.forEach((b: unknown, i) => {
+      const at = `binaries[${i}]`;
+      if (!isRecord(b)) return void problems.push(`${at}: must be an object`);
+      for (const f of ['name', 'version', 'module', 'moduleVersion', 'package', 'archive'] as const) requireString(b, f, `${at}.${f}`, problems);
+      for (const f of ['sha256', 'archiveSha256'] as const) requireSha256(b, f, `${at}.${f}`, problems);
+      for (const f of ['size', 'compressedSize'] as const) requireSize(b, f, `${at}.${f}`, problems);
+      if (typeof b.shipped !== 'boolean') problems.push(`${at}.shipped: must be true or false`);
+      if (typeof b.name === 'string') {
+        // The name becomes a file name in the cache: no separators, no dot files.
+        if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(b.name)) problems.push(`${at}.name: "${b.name}" is not a plain file name`);
+        if (names.has(b.name)) problems.push(`${at}.name: "${b.name}" appears twice`);
+        names.add(b.name);
+      }
+      if (typeof b.archive === 'string') requireInside(b.archive, `${at}.archive`, problems);
+    });
+  const providers = new Set<string>();
+  const types = ['CoreProvider', 'BootstrapProvider', 'ControlPlaneProvider', 'InfrastructureProvider'];
+  if (!Array.isArray(value.components)) problems.push('components: must be an array');
+  else
+    value.components.forEach((c: unknown, i) => {
+      const at = `components[${i}]`;
+      if (!isRecord(c)) return void problems.push(`${at}: must be an object`);
+      for (const f of ['provider', 'namespace', 'version', 'file'] as const) requireString(c, f, `${at}.${f}`, problems);
+      requireSha256(c, 'sha256', `${at}.sha256`, problems);
+      if (typeof c.type !== 'string' || !types.includes(c.type)) problems.push(`${at}.type: must be one of ${types.join(', ')}`);
+      if (c.binary !== undefined && (typeof c.binary !== 'string' || !names.has(c.binary)))
+        problems.push(`${at}.binary: ${JSON.stringify(c.binary)} is not a binary of this bundle`);
+      if (typeof c.file === 'string') requireInside(c.file, `${at}.file`, problems);
+      if (typeof c.provider === 'string') {
+        if (providers.has(c.provider)) problems.push(`${at}.provider: "${c.provider}" appears twice`);
+        providers.add(c.provider);
+      }
+    });
+  if (problems.length > 0) return fail(`The bundle manifest is malformed: ${source}`);
+  // Every field the type names was checked above.
+  return value as unknown as BundleManifest;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function requireString(o: Record<string, unknown>, field: string, at: string, problems: string[]): void {
+  if (typeof o[field] !== 'string' || o[field] === '') problems.push(`${at}: must be a non-empty string`);
+}
+
+function requireSha256(o: Record<string, unknown>, field: string, at: string, problems: string[]): void {
+  const v = o[field];
+  if (typeof v !== 'string' || !/^[0-9a-f]{64}$/.test(v)) problems.push(`${at}: must be 64 lower-case hex digits`);
+}
+
+function requireSize(o: Record<string, unknown>, field: string, at: string, problems: string[]): void {
+  const v = o[field];
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) problems.push(`${at}: must be a non-negative integer`);
+}
+
+/** A path from the manifest must stay inside the bundle directory. */
+function requireInside(relative: string, at: string, problems: string[]): void {
+  const normal = path.posix.normalize(relative.replaceAll('\\', '/'));
+  if (path.isAbsolute(relative) || normal === '..' || normal.startsWith('../')) problems.push(`${at}: "${relative}" points outside the bundle`);
+}
