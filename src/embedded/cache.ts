@@ -1,0 +1,596 @@
+/**
+ * The extraction cache: turns `bundle/bin/<name>.gz` into executable files, once.
+ *
+ * Layout, content-addressed by the sha256 of the uncompressed binary:
+ *
+ *   <cache>/bin/<sha256>/<name>               the executable (mode 0755)
+ *   <cache>/bin/<sha256>/<name>.record.json   verification record written at extraction
+ *   <cache>/bin/<sha256>/.<name>.lock         held while one process extracts
+ *   <cache>/bin/<sha256>/.<name>.<pid>.<rand>.partial   a temp file being written
+ *
+ * Where the cache lives (first that is set wins): the `cacheDir` option >
+ * `$PROVISIONER_CACHE_DIR` > `$XDG_CACHE_HOME/provisioner` > `~/.cache/provisioner`.
+ *
+ * Where a binary comes from (first that applies wins):
+ *   1. the user's own binaries directory — the `binariesDir` option, else
+ *      `$PROVISIONER_BINARIES_DIR` (like envtest's KUBEBUILDER_ASSETS): an executable
+ *      regular file `<dir>/<name>` is used as is, unverified, and a `log` event says so;
+ *   2. the bundle, through this cache. A binary missing from the user's directory
+ *      falls back to the bundle.
+ *
+ * Guarantees:
+ *   - Streaming: gunzip -> sha256 -> temp file in the entry directory; never the whole
+ *     binary in memory.
+ *   - Atomic: the temp file is fsynced, its sha256 and size checked against the
+ *     manifest, chmod 0755, and only then renamed onto `<name>`. Temp names start with
+ *     a dot and end in `.partial`, so a killed extraction never leaves anything at
+ *     `<name>`; an entry without a matching record is never trusted.
+ *   - Concurrent processes: a lock file makes the second process wait for the first
+ *     and then reuse its result. Correctness does not depend on the lock: if it is
+ *     stolen (stale after 60 s without a heartbeat), both processes write their own
+ *     temp file and the atomic renames leave one correct file.
+ *   - Cheap warm start: a hit costs one small JSON read and one stat() per binary.
+ *     The record holds sha256, size, mtimeMs and inode from extraction time; any
+ *     difference (truncated, replaced, touched entry) means re-extract. Corruption that
+ *     keeps size, mtime and inode is caught only by `verify: true` (a full re-hash).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { constants as fsConstants, createReadStream } from 'node:fs';
+import { access, mkdir, open, type FileHandle, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Transform, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createGunzip } from 'node:zlib';
+import { EnvironmentError, ProvisionerError } from '../errors.js';
+import { log, nullSink, type EventSink } from '../events.js';
+import { buildBundleHint, loadCatalog, packageRoot, type BundleCatalog, type CatalogOptions } from './catalog.js';
+import type { BundledBinary } from './manifest.js';
+
+/** Environment variable naming the cache directory. */
+export const cacheDirEnv = 'PROVISIONER_CACHE_DIR';
+/** Environment variable naming a directory of the user's own binaries. */
+export const binariesDirEnv = 'PROVISIONER_BINARIES_DIR';
+
+/** Progress is reported at most every this many bytes... */
+const progressEveryBytes = 4 << 20;
+/** ...or every this many milliseconds, whichever comes first. */
+const progressEveryMs = 100;
+/** A lock or temp file untouched for this long belongs to a dead extraction. */
+const staleAfterMs = 60_000;
+/** How often an extracting process touches its lock to show it is alive. */
+const heartbeatMs = 5_000;
+/** How often a waiting process looks at the lock again. */
+const lockPollMs = 100;
+
+export interface CacheOptions extends CatalogOptions {
+  /** Cache directory. Default: `$PROVISIONER_CACHE_DIR`, else `$XDG_CACHE_HOME/provisioner`, else `~/.cache/provisioner`. */
+  cacheDir?: string;
+  /** The user's own binaries, used before the bundle. Default: `$PROVISIONER_BINARIES_DIR`, else none. */
+  binariesDir?: string;
+  /** An already loaded catalog. Default: loaded from the bundle directory (see catalog.ts) when a binary is needed from it. */
+  catalog?: BundleCatalog;
+  /** Re-hash every cached binary instead of trusting its verification record. Default: false. */
+  verify?: boolean;
+  /** Where progress and log events go. Default: nowhere. */
+  sink?: EventSink;
+  /** Stops waiting and extracting; temp files are removed. Default: none. */
+  signal?: AbortSignal;
+  /** How many binaries to extract at once. Default: 2 (gunzip runs on the libuv pool, hashing on the main thread). */
+  concurrency?: number;
+}
+
+/** Resolves the cache directory: option > `$PROVISIONER_CACHE_DIR` > `$XDG_CACHE_HOME/provisioner` > `~/.cache/provisioner`. */
+export function resolveCacheDir(options: Pick<CacheOptions, 'cacheDir' | 'env'> = {}): string {
+  const env = options.env ?? process.env;
+  const explicit = options.cacheDir ?? nonEmpty(env[cacheDirEnv]);
+  if (explicit) return path.resolve(explicit);
+  const xdg = nonEmpty(env.XDG_CACHE_HOME);
+  return path.resolve(xdg ?? path.join(os.homedir(), '.cache'), 'provisioner');
+}
+
+/** Resolves the user's binaries directory: option > `$PROVISIONER_BINARIES_DIR` > none. */
+export function resolveBinariesDir(options: Pick<CacheOptions, 'binariesDir' | 'env'> = {}): string | undefined {
+  const chosen = options.binariesDir ?? nonEmpty((options.env ?? process.env)[binariesDirEnv]);
+  return chosen === undefined ? undefined : path.resolve(chosen);
+}
+
+/** What is written next to an extracted binary, and compared with stat() on every start. */
+export interface VerificationRecord {
+  name: string;
+  sha256: string;
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  extractedAt: string;
+}
+
+/** The files of one cache entry. */
+export interface EntryPaths {
+  dir: string;
+  file: string;
+  record: string;
+  lock: string;
+}
+
+export function entryPaths(cacheDir: string, binary: Pick<BundledBinary, 'name' | 'sha256'>): EntryPaths {
+  const dir = path.join(cacheDir, 'bin', binary.sha256);
+  return {
+    dir,
+    file: path.join(dir, binary.name),
+    record: path.join(dir, `${binary.name}.record.json`),
+    lock: path.join(dir, `.${binary.name}.lock`),
+  };
+}
+
+/**
+ * Makes the named binaries available as executable files and returns their absolute
+ * paths by name. Only these binaries are extracted; the bundle is not even read when
+ * the user's binaries directory provides all of them.
+ */
+export async function ensureBinaries(names: readonly string[], options: CacheOptions = {}): Promise<Record<string, string>> {
+  const sink = options.sink ?? nullSink;
+  const wanted = [...new Set(names)];
+  const paths: Record<string, string> = {};
+  const fromBundle: string[] = [];
+
+  const userDir = resolveBinariesDir(options);
+  const userDirUsable = userDir !== undefined && (await isDirectory(userDir));
+  if (userDir !== undefined && !userDirUsable) {
+    log(sink, 'warn', `The binaries directory ${userDir} does not exist; using the bundle`, { binariesDir: userDir });
+  }
+  for (const name of wanted) {
+    const own = userDirUsable ? await userBinary(userDir, name) : undefined;
+    if (own) {
+      paths[name] = own;
+      log(sink, 'info', `Using ${name} from ${binariesDirEnv} instead of the bundle: ${own}`, { binary: name, path: own });
+    } else {
+      fromBundle.push(name);
+    }
+  }
+  if (fromBundle.length === 0) return paths;
+
+  const catalog = options.catalog ?? (await loadCatalog(options));
+  const binaries = fromBundle.map((name) => catalog.binary(name));
+  const cacheDir = resolveCacheDir(options);
+  const extracted = await mapLimit(binaries, options.concurrency ?? 2, (b) => ensureBinary(catalog, b, { ...options, cacheDir }));
+  binaries.forEach((b, i) => (paths[b.name] = extracted[i] as string));
+  return paths;
+}
+
+/** One binary from the bundle, through the cache; returns its absolute path. */
+export async function ensureBinary(catalog: BundleCatalog, binary: BundledBinary, options: CacheOptions = {}): Promise<string> {
+  const sink = options.sink ?? nullSink;
+  const cacheDir = resolveCacheDir(options);
+  const entry = entryPaths(cacheDir, binary);
+  const verify = options.verify ?? false;
+
+  const first = await checkEntry(entry, binary, verify);
+  if (first.hit) return entry.file;
+  if (first.reason !== 'not extracted') {
+    log(sink, 'warn', `Cached ${binary.name} ${first.reason}; extracting it again`, { binary: binary.name, path: entry.file });
+    // Invalidate first, so that no later look (ours after the lock, or another process's) trusts it.
+    await rm(entry.record, { force: true }).catch(() => {});
+  }
+
+  const archive = catalog.archivePath(binary);
+  await checkArchive(archive, binary, catalog.dir);
+  try {
+    await mkdir(entry.dir, { recursive: true, mode: 0o755 });
+  } catch (error) {
+    throw cacheError(error, { binary: binary.name, cacheDir, path: entry.dir });
+  }
+
+  const release = await acquireLock(entry, binary, cacheDir, sink, options.signal);
+  if (release === 'done-by-other') return entry.file;
+  try {
+    // Another process may have finished between our first look and taking the lock.
+    const again = await checkEntry(entry, binary, false);
+    if (again.hit) return entry.file;
+    await removeStaleTemps(entry.dir, binary.name);
+    await extract(archive, entry, binary, cacheDir, sink, options.signal);
+    return entry.file;
+  } finally {
+    await release();
+  }
+}
+
+/** Why a cache entry cannot be used, or that it can. */
+type EntryCheck = { hit: true } | { hit: false; reason: string };
+
+async function checkEntry(entry: EntryPaths, binary: BundledBinary, verify: boolean): Promise<EntryCheck> {
+  let record: Partial<VerificationRecord>;
+  try {
+    record = JSON.parse(await readFile(entry.record, 'utf8')) as Partial<VerificationRecord>;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { hit: false, reason: 'not extracted' };
+    return { hit: false, reason: 'has an unreadable verification record' };
+  }
+  let st;
+  try {
+    st = await stat(entry.file);
+  } catch {
+    return { hit: false, reason: 'is missing although its record exists' };
+  }
+  if (!st.isFile() || (st.mode & 0o111) === 0) return { hit: false, reason: 'is not an executable file' };
+  if (record.sha256 !== binary.sha256 || record.size !== binary.size) return { hit: false, reason: 'has a record for other content' };
+  if (st.size !== record.size) return { hit: false, reason: `has the wrong size (${st.size} bytes, expected ${record.size})` };
+  if (st.ino !== record.ino || st.mtimeMs !== record.mtimeMs) return { hit: false, reason: 'was replaced or modified after extraction' };
+  if (verify) {
+    const actual = await hashFile(entry.file);
+    if (actual !== binary.sha256) return { hit: false, reason: `has the wrong content (sha256 ${actual.slice(0, 12)}…, expected ${binary.sha256.slice(0, 12)}…)` };
+  }
+  return { hit: true };
+}
+
+async function checkArchive(archive: string, binary: BundledBinary, bundleDir: string): Promise<void> {
+  let st;
+  try {
+    st = await stat(archive);
+  } catch (error) {
+    throw new EnvironmentError(`The bundle archive of ${binary.name} is missing: ${archive}`, { hint: buildBundleHint(bundleDir), cause: error });
+  }
+  if (st.size !== binary.compressedSize) {
+    throw new EnvironmentError(`The bundle archive of ${binary.name} has ${st.size} bytes, the manifest says ${binary.compressedSize}: ${archive}`, {
+      hint: buildBundleHint(bundleDir),
+    });
+  }
+}
+
+/** Streams archive -> gunzip -> sha256 -> temp file, checks it, then renames it into place and writes the record. */
+async function extract(archive: string, entry: EntryPaths, binary: BundledBinary, cacheDir: string, sink: EventSink, signal?: AbortSignal): Promise<void> {
+  const temp = path.join(entry.dir, `.${binary.name}.${process.pid}.${randomBytes(4).toString('hex')}.partial`);
+  const task = `extract:${binary.name}`;
+  const label = `Extracting ${binary.name}`;
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(temp, 'wx', 0o600);
+  } catch (error) {
+    throw cacheError(error, { binary: binary.name, cacheDir, path: temp });
+  }
+  try {
+    const hash = createHash('sha256');
+    let bytes = 0;
+    let reportedBytes = 0;
+    let reportedAt = performance.now();
+    sink.emit({ type: 'progress', task, label, current: 0, total: binary.size, unit: 'bytes' });
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        const now = performance.now();
+        if (bytes - reportedBytes >= progressEveryBytes || now - reportedAt >= progressEveryMs) {
+          reportedBytes = bytes;
+          reportedAt = now;
+          sink.emit({ type: 'progress', task, label, current: bytes, total: binary.size, unit: 'bytes' });
+        }
+        callback(null, chunk);
+      },
+    });
+    await pipeline(
+      createReadStream(archive, { highWaterMark: 1 << 20 }),
+      createGunzip({ chunkSize: 256 << 10 }),
+      meter,
+      fileWriter(handle),
+      signal ? { signal } : {},
+    );
+    const digest = hash.digest('hex');
+    if (digest !== binary.sha256 || bytes !== binary.size) {
+      throw new EnvironmentError(`Extracted ${binary.name} does not match the bundle manifest`, {
+        details: [
+          `expected sha256 ${binary.sha256}, ${binary.size} bytes`,
+          `got      sha256 ${digest}, ${bytes} bytes`,
+          `archive: ${archive}`,
+          `cache: ${cacheDir} (nothing was kept)`,
+        ],
+        hint: `The bundle is damaged or out of date: rebuild it with \`npm run bundle\` in ${packageRoot}.`,
+      });
+    }
+    await handle.chmod(0o755);
+    await handle.close();
+    handle = undefined;
+    await rename(temp, entry.file);
+  } catch (error) {
+    await handle?.close().catch(() => {});
+    await rm(temp, { force: true }).catch(() => {});
+    if (signal?.aborted) throw error;
+    if (isZlibError(error)) {
+      throw new EnvironmentError(`The bundle archive of ${binary.name} is not a valid gzip stream: ${archive}`, {
+        details: [error instanceof Error ? error.message : String(error), `cache: ${cacheDir} (nothing was kept)`],
+        hint: `The bundle is damaged: rebuild it with \`npm run bundle\` in ${packageRoot}.`,
+        cause: error,
+      });
+    }
+    throw cacheError(error, { binary: binary.name, cacheDir, path: temp, needBytes: binary.size });
+  }
+  await syncDirectory(entry.dir);
+  await writeRecord(entry, binary, cacheDir);
+  sink.emit({ type: 'progress', task, label, current: binary.size, total: binary.size, unit: 'bytes', done: true });
+}
+
+async function writeRecord(entry: EntryPaths, binary: BundledBinary, cacheDir: string): Promise<void> {
+  try {
+    const st = await stat(entry.file);
+    const record: VerificationRecord = {
+      name: binary.name,
+      sha256: binary.sha256,
+      size: st.size,
+      mtimeMs: st.mtimeMs,
+      ino: st.ino,
+      extractedAt: new Date().toISOString(),
+    };
+    const temp = `${entry.record}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
+    await writeFile(temp, JSON.stringify(record, null, 2) + '\n', { mode: 0o644 });
+    await rename(temp, entry.record);
+  } catch (error) {
+    throw cacheError(error, { binary: binary.name, cacheDir, path: entry.record });
+  }
+}
+
+/**
+ * Takes the entry's lock, waiting while a live process holds it. Returns the release
+ * function, or `done-by-other` when the holder finished the entry while we waited.
+ */
+async function acquireLock(
+  entry: EntryPaths,
+  binary: BundledBinary,
+  cacheDir: string,
+  sink: EventSink,
+  signal?: AbortSignal,
+): Promise<(() => Promise<void>) | 'done-by-other'> {
+  let told = false;
+  for (;;) {
+    signal?.throwIfAborted();
+    try {
+      const handle = await open(entry.lock, 'wx', 0o644);
+      await handle.writeFile(JSON.stringify({ pid: process.pid, host: os.hostname(), startedAt: new Date().toISOString() }));
+      await handle.close();
+      const heartbeat = setInterval(() => {
+        const now = new Date();
+        utimes(entry.lock, now, now).catch(() => {});
+      }, heartbeatMs);
+      heartbeat.unref();
+      return async () => {
+        clearInterval(heartbeat);
+        await rm(entry.lock, { force: true }).catch(() => {});
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw cacheError(error, { binary: binary.name, cacheDir, path: entry.lock });
+    }
+    if (await lockIsStale(entry.lock)) {
+      log(sink, 'debug', `Removing a stale extraction lock: ${entry.lock}`, { binary: binary.name });
+      await rm(entry.lock, { force: true });
+      continue;
+    }
+    if (!told) {
+      told = true;
+      log(sink, 'info', `Waiting for another provisioner process to extract ${binary.name}`, { binary: binary.name, lock: entry.lock });
+    }
+    await sleep(lockPollMs, undefined, signal ? { signal } : {});
+    if ((await checkEntry(entry, binary, false)).hit) return 'done-by-other';
+  }
+}
+
+/** A lock is stale when its holder (on this host) is gone, or when it has had no heartbeat for a minute. */
+async function lockIsStale(lock: string): Promise<boolean> {
+  try {
+    const [st, text] = await Promise.all([stat(lock), readFile(lock, 'utf8')]);
+    if (Date.now() - st.mtimeMs > staleAfterMs) return true;
+    const owner = parseLockOwner(text);
+    // A lock created this instant may not have its content yet: give it the stale period.
+    if (!owner) return false;
+    return owner.host === os.hostname() && !pidAlive(owner.pid);
+  } catch (error) {
+    // Gone between open() and here: not stale, just free.
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+}
+
+function parseLockOwner(text: string): { pid: number; host: string } | undefined {
+  try {
+    const value = JSON.parse(text) as { pid?: unknown; host?: unknown };
+    return typeof value.pid === 'number' && typeof value.host === 'string' ? { pid: value.pid, host: value.host } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Removes temp files of this binary left by killed extractions (untouched for a minute). */
+async function removeStaleTemps(dir: string, name: string): Promise<void> {
+  const prefix = `.${name}.`;
+  for (const file of await readdir(dir)) {
+    if (!file.startsWith(prefix) || !file.endsWith('.partial')) continue;
+    const full = path.join(dir, file);
+    const st = await stat(full).catch(() => undefined);
+    if (st && Date.now() - st.mtimeMs > staleAfterMs) await rm(full, { force: true }).catch(() => {});
+  }
+}
+
+/** The state of one bundled binary in the cache, as `provisioner version` shows it. */
+export interface CacheEntryStatus {
+  name: string;
+  path: string;
+  /** `ready`: usable; `absent`: not extracted yet; `stale`: changed since extraction (re-extracted on next use); `corrupt`: content differs (with verify). */
+  state: 'ready' | 'absent' | 'stale' | 'corrupt';
+  /** True when the content was re-hashed (verify). */
+  verified: boolean;
+  reason?: string;
+}
+
+/**
+ * Reports, without extracting anything, what the cache holds for each binary. With
+ * `verify`, every present entry is re-hashed; a corrupt one has its record removed so
+ * the next command extracts it again.
+ */
+export async function inspectCache(catalog: BundleCatalog, options: Pick<CacheOptions, 'cacheDir' | 'env' | 'verify'> = {}): Promise<CacheEntryStatus[]> {
+  const cacheDir = resolveCacheDir(options);
+  const verify = options.verify ?? false;
+  const statuses: CacheEntryStatus[] = [];
+  // One at a time with verify: re-hashing several 100 MB files at once only thrashes the disk.
+  for (const binary of catalog.binaries) {
+    const entry = entryPaths(cacheDir, binary);
+    const quick = await checkEntry(entry, binary, false);
+    if (!quick.hit) {
+      statuses.push({ name: binary.name, path: entry.file, state: quick.reason === 'not extracted' ? 'absent' : 'stale', verified: false, reason: quick.reason });
+      continue;
+    }
+    if (!verify) {
+      statuses.push({ name: binary.name, path: entry.file, state: 'ready', verified: false });
+      continue;
+    }
+    const full = await checkEntry(entry, binary, true);
+    if (full.hit) {
+      statuses.push({ name: binary.name, path: entry.file, state: 'ready', verified: true });
+    } else {
+      await rm(entry.record, { force: true });
+      statuses.push({ name: binary.name, path: entry.file, state: 'corrupt', verified: true, reason: full.reason });
+    }
+  }
+  return statuses;
+}
+
+/** sha256 (hex) of a file, streamed. */
+export async function hashFile(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+export interface CacheErrorContext {
+  binary: string;
+  cacheDir: string;
+  /** The file or directory the failing call touched. */
+  path: string;
+  /** Bytes the extraction needs, for the disk-full hint. */
+  needBytes?: number;
+}
+
+/** Turns a file-system failure in the cache into an EnvironmentError with the cache path and the next step. */
+export function cacheError(error: unknown, context: CacheErrorContext): unknown {
+  if (error instanceof ProvisionerError) return error;
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const moveHint = `or set ${cacheDirEnv} to a directory on another disk`;
+  switch (code) {
+    case 'ENOSPC':
+    case 'EDQUOT': {
+      const need = context.needBytes !== undefined ? ` at least ${Math.ceil(context.needBytes / (1 << 20))} MiB` : ' space';
+      return new EnvironmentError(`No space left to extract ${context.binary} into the binary cache ${context.cacheDir}`, {
+        details: [`${code} writing ${context.path}`],
+        hint: `Free${need} on the disk holding ${context.cacheDir}, ${moveHint}.`,
+        cause: error,
+      });
+    }
+    case 'EACCES':
+    case 'EPERM':
+    case 'EROFS':
+      return new EnvironmentError(`The binary cache ${context.cacheDir} is not writable (needed for ${context.binary})`, {
+        details: [`${code} on ${context.path}`],
+        hint: `Make ${context.cacheDir} writable by this user, ${moveHint}.`,
+        cause: error,
+      });
+    case 'ENOTDIR':
+    case 'EEXIST':
+      return new EnvironmentError(`The binary cache ${context.cacheDir} is not a usable directory (needed for ${context.binary})`, {
+        details: [`${code} on ${context.path}`],
+        hint: `Remove the file in the way at ${context.path}, ${moveHint}.`,
+        cause: error,
+      });
+    default:
+      return error;
+  }
+}
+
+function isZlibError(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' && code.startsWith('Z_');
+}
+
+/**
+ * A Writable onto an open FileHandle that fsyncs on end and leaves closing to the
+ * caller. (`FileHandle.createWriteStream({ autoClose: false })` keeps a reference on
+ * the handle, after which `handle.close()` never resolves.)
+ */
+function fileWriter(handle: FileHandle): Writable {
+  return new Writable({
+    highWaterMark: 1 << 20,
+    write(chunk: Buffer, _encoding, callback) {
+      writeAll(handle, chunk).then(() => callback(), callback);
+    },
+    final(callback) {
+      handle.sync().then(() => callback(), callback);
+    },
+  });
+}
+
+async function writeAll(handle: FileHandle, chunk: Buffer): Promise<void> {
+  let offset = 0;
+  while (offset < chunk.length) {
+    const { bytesWritten } = await handle.write(chunk, offset, chunk.length - offset);
+    offset += bytesWritten;
+  }
+}
+
+/** Best effort: makes the rename durable. Not every platform can fsync a directory. */
+async function syncDirectory(dir: string): Promise<void> {
+  try {
+    const handle = await open(dir, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // Durability of the rename only; the entry is still correct without it.
+  }
+}
+
+async function userBinary(dir: string, name: string): Promise<string | undefined> {
+  const candidate = path.join(dir, name);
+  try {
+    const st = await stat(candidate);
+    if (!st.isFile()) return undefined;
+    await access(candidate, fsConstants.X_OK);
+    return candidate;
+  } catch {
+    return undefined;
+  }
+}
+
+async function isDirectory(dir: string): Promise<boolean> {
+  return (await stat(dir).catch(() => undefined))?.isDirectory() ?? false;
+}
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    // After a failure, start nothing new: the caller is about to report it.
+    while (next < items.length && !failed) {
+      const index = next++;
+      try {
+        results[index] = await fn(items[index] as T);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return results;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value;
+}
