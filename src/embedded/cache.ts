@@ -136,15 +136,15 @@ export async function ensureBinaries(names: readonly string[], options: CacheOpt
   const fromBundle: string[] = [];
 
   const userDir = resolveBinariesDir(options);
-  const userDirUsable = userDir !== undefined && (await isDirectory(userDir));
-  if (userDir !== undefined && !userDirUsable) {
+  if (userDir !== undefined && !(await isDirectory(userDir))) {
     log(sink, 'warn', `The binaries directory ${userDir} does not exist; using the bundle`, { binariesDir: userDir });
   }
+  const own = await findUserBinaries(wanted, options);
   for (const name of wanted) {
-    const own = userDirUsable ? await userBinary(userDir, name) : undefined;
-    if (own) {
-      paths[name] = own;
-      log(sink, 'info', `Using ${name} from ${binariesDirEnv} instead of the bundle: ${own}`, { binary: name, path: own });
+    const ownPath = own[name];
+    if (ownPath) {
+      paths[name] = ownPath;
+      log(sink, 'info', `Using ${name} from ${binariesDirEnv} instead of the bundle: ${ownPath}`, { binary: name, path: ownPath });
     } else {
       fromBundle.push(name);
     }
@@ -157,6 +157,21 @@ export async function ensureBinaries(names: readonly string[], options: CacheOpt
   const extracted = await mapLimit(binaries, options.concurrency ?? 2, (b) => ensureBinary(catalog, b, { ...options, cacheDir }));
   binaries.forEach((b, i) => (paths[b.name] = extracted[i] as string));
   return paths;
+}
+
+/**
+ * Which of `names` the user's binaries directory provides (an executable regular file
+ * named exactly so), by name. Empty when no directory is set or it does not exist.
+ */
+export async function findUserBinaries(names: readonly string[], options: Pick<CacheOptions, 'binariesDir' | 'env'> = {}): Promise<Record<string, string>> {
+  const dir = resolveBinariesDir(options);
+  const found: Record<string, string> = {};
+  if (dir === undefined || !(await isDirectory(dir))) return found;
+  for (const name of names) {
+    const candidate = await userBinary(dir, name);
+    if (candidate) found[name] = candidate;
+  }
+  return found;
 }
 
 /** One binary from the bundle, through the cache; returns its absolute path. */
