@@ -1,0 +1,146 @@
+/**
+ * The real bundle: extracts every binary into a fresh cache and asks each one for its
+ * version, which must match the manifest. Fails (never skips) when the bundle has not
+ * been built: run `npm run bundle` first.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ensureBinaries, hashFile } from '../../src/embedded/cache.js';
+import { loadCatalog, packageRoot, type BundleCatalog } from '../../src/embedded/catalog.js';
+import type { BundledBinary } from '../../src/embedded/manifest.js';
+import { messageOf } from '../../src/errors.js';
+
+interface VersionProbe {
+  /** What the binary is, for the test name. */
+  what: string;
+  matches(binary: BundledBinary): boolean;
+  args(scratch: string): string[];
+  /** First capture group: the version the binary printed. */
+  pattern: RegExp;
+  /** Managers print their version and then fail on the missing kubeconfig. */
+  exitsNonZero?: boolean;
+}
+
+/**
+ * The Cluster API managers (controller-runtime) have no `--version` flag: their main()
+ * logs `"Version: vX (git commit: …)"` right after flag parsing and then exits because
+ * the kubeconfig it was given does not exist.
+ */
+const managerProbe = (what: string, pkg: string): VersionProbe => ({
+  what,
+  matches: (b) => b.package === pkg,
+  args: (scratch) => ['--v=0', `--kubeconfig=${path.join(scratch, 'absent-kubeconfig')}`],
+  pattern: /"Version: (v\S+) \(git commit: [^)]*\)"/,
+  exitsNonZero: true,
+});
+
+const probes: VersionProbe[] = [
+  { what: 'kube-apiserver', matches: (b) => b.package === 'k8s.io/kubernetes/cmd/kube-apiserver', args: () => ['--version'], pattern: /^Kubernetes (v\S+)$/m },
+  { what: 'etcd', matches: (b) => b.module === 'go.etcd.io/etcd/server/v3', args: () => ['--version'], pattern: /^etcd Version: (\S+)$/m },
+  { what: 'kubectl', matches: (b) => b.package === 'k8s.io/kubernetes/cmd/kubectl', args: () => ['version', '--client'], pattern: /^Client Version: (v\S+)$/m },
+  { what: 'clusterctl', matches: (b) => b.package === 'sigs.k8s.io/cluster-api/cmd/clusterctl', args: () => ['version', '-o', 'short'], pattern: /^(v\S+)$/m },
+  managerProbe('CAPI core manager', 'sigs.k8s.io/cluster-api/core'),
+  managerProbe('kubeadm bootstrap manager', 'sigs.k8s.io/cluster-api/bootstrap/kubeadm'),
+  managerProbe('kubeadm control-plane manager', 'sigs.k8s.io/cluster-api/controlplane/kubeadm'),
+  managerProbe('docker/dev infrastructure manager', 'sigs.k8s.io/cluster-api/test/infrastructure/docker'),
+];
+
+const withoutV = (version: string) => version.replace(/^v/, '');
+
+interface Ran {
+  code: number | null;
+  output: string;
+}
+
+/** Runs a binary with a minimal environment (no KUBECONFIG, HOME in scratch) and a deadline. */
+function runBinary(file: string, args: string[], scratch: string): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { env: { PATH: '/usr/bin:/bin', HOME: scratch }, stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+describe('the binary bundle', () => {
+  let catalog: BundleCatalog;
+  let scratch = '';
+  let paths: Record<string, string>;
+  /** Set when the bundle is missing: every test then fails with it, none is skipped. */
+  let setupError: Error | undefined;
+
+  beforeAll(async () => {
+    try {
+      catalog = await loadCatalog();
+    } catch (error) {
+      setupError = new Error(`No usable bundle (${messageOf(error)}). Run \`npm run bundle\` in ${packageRoot} before the integration tests.`);
+      return;
+    }
+    scratch = await mkdtemp(path.join(os.tmpdir(), 'provisioner-bundle-it-'));
+    paths = await ensureBinaries(
+      catalog.binaries.map((b) => b.name),
+      { catalog, cacheDir: path.join(scratch, 'cache') },
+    );
+  });
+
+  beforeEach(() => {
+    if (setupError) throw setupError;
+  });
+
+  afterAll(async () => {
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+  });
+
+  it('extracts every binary as an executable whose sha256 and size match the manifest', async () => {
+    expect(Object.keys(paths).sort()).toEqual(catalog.binaries.map((b) => b.name).sort());
+    for (const b of catalog.binaries) {
+      const file = paths[b.name]!;
+      expect(file.startsWith(path.join(scratch, 'cache', 'bin', b.sha256))).toBe(true);
+      const st = await stat(file);
+      expect({ name: b.name, size: st.size, mode: st.mode & 0o777 }).toEqual({ name: b.name, size: b.size, mode: 0o755 });
+      expect(await hashFile(file)).toBe(b.sha256);
+    }
+  });
+
+  it('holds every provider component file with the manifest sha256', async () => {
+    expect(catalog.components.length).toBeGreaterThan(0);
+    for (const c of catalog.components) {
+      const content = await readFile(catalog.componentsPath(c));
+      expect({ provider: c.provider, sha256: createHash('sha256').update(content).digest('hex') }).toEqual({ provider: c.provider, sha256: c.sha256 });
+    }
+  });
+
+  it('has a version probe for every bundled binary, and a binary for every probe', () => {
+    const unprobed = catalog.binaries.filter((b) => !probes.some((p) => p.matches(b))).map((b) => b.name);
+    expect(unprobed, 'binaries with no version probe in this test').toEqual([]);
+    const missing = probes.filter((p) => !catalog.binaries.some((b) => p.matches(b))).map((p) => p.what);
+    expect(missing, 'expected binaries absent from the bundle').toEqual([]);
+  });
+
+  it.each(probes.map((p) => [p.what, p] as const))('%s prints the version the manifest names', async (_what, probe) => {
+    const binary = catalog.binaries.find((b) => probe.matches(b));
+    expect(binary, `${probe.what} is not in the bundle`).toBeDefined();
+    const b = binary as BundledBinary;
+    // The manifest's version is the version of the module the binary was built from.
+    expect(withoutV(b.version)).toBe(withoutV(b.moduleVersion));
+    const ran = await runBinary(paths[b.name]!, probe.args(scratch), scratch);
+    const printed = probe.pattern.exec(ran.output)?.[1];
+    expect(printed, `${b.name} ${probe.args(scratch).join(' ')} printed:\n${ran.output.slice(0, 2000)}`).toBeDefined();
+    expect(withoutV(printed!)).toBe(withoutV(b.version));
+    if (probe.exitsNonZero) expect(ran.code).not.toBe(0);
+    else expect(ran.code).toBe(0);
+  });
+
+  it('prints the exact strings the pinned versions produce', async () => {
+    const apiserver = catalog.binaries.find((b) => b.package === 'k8s.io/kubernetes/cmd/kube-apiserver')!;
+    const etcd = catalog.binaries.find((b) => b.module === 'go.etcd.io/etcd/server/v3')!;
+    expect((await runBinary(paths[apiserver.name]!, ['--version'], scratch)).output).toContain(`Kubernetes ${apiserver.version}`);
+    expect((await runBinary(paths[etcd.name]!, ['--version'], scratch)).output).toContain(`etcd Version: ${withoutV(etcd.version)}`);
+  });
+});
