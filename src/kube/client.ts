@@ -109,29 +109,33 @@ export interface ListOptions {
 
 export type WatchPhase = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
-/** Exposes the library's cached discovery (`resource`), which it keeps protected. */
-class ObjectApi extends k8s.KubernetesObjectApi {
-  static forConfig(config: k8s.KubeConfig): ObjectApi {
-    const api = config.makeApiClient(ObjectApi);
-    api.setDefaultNamespace(config);
-    return api;
-  }
-
-  resourceOf(apiVersion: string, kind: string): Promise<k8s.V1APIResource | undefined> {
-    return this.resource(apiVersion, kind);
-  }
+interface ApiResource {
+  name: string;
+  kind: string;
+  namespaced: boolean;
 }
 
-// The library types creationTimestamp as Date; on the wire, and in our types, it is a string.
-type LibObject = k8s.KubernetesObject;
-const asLib = (obj: unknown): LibObject => obj as LibObject;
+interface RequestOptions {
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+  timeoutMs?: number;
+  /** Names the object in errors. */
+  object?: string;
+}
 
+/**
+ * A cluster client. Requests go over Node's https with the kubeconfig's credentials,
+ * as raw JSON: the client library's typed models drop fields they do not know (such
+ * as `x-kubernetes-int-or-string` in CRD schemas), which would corrupt what we apply.
+ */
 export class KubeClient {
-  private readonly objects: ObjectApi;
+  private readonly agent = new https.Agent({ keepAlive: true, maxSockets: 32 });
+  private readonly discovery = new Map<string, Promise<ApiResource[]>>();
 
-  private constructor(readonly config: k8s.KubeConfig) {
-    this.objects = ObjectApi.forConfig(config);
-  }
+  private constructor(readonly config: k8s.KubeConfig) {}
 
   static fromFile(kubeconfigPath: string): KubeClient {
     const config = new k8s.KubeConfig();
@@ -143,83 +147,80 @@ export class KubeClient {
     return this.config.getCurrentCluster()?.server ?? '';
   }
 
+  /** Closes idle keep-alive connections, so the process can exit. */
+  close(): void {
+    this.agent.destroy();
+  }
+
   /** Server-side apply with our field manager; returns the object as stored (or as it would be, on dry-run). */
   async apply<T extends KubeObject>(obj: T, options: ApplyOptions = {}): Promise<T> {
-    // Server-side apply refuses managedFields and resourceVersion in the request body.
-    const body = stripForApply(obj);
-    try {
-      return (await this.objects.patch(
-        asLib(body),
-        undefined,
-        options.dryRun ? 'All' : undefined,
-        fieldManager,
-        options.force ?? true,
-        k8s.PatchStrategy.ServerSideApply,
-      )) as T;
-    } catch (error) {
-      throw translate(error, describeRef(obj));
-    }
+    const path = await this.objectPath(obj);
+    return (await this.request({
+      method: 'PATCH',
+      path,
+      query: { fieldManager, force: options.force ?? true, dryRun: options.dryRun ? 'All' : undefined },
+      body: stripForApply(obj),
+      contentType: 'application/apply-patch+yaml',
+      object: describeRef(obj),
+    })) as T;
   }
 
   async get<T extends KubeObject>(ref: Pick<KubeObject, 'apiVersion' | 'kind'> & { metadata: { name: string; namespace?: string } }): Promise<T | undefined> {
     try {
-      return (await this.objects.read(asLib(ref) as LibObject & { metadata: { name: string } })) as unknown as T;
+      return (await this.request({ method: 'GET', path: await this.objectPath(ref), object: describeRef(ref as KubeObject) })) as T;
     } catch (error) {
-      const e = translate(error, describeRef(ref as KubeObject));
-      if (e.isNotFound) return undefined;
-      throw e;
+      if (error instanceof KubeApiError && error.isNotFound) return undefined;
+      throw error;
     }
   }
 
   async list<T extends KubeObject>(apiVersion: string, kind: string, options: ListOptions = {}): Promise<T[]> {
+    const path = await this.collectionPath(apiVersion, kind, options.namespace);
     const items: T[] = [];
     let continueToken: string | undefined;
-    try {
-      do {
-        const page = await this.objects.list(apiVersion, kind, options.namespace, undefined, undefined, undefined, undefined, options.labelSelector, 500, continueToken);
-        for (const item of page.items) items.push({ ...(item as unknown as T), apiVersion, kind });
-        continueToken = page.metadata?._continue || undefined;
-      } while (continueToken);
-    } catch (error) {
-      throw translate(error, `${kind} list`);
-    }
+    do {
+      const page = (await this.request({
+        method: 'GET',
+        path,
+        query: { labelSelector: options.labelSelector, limit: 500, continue: continueToken },
+        object: `${kind} list`,
+      })) as { items: T[]; metadata?: { continue?: string } };
+      for (const item of page.items) items.push({ ...item, apiVersion, kind });
+      continueToken = page.metadata?.continue || undefined;
+    } while (continueToken);
     return items;
   }
 
   /** Deletes; a missing object is not an error. Returns false when it was already gone. */
   async delete(ref: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>, options: { propagation?: 'Foreground' | 'Background' | 'Orphan' } = {}): Promise<boolean> {
     try {
-      await this.objects.delete(asLib(ref), undefined, undefined, undefined, undefined, options.propagation ?? 'Background');
+      await this.request({
+        method: 'DELETE',
+        path: await this.objectPath(ref),
+        body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: options.propagation ?? 'Background' },
+        object: describeRef(ref),
+      });
       return true;
     } catch (error) {
-      const e = translate(error, describeRef(ref as KubeObject));
-      if (e.isNotFound) return false;
-      throw e;
+      if (error instanceof KubeApiError && error.isNotFound) return false;
+      throw error;
     }
+  }
+
+  /** Merge-patches an object (for metadata such as annotations and finalizers). */
+  async mergePatch<T extends KubeObject>(ref: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>, patch: unknown): Promise<T> {
+    return (await this.request({
+      method: 'PATCH',
+      path: await this.objectPath(ref),
+      body: patch,
+      contentType: 'application/merge-patch+json',
+      object: describeRef(ref),
+    })) as T;
   }
 
   /** GET a raw API path (e.g. `/readyz`, `/version`); returns the body text. */
   async raw(path: string, timeoutMs = 10_000): Promise<string> {
-    const cluster = this.config.getCurrentCluster();
-    if (!cluster) throw new KubeApiError(0, 'NoCluster', 'kubeconfig has no current cluster');
-    const url = new URL(path, cluster.server);
-    const options: https.RequestOptions = { method: 'GET', timeout: timeoutMs };
-    await this.config.applyToHTTPSOptions(options);
-    return new Promise((resolve, reject) => {
-      const request = https.request(url, options, (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => {
-          const code = response.statusCode ?? 0;
-          if (code >= 200 && code < 300) resolve(text);
-          else reject(new KubeApiError(code, response.statusMessage ?? '', text.slice(0, 500), path));
-        });
-      });
-      request.on('timeout', () => request.destroy(new Error(`timed out after ${timeoutMs} ms`)));
-      request.on('error', (error) => reject(translate(error, path)));
-      request.end();
-    });
+    return (await this.request({ method: 'GET', path, timeoutMs, object: path }, true)) as string;
   }
 
   /**
@@ -244,10 +245,81 @@ export class KubeClient {
 
   /** Resolves the REST path of a kind's collection, e.g. `/apis/cluster.x-k8s.io/v1beta2/namespaces/ns/clusters`. */
   async collectionPath(apiVersion: string, kind: string, namespace?: string): Promise<string> {
-    const resource = await this.objects.resourceOf(apiVersion, kind);
-    if (!resource) throw new KubeApiError(404, 'NotFound', `the server does not serve ${kind} in ${apiVersion}`);
+    const resource = await this.resourceOf(apiVersion, kind);
     const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
     return resource.namespaced && namespace ? `${base}/namespaces/${namespace}/${resource.name}` : `${base}/${resource.name}`;
+  }
+
+  /** Forgets discovered resources (after installing CRDs). */
+  resetDiscovery(): void {
+    this.discovery.clear();
+  }
+
+  private async objectPath(ref: Pick<KubeObject, 'apiVersion' | 'kind'> & { metadata: { name: string; namespace?: string } }): Promise<string> {
+    const resource = await this.resourceOf(ref.apiVersion, ref.kind);
+    if (resource.namespaced && !ref.metadata.namespace) {
+      throw new KubeApiError(400, 'BadRequest', `${ref.kind} is namespaced but has no metadata.namespace`, describeRef(ref as KubeObject));
+    }
+    const collection = await this.collectionPath(ref.apiVersion, ref.kind, resource.namespaced ? ref.metadata.namespace : undefined);
+    return `${collection}/${encodeURIComponent(ref.metadata.name)}`;
+  }
+
+  private async resourceOf(apiVersion: string, kind: string): Promise<ApiResource> {
+    let pending = this.discovery.get(apiVersion);
+    if (!pending) {
+      const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+      pending = this.request({ method: 'GET', path, object: `API ${apiVersion}` }).then((list) =>
+        ((list as { resources: ApiResource[] }).resources ?? []).filter((r) => !r.name.includes('/')),
+      );
+      pending.catch(() => this.discovery.delete(apiVersion));
+      this.discovery.set(apiVersion, pending);
+    }
+    const resource = (await pending).find((r) => r.kind === kind);
+    if (!resource) {
+      this.discovery.delete(apiVersion); // it may appear once a CRD is established
+      throw new KubeApiError(404, 'NotFound', `the server does not serve ${kind} in ${apiVersion}`);
+    }
+    return resource;
+  }
+
+  private async request(options: RequestOptions, text = false): Promise<unknown> {
+    const cluster = this.config.getCurrentCluster();
+    if (!cluster) throw new KubeApiError(0, 'NoCluster', 'kubeconfig has no current cluster');
+    const url = new URL(options.path, cluster.server);
+    for (const [key, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    const httpsOptions: https.RequestOptions = { method: options.method, agent: this.agent, timeout: timeoutMs, headers: { accept: 'application/json' } };
+    await this.config.applyToHTTPSOptions(httpsOptions);
+    const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
+    if (payload !== undefined) {
+      httpsOptions.headers = { ...httpsOptions.headers, 'content-type': options.contentType ?? 'application/json', 'content-length': Buffer.byteLength(payload) };
+    }
+    return new Promise((resolve, reject) => {
+      const request = https.request(url, httpsOptions, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          const body = Buffer.concat(chunks).toString('utf8');
+          const code = response.statusCode ?? 0;
+          if (code >= 200 && code < 300) {
+            if (text) return resolve(body);
+            try {
+              resolve(body ? JSON.parse(body) : undefined);
+            } catch (error) {
+              reject(new KubeApiError(code, 'BadResponse', `unparseable response: ${String(error)}`, options.object));
+            }
+            return;
+          }
+          const status = safeJson(body) as { reason?: string; message?: string } | undefined;
+          reject(new KubeApiError(code, status?.reason ?? response.statusMessage ?? '', status?.message ?? body.slice(0, 500), options.object));
+        });
+        response.on('error', (error) => reject(translate(error, options.object)));
+      });
+      request.on('timeout', () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+      request.on('error', (error) => reject(translate(error, options.object)));
+      if (payload !== undefined) request.write(payload);
+      request.end();
+    });
   }
 }
 

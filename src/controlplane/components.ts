@@ -1,0 +1,104 @@
+/**
+ * The processes of a local control plane and their flags: etcd, kube-apiserver, and
+ * one controller manager per bundled provider. Flags are defaults plus the caller's
+ * overrides, rendered in a stable order (see process/args.ts). Every listener is on
+ * loopback; providers bind their webhook and simulated-cluster servers to
+ * PROVISIONER_BIND_ADDRESS, which the bundle build patched in (scripts/bundle/patches.ts).
+ */
+import type { ArgMap } from '../process/args.js';
+import type { ControlPlanePki } from '../pki/index.js';
+
+export const loopback = '127.0.0.1';
+
+export interface EtcdPorts {
+  client: number;
+  peer: number;
+  metrics: number;
+}
+
+export function etcdArgs(pki: ControlPlanePki, dataDir: string, ports: EtcdPorts, overrides: ArgMap = {}): ArgMap {
+  const client = `https://${loopback}:${ports.client}`;
+  const peer = `http://${loopback}:${ports.peer}`;
+  return {
+    name: 'provisioner',
+    'data-dir': dataDir,
+    'listen-client-urls': client,
+    'advertise-client-urls': client,
+    // One member, never joined by another: the peer listener only has to exist, on loopback.
+    'listen-peer-urls': peer,
+    'initial-advertise-peer-urls': peer,
+    'initial-cluster': `provisioner=${peer}`,
+    'listen-metrics-urls': `http://${loopback}:${ports.metrics}`,
+    'cert-file': pki.etcdServer.certFile,
+    'key-file': pki.etcdServer.keyFile,
+    'trusted-ca-file': pki.etcdCa.certFile,
+    'client-cert-auth': true,
+    // fsync stays on (no --unsafe-no-fsync): destroy, gather and resume restart from this data.
+    'log-level': 'warn',
+    ...overrides,
+  };
+}
+
+export interface ApiServerPorts {
+  secure: number;
+}
+
+export function apiServerArgs(pki: ControlPlanePki, etcdClientPort: number, ports: ApiServerPorts, overrides: ArgMap = {}): ArgMap {
+  return {
+    'etcd-servers': `https://${loopback}:${etcdClientPort}`,
+    'etcd-cafile': pki.etcdCa.certFile,
+    'etcd-certfile': pki.apiServerEtcdClient.certFile,
+    'etcd-keyfile': pki.apiServerEtcdClient.keyFile,
+    'bind-address': loopback,
+    'advertise-address': loopback,
+    'secure-port': ports.secure,
+    'tls-cert-file': pki.apiServer.certFile,
+    'tls-private-key-file': pki.apiServer.keyFile,
+    'client-ca-file': pki.ca.certFile,
+    'authorization-mode': 'RBAC',
+    'service-account-issuer': `https://${loopback}:${ports.secure}`,
+    'service-account-key-file': pki.serviceAccount.publicKeyFile,
+    'service-account-signing-key-file': pki.serviceAccount.privateKeyFile,
+    'service-cluster-ip-range': '10.0.0.0/24',
+    'allow-privileged': true,
+    profiling: false,
+    // The `kubernetes` Service cannot have a loopback endpoint, and nothing here needs it.
+    'endpoint-reconciler-type': 'none',
+    'cert-dir': `${pki.dir}/apiserver-generated`,
+    ...overrides,
+  };
+}
+
+export interface ControllerPorts {
+  webhook: number;
+  health: number;
+  diagnostics: number;
+}
+
+export function controllerArgs(kubeconfig: string, webhookCertDir: string, ports: ControllerPorts, featureGates: Record<string, boolean> = {}, overrides: ArgMap = {}): ArgMap {
+  const gates = Object.entries(featureGates).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${v}`).join(',');
+  return {
+    kubeconfig,
+    'webhook-port': ports.webhook,
+    'webhook-cert-dir': webhookCertDir,
+    'health-addr': `${loopback}:${ports.health}`,
+    // Metrics over plain http, on loopback only; nothing outside this machine can reach it.
+    'diagnostics-address': `${loopback}:${ports.diagnostics}`,
+    'insecure-diagnostics': true,
+    // One instance per control plane: leader election would only add a lease round-trip to every start.
+    'leader-elect': false,
+    ...(gates ? { 'feature-gates': gates } : {}),
+    ...overrides,
+  };
+}
+
+/** Environment every provider controller gets on top of the allow-list. */
+export function controllerEnv(): Record<string, string> {
+  return {
+    PROVISIONER_BIND_ADDRESS: loopback,
+    // The in-memory provider publishes simulated control-plane endpoints on this address.
+    POD_IP: loopback,
+    // Its debug server: any free port (upstream fixes 19000, which two control planes would share).
+    PROVISIONER_INMEMORY_DEBUG_PORT: '0',
+  };
+}

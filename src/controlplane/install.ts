@@ -1,0 +1,144 @@
+/**
+ * Installs the providers' components into the local API server: namespaces and CRDs
+ * first (waiting until every CRD is Established), then — once the controllers serve
+ * their webhooks — the webhook configurations and the clusterctl inventory. Every
+ * webhook is rewritten to the local controller on loopback (webhooks.ts). Applying is
+ * server-side and idempotent, so a restart re-applies with whatever ports it got.
+ */
+import { readFile } from 'node:fs/promises';
+import { parseAllDocuments } from 'yaml';
+import { InfrastructureError } from '../errors.js';
+import type { EventSink } from '../events.js';
+import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
+import { rewriteWebhooks, type WebhookEndpoints } from './webhooks.js';
+
+export interface ProviderComponents {
+  provider: string;
+  namespace: string;
+  objects: KubeObject[];
+}
+
+export async function loadComponents(provider: string, namespace: string, file: string): Promise<ProviderComponents> {
+  const text = await readFile(file, 'utf8');
+  const objects = parseAllDocuments(text)
+    .map((doc) => doc.toJSON() as unknown)
+    .filter((o): o is KubeObject => typeof o === 'object' && o !== null && 'kind' in o);
+  return { provider, namespace, objects };
+}
+
+const isWebhookConfiguration = (o: KubeObject) => o.kind === 'MutatingWebhookConfiguration' || o.kind === 'ValidatingWebhookConfiguration';
+const isLate = (o: KubeObject) => isWebhookConfiguration(o) || o.kind === 'Provider';
+
+/** How many objects are applied at once. Default 8: enough to hide round-trips, little load on a 2-core machine. */
+export const applyConcurrency = 8;
+
+async function applyAll(client: KubeClient, objects: readonly KubeObject[], signal?: AbortSignal): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < objects.length) {
+      signal?.throwIfAborted();
+      const obj = objects[next++]!;
+      await applyWithRetry(client, obj, signal);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(applyConcurrency, objects.length) }, worker));
+}
+
+/** Retries transient failures (a webhook whose server just started, a conflict) with a short backoff. */
+async function applyWithRetry(client: KubeClient, obj: KubeObject, signal?: AbortSignal): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await client.apply(obj);
+      return;
+    } catch (error) {
+      const retriable = error instanceof KubeApiError && (error.isTransient || error.isConflict || error.isNotFound);
+      if (!retriable || attempt >= 10) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 100 * 2 ** attempt)));
+      signal?.throwIfAborted();
+      client.resetDiscovery();
+    }
+  }
+}
+
+/** Namespaces and CRDs (with conversion webhooks already pointing at loopback); waits until every CRD is Established. */
+export async function installCrds(
+  client: KubeClient,
+  components: readonly ProviderComponents[],
+  endpoints: WebhookEndpoints,
+  caPem: string,
+  options: { signal?: AbortSignal; sink?: EventSink; timeoutMs?: number } = {},
+): Promise<string[]> {
+  const early = components.flatMap((c) => c.objects.filter((o) => !isLate(o)).map((o) => rewriteWebhooks(o, endpoints, caPem)));
+  const namespaces = early.filter((o) => o.kind === 'Namespace');
+  const rest = early.filter((o) => o.kind !== 'Namespace');
+  await applyAll(client, namespaces, options.signal);
+  await applyAll(client, rest, options.signal);
+  const crdNames = rest.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name);
+  await waitForEstablished(client, crdNames, options.timeoutMs ?? 60_000, options.signal);
+  client.resetDiscovery();
+  return crdNames;
+}
+
+/** Webhook configurations and the clusterctl Provider inventory; call once every controller serves its webhooks. */
+export async function installWebhooksAndInventory(
+  client: KubeClient,
+  components: readonly ProviderComponents[],
+  endpoints: WebhookEndpoints,
+  caPem: string,
+  options: { signal?: AbortSignal } = {},
+): Promise<number> {
+  const late = components.flatMap((c) => c.objects.filter(isLate).map((o) => rewriteWebhooks(o, endpoints, caPem)));
+  await applyAll(client, late, options.signal);
+  return late.length;
+}
+
+interface CrdStatus {
+  status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+}
+
+/** Waits on a watch of CRDs until every named one reports Established=True. */
+async function waitForEstablished(client: KubeClient, names: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  const pending = new Set(names);
+  const observe = (crd: KubeObject & CrdStatus) => {
+    if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) pending.delete(crd.metadata.name);
+  };
+  for (const crd of await client.list<KubeObject & CrdStatus>('apiextensions.k8s.io/v1', 'CustomResourceDefinition')) observe(crd);
+  if (pending.size === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    let stop: (() => void) | undefined;
+    const finish = (error?: Error) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      stop?.();
+      if (error) reject(error);
+      else resolve();
+    };
+    const timer = setTimeout(
+      () =>
+        finish(
+          new InfrastructureError(`${pending.size} CRD(s) not Established within ${timeoutMs / 1000} s: ${[...pending].slice(0, 5).join(', ')}`, {
+            hint: 'Look at logs/kube-apiserver.log in the install directory.',
+          }),
+        ),
+      timeoutMs,
+    );
+    const onAbort = () => finish(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    client
+      .watch(
+        '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+        {},
+        (_phase, obj) => {
+          observe(obj as KubeObject & CrdStatus);
+          if (pending.size === 0) finish();
+        },
+        (error) => {
+          if (pending.size > 0) finish(error ?? new InfrastructureError('the CRD watch closed before every CRD was Established'));
+        },
+      )
+      .then((s) => {
+        stop = s;
+        if (pending.size === 0) finish();
+      }, finish);
+  });
+}

@@ -1,0 +1,34 @@
+/**
+ * Where a local control plane keeps its state inside an install directory. Everything
+ * it needs to come back after a crash, a kill or a reboot is here: etcd's data (fsync
+ * on), the PKI, the ports it last used, one log per process and the pidfiles.
+ */
+import path from 'node:path';
+
+export interface ControlPlaneLayout {
+  /** The install directory. */
+  dir: string;
+  /** `<dir>/.provisioner/controlplane`. */
+  stateDir: string;
+  pkiDir: string;
+  etcdDataDir: string;
+  logDir: string;
+  /** Ports of the last start, reused when still free so endpoints stay stable. */
+  portsFile: string;
+  /** Admin kubeconfig of the local control plane, 0600: `<dir>/auth/management.kubeconfig`. */
+  kubeconfig: string;
+}
+
+export function controlPlaneLayout(dir: string): ControlPlaneLayout {
+  const root = path.resolve(dir);
+  const stateDir = path.join(root, '.provisioner', 'controlplane');
+  return {
+    dir: root,
+    stateDir,
+    pkiDir: path.join(stateDir, 'pki'),
+    etcdDataDir: path.join(stateDir, 'etcd'),
+    logDir: path.join(root, 'logs'),
+    portsFile: path.join(stateDir, 'ports.json'),
+    kubeconfig: path.join(root, 'auth', 'management.kubeconfig'),
+  };
+}

@@ -1,0 +1,360 @@
+/**
+ * A local control plane: etcd and kube-apiserver on loopback with generated PKI, every
+ * bundled provider's CRDs and webhooks installed, and each provider's controller manager
+ * supervised as a child process. `create cluster` runs one that lives as long as the CLI
+ * (children die with it, even on SIGKILL); `management start` runs one detached, owned by
+ * its install directory. Either way pidfiles with process start times let the next
+ * command find and stop anything left behind.
+ *
+ * Start order: etcd → kube-apiserver → CRDs (Established) → controllers (health and
+ * webhook TLS) → webhook configurations and inventory. Stop order is the reverse.
+ */
+import { mkdir, readFile } from 'node:fs/promises';
+import { EnvironmentError, InfrastructureError, messageOf } from '../errors.js';
+import { log, nullSink, type EventSink } from '../events.js';
+import { KubeClient } from '../kube/client.js';
+import { ensureControlPlanePki, writeKubeconfig, type ControlPlanePki } from '../pki/index.js';
+import { renderArgs, type ArgMap } from '../process/args.js';
+import { ProcessError } from '../process/errors.js';
+import { writeFileAtomic } from '../process/fs.js';
+import { ManagedProcess } from '../process/managed-process.js';
+import { findStale, isAlive, readPidfiles, stopStale, type PidfileEntry } from '../process/pidfile.js';
+import { allocatePort, isAddressInUse } from '../process/ports.js';
+import { httpProbe, tcpTlsProbe, type ReadinessProbe } from '../process/probes.js';
+import { Supervisor } from '../process/supervisor.js';
+import { apiServerArgs, controllerArgs, controllerEnv, etcdArgs, loopback } from './components.js';
+import { installCrds, installWebhooksAndInventory, loadComponents } from './install.js';
+import { controlPlaneLayout, type ControlPlaneLayout } from './layout.js';
+import type { WebhookEndpoints } from './webhooks.js';
+
+/** A provider whose controller runs locally, from the bundle catalog. */
+export interface ProviderSpec {
+  provider: string;
+  namespace: string;
+  /** Component manifest (CRDs, webhooks, inventory). */
+  componentsFile: string;
+  /** Controller binary path; absent for CRD-only components. */
+  binaryPath?: string;
+  /** Controller name (the bundled binary's name): process, log and cert names. */
+  controller?: string;
+  featureGates?: Record<string, boolean>;
+}
+
+export interface LocalControlPlaneOptions {
+  /** Install directory. */
+  dir: string;
+  etcdBinary: string;
+  apiServerBinary: string;
+  providers: readonly ProviderSpec[];
+  /** Outlive the CLI (a lasting management cluster). Default false: children die with the CLI. */
+  detached?: boolean;
+  /** Extra flags per process name, e.g. `{ 'kube-apiserver': { v: 2 } }`. Default none. */
+  argOverrides?: Record<string, ArgMap>;
+  events?: EventSink;
+  signal?: AbortSignal;
+  /** Called when a controller crashed past its restart budget: the caller fails what it is doing. */
+  onFatal?: (error: ProcessError) => void;
+}
+
+export interface Ports {
+  etcd: { client: number; peer: number; metrics: number };
+  apiServer: { secure: number };
+  controllers: Record<string, { webhook: number; health: number; diagnostics: number }>;
+}
+
+/** Time limits of each stage of a start. */
+const etcdStartTimeoutMs = 60_000;
+const apiServerStartTimeoutMs = 120_000;
+const controllerStartTimeoutMs = 120_000;
+/** Attempts when a port we picked was taken before the child could bind it. */
+const portAttempts = 3;
+
+/** Process names in start order; stop runs in reverse. */
+export const etcdName = 'etcd';
+export const apiServerName = 'kube-apiserver';
+
+export class LocalControlPlane {
+  readonly layout: ControlPlaneLayout;
+  private readonly events: EventSink;
+  private readonly supervisor: Supervisor;
+  private client: KubeClient | undefined;
+  private pki: ControlPlanePki | undefined;
+  private ports: Ports | undefined;
+
+  constructor(private readonly options: LocalControlPlaneOptions) {
+    this.layout = controlPlaneLayout(options.dir);
+    this.events = options.events ?? nullSink;
+    this.supervisor = new Supervisor({
+      events: this.events,
+      ...(options.onFatal ? { onFatal: options.onFatal } : {}),
+      // A detached control plane must not be stopped by the CLI's own Ctrl-C once started.
+      ...(options.signal && !options.detached ? { signal: options.signal } : {}),
+    });
+  }
+
+  get kubeconfig(): string {
+    return this.layout.kubeconfig;
+  }
+
+  /** Admin client of the running control plane. */
+  get kube(): KubeClient {
+    if (!this.client) throw new InfrastructureError('the local control plane is not running');
+    return this.client;
+  }
+
+  /**
+   * Starts everything, in order, reusing the data, PKI and (when free) ports of an earlier
+   * start. Anything left running by an earlier command on this directory is stopped first.
+   * On failure everything started is stopped again and the error names the component.
+   */
+  async start(): Promise<void> {
+    const { layout, events } = this;
+    const signal = this.options.signal;
+    await mkdir(layout.stateDir, { recursive: true, mode: 0o700 });
+    await mkdir(layout.logDir, { recursive: true, mode: 0o700 });
+    await mkdir(layout.etcdDataDir, { recursive: true, mode: 0o700 });
+
+    const stale = await stopStale(layout.stateDir, { events });
+    if (stale.length > 0) log(events, 'warn', `Stopped ${stale.length} process(es) left running by an earlier command: ${stale.map((e) => e.name).join(', ')}`);
+
+    const controllers = this.options.providers.filter((p) => p.binaryPath && p.controller);
+    const pki = await this.stage('pki', () =>
+      ensureControlPlanePki(layout.pkiDir, { controllers: controllers.map((c) => c.controller!), events }),
+    );
+    this.pki = pki;
+    const ports = await this.choosePorts(controllers.map((c) => c.controller!));
+    this.ports = ports;
+
+    try {
+      await this.stage('etcd', () =>
+        this.startWithPortRetry(etcdName, async () => {
+          const args = etcdArgs(pki, layout.etcdDataDir, ports.etcd, this.options.argOverrides?.[etcdName]);
+          return this.process(etcdName, this.options.etcdBinary, args, { client: ports.etcd.client, metrics: ports.etcd.metrics }, httpProbe(`http://${loopback}:${ports.etcd.metrics}/readyz`), etcdStartTimeoutMs);
+        }, async () => {
+          ports.etcd = { client: await allocatePort(), peer: await allocatePort(), metrics: await allocatePort() };
+        }),
+      );
+
+      const caPem = pki.caCertPem;
+      const adminCert = await readFile(pki.admin.certFile, 'utf8');
+      const adminKey = await readFile(pki.admin.keyFile, 'utf8');
+      await this.stage('kube-apiserver', () =>
+        this.startWithPortRetry(apiServerName, async () => {
+          const args = apiServerArgs(pki, ports.etcd.client, ports.apiServer, this.options.argOverrides?.[apiServerName]);
+          const probe = httpProbe(`https://${loopback}:${ports.apiServer.secure}/readyz`, { ca: caPem, cert: adminCert, key: adminKey });
+          return this.process(apiServerName, this.options.apiServerBinary, args, { secure: ports.apiServer.secure }, probe, apiServerStartTimeoutMs);
+        }, async () => {
+          ports.apiServer = { secure: await allocatePort() };
+        }),
+      );
+      await mkdir(this.layout.kubeconfig.replace(/\/[^/]+$/, ''), { recursive: true, mode: 0o700 });
+      await writeKubeconfig(layout.kubeconfig, {
+        server: `https://${loopback}:${ports.apiServer.secure}`,
+        caCertPem: caPem,
+        clientCertPem: adminCert,
+        clientKeyPem: adminKey,
+        clusterName: 'provisioner-management',
+        userName: 'provisioner-admin',
+      });
+      await this.savePorts(ports);
+      this.client?.close();
+      this.client = KubeClient.fromFile(layout.kubeconfig);
+
+      const components = await Promise.all(this.options.providers.map((p) => loadComponents(p.provider, p.namespace, p.componentsFile)));
+      const endpoints = this.webhookEndpoints(ports);
+      const crds = await this.stage('crds', () => installCrds(this.kube, components, endpoints, caPem, signal ? { signal } : {}));
+      log(events, 'debug', `${crds.length} CRDs established`);
+
+      await this.stage('controllers', async () => {
+        for (const spec of controllers) await this.startController(spec, ports, pki);
+      });
+      await this.stage('webhooks', () => installWebhooksAndInventory(this.kube, components, endpoints, caPem, signal ? { signal } : {}));
+      await this.savePorts(ports);
+    } catch (error) {
+      await this.stop().catch((stopError: unknown) => log(events, 'warn', `While stopping after a failed start: ${messageOf(stopError)}`));
+      throw error;
+    }
+  }
+
+  /** Stops every process in reverse order (controllers, API server, etcd); data stays. */
+  async stop(): Promise<void> {
+    this.client?.close();
+    this.client = undefined;
+    await this.supervisor.stopAll();
+  }
+
+  private async startController(spec: ProviderSpec, ports: Ports, pki: ControlPlanePki): Promise<void> {
+    const name = spec.controller!;
+    await this.startWithPortRetry(name, async () => {
+      const p = ports.controllers[name]!;
+      const args = controllerArgs(this.layout.kubeconfig, pki.webhooks[name]!.certDir, p, spec.featureGates, this.options.argOverrides?.[name]);
+      // Ready means both: the manager reports healthy and its webhook server completes a TLS
+      // handshake, so the first apply never races a webhook that is not serving yet.
+      const health = httpProbe(`http://${loopback}:${p.health}/readyz`);
+      const webhook = tcpTlsProbe(loopback, p.webhook, { ca: pki.caCertPem });
+      const probe: ReadinessProbe = async (s) => (await health(s)) && (await webhook(s));
+      return this.process(name, spec.binaryPath!, args, { ...p }, probe, controllerStartTimeoutMs, controllerEnv());
+    }, async () => {
+      ports.controllers[name] = { webhook: await allocatePort(), health: await allocatePort(), diagnostics: await allocatePort() };
+    });
+  }
+
+  private process(
+    name: string,
+    binary: string,
+    args: ArgMap,
+    ports: Record<string, number>,
+    readiness: ReadinessProbe,
+    startTimeoutMs: number,
+    extraEnv: Record<string, string> = {},
+  ): ManagedProcess {
+    return new ManagedProcess({
+      name,
+      binary,
+      args: renderArgs(args),
+      env: { extra: extraEnv },
+      cwd: this.layout.stateDir,
+      logDir: this.layout.logDir,
+      readiness,
+      startTimeoutMs,
+      detached: this.options.detached ?? false,
+      stateDir: this.layout.stateDir,
+      ports,
+      events: this.events,
+    });
+  }
+
+  /** Starts a process; when it failed because a port was taken meanwhile, picks new ports and tries again. */
+  private async startWithPortRetry(name: string, build: () => Promise<ManagedProcess>, newPorts: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const proc = await build();
+      try {
+        await this.supervisor.start([proc]);
+        return;
+      } catch (error) {
+        if (attempt < portAttempts && isAddressInUse(error)) {
+          log(this.events, 'warn', `${name}: a port was taken by another program; retrying on new ports`);
+          await newPorts();
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  private webhookEndpoints(ports: Ports): WebhookEndpoints {
+    const endpoints = new Map<string, { port: number }>();
+    for (const spec of this.options.providers) {
+      if (spec.controller) endpoints.set(spec.namespace, { port: ports.controllers[spec.controller]!.webhook });
+    }
+    return endpoints;
+  }
+
+  /** Last start's ports when they are still free (stable endpoints across restarts); new ones otherwise. */
+  private async choosePorts(controllers: readonly string[]): Promise<Ports> {
+    let previous: Partial<Ports> = {};
+    try {
+      previous = JSON.parse(await readFile(this.layout.portsFile, 'utf8')) as Partial<Ports>;
+    } catch {
+      // First start.
+    }
+    const reuse = async (port: number | undefined) => (port !== undefined && (await isPortFree(port)) ? port : allocatePort());
+    const controllerPorts: Ports['controllers'] = {};
+    for (const name of controllers) {
+      const p = previous.controllers?.[name];
+      controllerPorts[name] = { webhook: await reuse(p?.webhook), health: await reuse(p?.health), diagnostics: await reuse(p?.diagnostics) };
+    }
+    return {
+      etcd: { client: await reuse(previous.etcd?.client), peer: await reuse(previous.etcd?.peer), metrics: await reuse(previous.etcd?.metrics) },
+      apiServer: { secure: await reuse(previous.apiServer?.secure) },
+      controllers: controllerPorts,
+    };
+  }
+
+  private async savePorts(ports: Ports): Promise<void> {
+    await writeFileAtomic(this.layout.portsFile, JSON.stringify(ports, null, 2));
+  }
+
+  private async stage<T>(name: string, run: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    this.events.emit({ type: 'stage', stage: `controlplane/${name}`, state: 'started' });
+    try {
+      const result = await run();
+      this.events.emit({ type: 'stage', stage: `controlplane/${name}`, state: 'succeeded', durationMs: performance.now() - started });
+      return result;
+    } catch (error) {
+      this.events.emit({ type: 'stage', stage: `controlplane/${name}`, state: 'failed', durationMs: performance.now() - started, message: messageOf(error) });
+      throw error;
+    }
+  }
+}
+
+async function isPortFree(port: number): Promise<boolean> {
+  const net = await import('node:net');
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, loopback, () => server.close(() => resolve(true)));
+  });
+}
+
+/** What `management status` shows for one recorded process. */
+export interface ProcessStatus {
+  name: string;
+  pid: number;
+  running: boolean;
+  healthy: boolean | undefined;
+  ports: Record<string, number>;
+  logFile: string;
+  startedAt: string;
+}
+
+/** Reads the pidfiles of a control plane and probes each running process's health. */
+export async function controlPlaneStatus(dir: string): Promise<{ layout: ControlPlaneLayout; processes: ProcessStatus[] }> {
+  const layout = controlPlaneLayout(dir);
+  const entries = await readPidfiles(layout.stateDir);
+  const ca = await readFile(`${layout.pkiDir}/ca.crt`, 'utf8').catch(() => undefined);
+  const adminCert = await readFile(`${layout.pkiDir}/admin.crt`, 'utf8').catch(() => undefined);
+  const adminKey = await readFile(`${layout.pkiDir}/admin.key`, 'utf8').catch(() => undefined);
+  const order = (e: PidfileEntry) => (e.name === etcdName ? 0 : e.name === apiServerName ? 1 : 2);
+  const processes: ProcessStatus[] = [];
+  for (const entry of [...entries].sort((a, b) => order(a) - order(b) || a.name.localeCompare(b.name))) {
+    const running = isAlive(entry);
+    let healthy: boolean | undefined;
+    if (running) {
+      const probe =
+        entry.name === etcdName ? httpProbe(`http://${loopback}:${entry.ports.metrics}/readyz`)
+        : entry.name === apiServerName ? httpProbe(`https://${loopback}:${entry.ports.secure}/readyz`, { ...(ca ? { ca } : {}), ...(adminCert ? { cert: adminCert } : {}), ...(adminKey ? { key: adminKey } : {}) })
+        : httpProbe(`http://${loopback}:${entry.ports.health}/readyz`);
+      healthy = await probe(AbortSignal.timeout(3000)).catch(() => false);
+    }
+    processes.push({ name: entry.name, pid: entry.pid, running, healthy, ports: entry.ports, logFile: entry.logFile, startedAt: entry.startedAt });
+  }
+  return { layout, processes };
+}
+
+/**
+ * Stops a control plane from its pidfiles, whoever started it: controllers first, then
+ * the API server, then etcd. Returns the names stopped. Data stays.
+ */
+export async function stopRecordedControlPlane(dir: string, events: EventSink = nullSink): Promise<string[]> {
+  const layout = controlPlaneLayout(dir);
+  const running = await findStale(layout.stateDir);
+  const groups: ((e: PidfileEntry) => boolean)[] = [
+    (e) => e.name !== etcdName && e.name !== apiServerName,
+    (e) => e.name === apiServerName,
+    (e) => e.name === etcdName,
+  ];
+  const stopped: string[] = [];
+  for (const filter of groups) {
+    // Stopping is what was asked for here, so no "left running" warnings: one info line each.
+    for (const entry of await stopStale(layout.stateDir, { filter })) {
+      stopped.push(entry.name);
+      log(events, 'info', `Stopped ${entry.name} (pid ${entry.pid})`);
+    }
+  }
+  if (running.length !== stopped.length) {
+    throw new EnvironmentError(`Could not stop every process of the control plane in ${layout.dir}`, { hint: 'Look for them with `ps` and stop them by hand.' });
+  }
+  return stopped;
+}

@@ -1,0 +1,63 @@
+/**
+ * `provisioner management start|stop|status`: a local management cluster that stays up
+ * after the command returns — etcd, kube-apiserver and every bundled provider as
+ * detached processes owned by the install directory. A docker-free stand-in for a kind
+ * bootstrap cluster. `start` again after a reboot or a kill comes back with the same data.
+ */
+import { controlPlaneLayout } from '../controlplane/layout.js';
+import { controlPlaneStatus, stopRecordedControlPlane, type ProcessStatus } from '../controlplane/local-controlplane.js';
+import { log, type EventSink } from '../events.js';
+import { acquireDirLock } from '../process/lock.js';
+import { findStale } from '../process/pidfile.js';
+import { prepareLocalControlPlane } from './local-controlplane.js';
+
+export interface ManagementRequest {
+  dir: string;
+  sink: EventSink;
+  signal: AbortSignal;
+}
+
+export interface ManagementStartResult {
+  kubeconfig: string;
+  alreadyRunning: boolean;
+  durationMs: number;
+}
+
+export async function startManagement(request: ManagementRequest): Promise<ManagementStartResult> {
+  const started = performance.now();
+  const lock = await acquireDirLock(request.dir, { command: 'management start', events: request.sink });
+  try {
+    const layout = controlPlaneLayout(request.dir);
+    const status = await controlPlaneStatus(request.dir);
+    if (status.processes.length > 0 && status.processes.every((p) => p.running && p.healthy)) {
+      log(request.sink, 'info', `The management cluster in ${layout.dir} is already running`);
+      return { kubeconfig: layout.kubeconfig, alreadyRunning: true, durationMs: performance.now() - started };
+    }
+    const controlPlane = await prepareLocalControlPlane({ ...request, detached: true });
+    await controlPlane.start();
+    // Detached children keep running; only our client connections close.
+    controlPlane.kube.close();
+    return { kubeconfig: controlPlane.kubeconfig, alreadyRunning: false, durationMs: performance.now() - started };
+  } finally {
+    await lock.release();
+  }
+}
+
+export async function stopManagement(request: ManagementRequest): Promise<string[]> {
+  const lock = await acquireDirLock(request.dir, { command: 'management stop', events: request.sink });
+  try {
+    const running = await findStale(controlPlaneLayout(request.dir).stateDir);
+    if (running.length === 0) {
+      log(request.sink, 'info', `Nothing is running in ${controlPlaneLayout(request.dir).dir}`);
+      return [];
+    }
+    return await stopRecordedControlPlane(request.dir, request.sink);
+  } finally {
+    await lock.release();
+  }
+}
+
+export async function managementStatus(dir: string): Promise<{ kubeconfig: string; processes: ProcessStatus[] }> {
+  const { layout, processes } = await controlPlaneStatus(dir);
+  return { kubeconfig: layout.kubeconfig, processes };
+}
