@@ -1,0 +1,109 @@
+/**
+ * What every benchmark returns and how it is reported: a small table on stdout and one
+ * JSON record in `bench-results/<name>.json` (name, figures, ratios, versions, machine).
+ * Benchmarks measure their baseline in the same run and report medians and ratios,
+ * because absolute times on shared machines are noise.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** A table to print: a title, column headers, rows. */
+export interface BenchTable {
+  title: string;
+  columns: string[];
+  rows: (string | number)[][];
+}
+
+export interface BenchRecord {
+  name: string;
+  /** Measured figures, medians unless the key says otherwise; the unit is in the key (`…Ms`, `…MBps`, `…Bytes`). */
+  figures: Record<string, number>;
+  /** Ours over the baseline measured in the same run; what a value above 1 means is in `notes`. */
+  ratios: Record<string, number>;
+  /** Versions of what was measured and what it was compared against. */
+  versions: Record<string, string>;
+  tables: BenchTable[];
+  /** How to read the figures: what the baseline is, what is and is not comparable. */
+  notes?: string[];
+}
+
+export interface Machine {
+  cores: number;
+  memoryBytes: number;
+  node: string;
+  /** `go version` output, or null when Go is not installed. */
+  go: string | null;
+  platform: string;
+  cpu: string;
+}
+
+export async function describeMachine(): Promise<Machine> {
+  let go: string | null;
+  try {
+    go = (await promisify(execFile)('go', ['version'], { timeout: 10_000 })).stdout.trim();
+  } catch {
+    go = null;
+  }
+  return {
+    cores: os.availableParallelism(),
+    memoryBytes: os.totalmem(),
+    node: process.version,
+    go,
+    platform: `${process.platform}/${process.arch}`,
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+  };
+}
+
+/** Writes `bench-results/<name>.json` under the repository root; returns its path. */
+export async function saveRecord(record: BenchRecord, machine: Machine): Promise<string> {
+  const dir = path.join(repoRoot, 'bench-results');
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, `${record.name}.json`);
+  await writeFile(file, JSON.stringify({ ...record, machine, recordedAt: new Date().toISOString() }, null, 2) + '\n');
+  return file;
+}
+
+/** The record as text: every table, then ratios and notes. */
+export function formatRecord(record: BenchRecord, machine: Machine): string {
+  const out: string[] = [`== ${record.name}  (${machine.cores} cores, ${(machine.memoryBytes / 2 ** 30).toFixed(0)} GiB, node ${machine.node}${machine.go ? `, ${machine.go.replace(/^go version /, '')}` : ''})`];
+  for (const table of record.tables) {
+    out.push('', table.title, ...alignTable(table.columns, table.rows.map((r) => r.map(String))));
+  }
+  if (Object.keys(record.ratios).length > 0) {
+    out.push('', 'ratios', ...alignTable(['ratio', 'value'], Object.entries(record.ratios).map(([k, v]) => [k, formatNumber(v)])));
+  }
+  if (record.notes?.length) out.push('', ...record.notes.map((n) => `note: ${n}`));
+  return out.join('\n') + '\n';
+}
+
+function alignTable(columns: string[], rows: string[][]): string[] {
+  const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => (r[i] ?? '').length)));
+  // Numbers right-aligned, text left-aligned.
+  const cell = (value: string, i: number) => (/^[-+]?[\d.,]+( ?[%x]| ?[a-zA-Z/]+)?$/.test(value) ? value.padStart(widths[i] ?? 0) : value.padEnd(widths[i] ?? 0));
+  const line = (cells: string[]) => '  ' + cells.map(cell).join('  ').trimEnd();
+  return [line(columns), ...rows.map(line)];
+}
+
+export function formatNumber(value: number): string {
+  if (!Number.isFinite(value)) return String(value);
+  if (Math.abs(value) >= 100) return value.toFixed(0);
+  if (Math.abs(value) >= 10) return value.toFixed(1);
+  if (Math.abs(value) >= 0.1 || value === 0) return value.toFixed(2);
+  return value.toPrecision(2);
+}
+
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/** Megabytes (10^6 bytes), the unit published figures use. */
+export const MB = 1e6;
