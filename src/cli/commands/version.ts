@@ -9,16 +9,17 @@ interface VersionCommandOptions {
 export function registerVersion(program: Command, run: Runner): void {
   program
     .command('version')
-    .description(
-      'print the CLI version and every bundled component with its version and digest\n' +
-        'Exits 0 when the CLI and its bundle are usable; when the bundle is missing or broken it\n' +
-        'still prints the CLI version, then exits 4 (environment) with how to build the bundle.',
-    )
+    .description('print the CLI version and every bundled component with its version and digest')
     .addOption(
       // Default: off, because it reads every cached binary (hundreds of MB).
-      new Option('--verify', 're-hash every cached binary against the bundle manifest (default: off; PROVISIONER_VERIFY set to anything turns it on)')
+      new Option('--verify', 're-hash every cached binary against the bundle manifest (the env variable turns it on when set to any value)')
         .env('PROVISIONER_VERIFY')
         .default(false),
+    )
+    .addHelpText(
+      'after',
+      '\nExit status: 0 when the CLI and its bundle are usable. When the bundle is missing or broken,\n' +
+        'the CLI version is still printed, then the command exits 4 (environment) with how to build it.',
     )
     .action(
       run<VersionCommandOptions>(async (options, ctx) => {
