@@ -26,9 +26,10 @@ export interface BenchRecord {
   figures: Record<string, number>;
   /** Ours over the baseline measured in the same run; what a value above 1 means is in `notes`. */
   ratios: Record<string, number>;
-  /** Versions of what was measured and what it was compared against. */
-  versions: Record<string, string>;
-  tables: BenchTable[];
+  /** Versions of what was measured and what it was compared against. Default: none. */
+  versions?: Record<string, string>;
+  /** Tables to print. Default: the figures as one table. */
+  tables?: BenchTable[];
   /** How to read the figures: what the baseline is, what is and is not comparable. */
   notes?: string[];
 }
@@ -65,14 +66,18 @@ export async function saveRecord(record: BenchRecord, machine: Machine): Promise
   const dir = path.join(repoRoot, 'bench-results');
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, `${record.name}.json`);
-  await writeFile(file, JSON.stringify({ ...record, machine, recordedAt: new Date().toISOString() }, null, 2) + '\n');
+  const full = { ...record, versions: record.versions ?? {}, machine, recordedAt: new Date().toISOString() };
+  await writeFile(file, JSON.stringify(full, null, 2) + '\n');
   return file;
 }
 
 /** The record as text: every table, then ratios and notes. */
 export function formatRecord(record: BenchRecord, machine: Machine): string {
   const out: string[] = [`== ${record.name}  (${machine.cores} cores, ${(machine.memoryBytes / 2 ** 30).toFixed(0)} GiB, node ${machine.node}${machine.go ? `, ${machine.go.replace(/^go version /, '')}` : ''})`];
-  for (const table of record.tables) {
+  const tables = record.tables ?? [
+    { title: 'figures', columns: ['figure', 'value'], rows: Object.entries(record.figures).map(([k, v]) => [k, formatNumber(v)]) },
+  ];
+  for (const table of tables) {
     out.push('', table.title, ...alignTable(table.columns, table.rows.map((r) => r.map(String))));
   }
   if (Object.keys(record.ratios).length > 0) {
@@ -91,7 +96,7 @@ function alignTable(columns: string[], rows: string[][]): string[] {
 }
 
 export function formatNumber(value: number): string {
-  if (!Number.isFinite(value)) return String(value);
+  if (!Number.isFinite(value) || Number.isInteger(value)) return String(value);
   if (Math.abs(value) >= 100) return value.toFixed(0);
   if (Math.abs(value) >= 10) return value.toFixed(1);
   if (Math.abs(value) >= 0.1 || value === 0) return value.toFixed(2);
