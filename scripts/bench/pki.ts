@@ -8,9 +8,11 @@
  * - the whole control-plane PKI set (`ensureControlPlanePki`, 4 controllers) from scratch,
  *   and a second call that reuses everything.
  *
- * Run: `npm run bench -- pki`, or alone: `npx tsx scripts/bench/pki.ts`.
+ * Run: `npm run bench -- pki` (prints the table, writes bench-results/pki.json), or without
+ * writing the record: `npx tsx scripts/bench/pki.ts`.
  */
 import { generateKeyPair, sign as nativeSign } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +20,7 @@ import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import forge from 'node-forge';
 import { ensureControlPlanePki } from '../../src/pki/controlplane-pki.js';
+import { describeMachine, formatRecord, median, type BenchRecord } from './record.js';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -25,24 +28,15 @@ const generateKeyPairAsync = promisify(generateKeyPair);
 const runs = { forgeKeygen: 5, nativeKeygen: 9, sign: 15, pkiSet: 3 } as const;
 const benchControllers = ['capi', 'kubeadm-bootstrap', 'kubeadm-control-plane', 'infra'];
 
-export interface PkiBenchRecord {
-  name: 'pki';
-  /** Medians in milliseconds, plus the run counts. */
-  figures: Record<string, number>;
-  ratios: Record<string, number>;
-}
-
-async function median(count: number, task: () => Promise<unknown> | unknown): Promise<number> {
+/** Median wall time in ms of `count` sequential runs of `task`. */
+async function timeMedian(count: number, task: () => Promise<unknown> | unknown): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < count; i++) {
     const start = performance.now();
     await task();
     times.push(performance.now() - start);
   }
-  times.sort((a, b) => a - b);
-  const mid = Math.floor(times.length / 2);
-  const value = times.length % 2 === 1 ? times[mid] : ((times[mid - 1] ?? 0) + (times[mid] ?? 0)) / 2;
-  return round(value ?? 0);
+  return round(median(times));
 }
 
 function round(value: number): number {
@@ -79,71 +73,64 @@ async function signingFigures(): Promise<{ forgeSignMs: number; nativeSignMs: nu
   cert.setIssuer([{ shortName: 'CN', value: 'bench' }]);
   cert.sign(forgeKey, forge.md.sha256.create()); // fills cert.tbsCertificate, the bytes both signers sign
   const tbsDer = Buffer.from(forge.asn1.toDer(cert.tbsCertificate).getBytes(), 'binary');
-  const forgeSignMs = await median(runs.sign, () => cert.sign(forgeKey, forge.md.sha256.create()));
-  const nativeSignMs = await median(runs.sign, () => nativeSign('sha256', tbsDer, privateKey));
+  const forgeSignMs = await timeMedian(runs.sign, () => cert.sign(forgeKey, forge.md.sha256.create()));
+  const nativeSignMs = await timeMedian(runs.sign, () => nativeSign('sha256', tbsDer, privateKey));
   return { forgeSignMs, nativeSignMs };
 }
 
-export async function run(): Promise<PkiBenchRecord> {
-  const forgeKeygenMs = await median(runs.forgeKeygen, forgeKeygenPureJs);
-  const nativeKeygenMs = await median(runs.nativeKeygen, () => generateKeyPairAsync('rsa', { modulusLength: 2048 }));
+export async function run(): Promise<BenchRecord> {
+  const forgeKeygenMs = await timeMedian(runs.forgeKeygen, forgeKeygenPureJs);
+  const nativeKeygenMs = await timeMedian(runs.nativeKeygen, () => generateKeyPairAsync('rsa', { modulusLength: 2048 }));
   const { forgeSignMs, nativeSignMs } = await signingFigures();
 
   const dirs: string[] = [];
   try {
-    const pkiSetMs = await median(runs.pkiSet, async () => {
+    const pkiSetMs = await timeMedian(runs.pkiSet, async () => {
       const dir = await mkdtemp(join(tmpdir(), 'bench-pki-'));
       dirs.push(dir);
       await ensureControlPlanePki(dir, { controllers: benchControllers });
     });
     const lastDir = dirs[dirs.length - 1] ?? '';
-    const pkiReuseMs = await median(runs.pkiSet, () => ensureControlPlanePki(lastDir, { controllers: benchControllers }));
+    const pkiReuseMs = await timeMedian(runs.pkiSet, () => ensureControlPlanePki(lastDir, { controllers: benchControllers }));
 
-    const record: PkiBenchRecord = {
+    const items = 6 + benchControllers.length + 1;
+    const forgeVersion = (createRequire(import.meta.url)('node-forge/package.json') as { version: string }).version;
+    return {
       name: 'pki',
-      figures: {
-        forgeKeygenMs,
-        nativeKeygenMs,
-        forgeSignMs,
-        nativeSignMs,
-        pkiSetMs,
-        pkiReuseMs,
-        pkiSetItems: 6 + benchControllers.length + 1,
-        forgeKeygenRuns: runs.forgeKeygen,
-        nativeKeygenRuns: runs.nativeKeygen,
-        signRuns: runs.sign,
-        pkiSetRuns: runs.pkiSet,
-      },
+      figures: { forgeKeygenMs, nativeKeygenMs, forgeSignMs, nativeSignMs, pkiSetMs, pkiReuseMs, pkiSetItems: items },
       ratios: {
         forgeKeygenOverNative: round(forgeKeygenMs / nativeKeygenMs),
         forgeSignOverNative: round(forgeSignMs / Math.max(nativeSignMs, 0.1)),
         pkiSetOverOneNativeKey: round(pkiSetMs / nativeKeygenMs),
         pkiReuseOverSet: Math.round((pkiReuseMs / pkiSetMs) * 1000) / 1000,
       },
+      versions: { 'node-forge': forgeVersion, openssl: process.versions.openssl },
+      tables: [
+        {
+          title: 'medians',
+          columns: ['what', 'runs', 'median ms'],
+          rows: [
+            ['RSA-2048 keygen, forge pure JS (baseline)', runs.forgeKeygen, forgeKeygenMs],
+            ['RSA-2048 keygen, native async (used)', runs.nativeKeygen, nativeKeygenMs],
+            ['cert signature, forge JS (baseline)', runs.sign, forgeSignMs],
+            ['cert signature, native crypto.sign (used)', runs.sign, nativeSignMs],
+            [`control-plane PKI set, ${items} items, new`, runs.pkiSet, pkiSetMs],
+            ['control-plane PKI set, all reused', runs.pkiSet, pkiReuseMs],
+          ],
+        },
+      ],
+      notes: [
+        'forgeKeygenOverNative, forgeSignOverNative: above 1 means native is faster by that factor.',
+        'forge keygen without usePureJavaScript already delegates to Node (generateKeyPairSync); the baseline forces pure JS, which also blocks the event loop.',
+        'RSA keygen time varies widely per key (prime search); medians of few runs on a shared 2-core machine are rough.',
+        `pkiSetOverOneNativeKey: the whole set in units of one native key; the set has ${items} keys, generated concurrently on the libuv pool (4 threads by default), so it depends on free cores.`,
+      ],
     };
-    printTable(record);
-    return record;
   } finally {
     await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
   }
 }
 
-function printTable(record: PkiBenchRecord): void {
-  const f = record.figures;
-  const rows: [string, string][] = [
-    ['RSA 2048 keygen, forge pure JS (baseline)', `${f.forgeKeygenMs} ms`],
-    ['RSA 2048 keygen, native async', `${f.nativeKeygenMs} ms`],
-    ['cert signature, forge JS', `${f.forgeSignMs} ms`],
-    ['cert signature, native', `${f.nativeSignMs} ms`],
-    [`control-plane PKI set (${f.pkiSetItems} items), new`, `${f.pkiSetMs} ms`],
-    ['control-plane PKI set, reused', `${f.pkiReuseMs} ms`],
-    ...Object.entries(record.ratios).map(([k, v]): [string, string] => [k, `${v}x`]),
-  ];
-  const width = Math.max(...rows.map(([label]) => label.length));
-  console.log('pki (medians)');
-  for (const [label, value] of rows) console.log(`  ${label.padEnd(width)}  ${value}`);
-}
-
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  await run();
+  process.stdout.write(formatRecord(await run(), await describeMachine()));
 }
