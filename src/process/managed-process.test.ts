@@ -236,3 +236,15 @@ describe('ManagedProcess', () => {
     expect(isPidRunning(pid)).toBe(false);
   });
 });
+
+describe('ManagedProcess stop during spawn', () => {
+  it('does not leave a process running when stop() comes before the spawn', async () => {
+    const proc = managed({ name: 'early', binary: '/bin/sleep', args: ['300'], readiness: async () => false, startTimeoutMs: 30_000 });
+    const starting = proc.start();
+    await proc.stop(); // the start is still checking the binary
+    const error = await starting.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InterruptedError);
+    expect(proc.pid).toBeUndefined();
+    expect(proc.state).toBe('stopped');
+  });
+});

@@ -166,6 +166,12 @@ export class ManagedProcess {
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       const child = await this.spawnChild();
+      if (abort.signal.aborted) {
+        // stop() or the caller's signal came while we were spawning.
+        this.currentState = 'starting';
+        await this.stop();
+        throw this.interrupted();
+      }
       const exitInfo = this.exitInfo;
       if (exitInfo === undefined) throw new InternalError(`${this.name}: no exit watcher`);
       this.emit({ state: 'starting', pid: child.pid, ports: this.options.ports, logFile: this.logFile });
@@ -235,6 +241,7 @@ export class ManagedProcess {
     if (this.stopping) return this.stopping;
     const child = this.child;
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) {
+      this.startAbort?.abort(); // a start still before its spawn gives up
       if (this.currentState !== 'idle') this.currentState = 'stopped';
       return Promise.resolve();
     }

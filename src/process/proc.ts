@@ -15,8 +15,9 @@ export function processStartTime(pid: number): string | null | undefined {
     stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ESRCH') return procAvailable() ? undefined : isPidRunning(pid) ? null : undefined;
-    throw error;
+    if ((code === 'ENOENT' || code === 'ESRCH') && procAvailable()) return undefined;
+    // No /proc, or not readable (e.g. EACCES): the start time is unknown.
+    return isPidRunning(pid) ? null : undefined;
   }
   // Field 2 (comm) is in parentheses and may itself hold spaces or ')'; fields 3.. follow the last ')'.
   const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
