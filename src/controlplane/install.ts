@@ -32,7 +32,8 @@ const isLate = (o: KubeObject) => isWebhookConfiguration(o) || o.kind === 'Provi
 /** How many objects are applied at once. Default 8: enough to hide round-trips, little load on a 2-core machine. */
 export const applyConcurrency = 8;
 
-async function applyAll(client: KubeClient, objects: readonly KubeObject[], signal?: AbortSignal): Promise<void> {
+/** Applies `objects` with bounded parallelism, retrying transient failures. */
+export async function applyAll(client: KubeClient, objects: readonly KubeObject[], signal?: AbortSignal): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < objects.length) {

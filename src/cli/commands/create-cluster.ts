@@ -1,0 +1,64 @@
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { dirOption } from '../options.js';
+import type { Runner } from '../program.js';
+import { createCluster } from '../../services/create-cluster.js';
+import { formatDuration } from '../ui/plain.js';
+
+interface CreateClusterFlags {
+  dir: string;
+  dryRun: boolean;
+  noProgressTimeout?: number;
+}
+
+function minutes(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a number of minutes greater than 0');
+  return n;
+}
+
+export function registerCreateCluster(create: Command, run: Runner): void {
+  create
+    .command('cluster')
+    .description('boot the local control plane, apply the manifests in stages with hooks, wait until the cluster is healthy, hand off')
+    .addOption(dirOption())
+    .addOption(new Option('--dry-run', 'validate every manifest against the real CRDs and webhooks and stop; apply nothing').env('PROVISIONER_DRY_RUN').default(false))
+    .addOption(
+      new Option('--no-progress-timeout <minutes>', 'fail a wait stage after this long without any observable change (default: 10)')
+        .env('PROVISIONER_NO_PROGRESS_TIMEOUT')
+        .argParser(minutes),
+    )
+    .addHelpText(
+      'after',
+      '\nRun it again after an interrupt or a failure: it resumes from .provisioner/journal.json.\n' +
+        'Outputs: auth/kubeconfig (the new cluster, 0600), auth/management.kubeconfig (its local manager),\n' +
+        '.provisioner/cluster-state.yaml (final state of every Cluster API object), logs/ (one log per process).\n' +
+        '\nExample:\n  provisioner create install-config --dir ./demo --name demo --platform inmemory\n  provisioner create cluster --dir ./demo\n  kubectl --kubeconfig ./demo/auth/kubeconfig get nodes',
+    )
+    .action(
+      run<CreateClusterFlags>(async (options, ctx) => {
+        const result = await createCluster({
+          dir: options.dir,
+          sink: ctx.sink,
+          signal: ctx.signal,
+          dryRun: options.dryRun,
+          ...(options.noProgressTimeout ? { noProgressTimeoutMs: options.noProgressTimeout * 60_000 } : {}),
+        });
+        if (options.dryRun) return;
+        const summary = result.stages.map((s) => `  ${s.name.padEnd(22)} ${formatDuration(s.durationMs)}`).join('\n');
+        ctx.sink.emit({ type: 'log', level: 'info', message: `Stages:\n${summary}` });
+        ctx.sink.emit({
+          type: 'result',
+          kind: 'cluster',
+          text: result.kubeconfig,
+          data: result,
+        });
+        if (result.controlPlaneRunning) {
+          ctx.sink.emit({
+            type: 'log',
+            level: 'info',
+            message: `The cluster is managed by the local control plane, which keeps running (kubeconfig ${result.managementKubeconfig}); \`provisioner destroy cluster\` removes both.`,
+          });
+        }
+      }),
+    );
+}

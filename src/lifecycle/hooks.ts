@@ -1,0 +1,73 @@
+/**
+ * User hooks: executables named in the install config, run at a stage of `create
+ * cluster`. Each gets the stage, the install directory and the local control plane's
+ * kubeconfig path (a path, never credentials) in its environment, built from an
+ * allow-list; its output goes to `<dir>/logs/hooks/<stage>-<n>.log`. A non-zero exit or
+ * a timeout fails the stage with the exit code and the output's last lines.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { execa } from 'execa';
+import { HookError } from '../errors.js';
+import { log, type EventSink } from '../events.js';
+import { buildChildEnv } from '../process/env.js';
+import { readLogTail } from '../process/log-file.js';
+
+export interface UserHook {
+  path: string;
+  args: readonly string[];
+  /** Milliseconds before the hook is stopped and the stage fails. */
+  timeoutMs: number;
+}
+
+export interface HookContext {
+  stage: string;
+  dir: string;
+  kubeconfig: string;
+  events: EventSink;
+  signal?: AbortSignal;
+}
+
+/** Lines of a failed hook's output quoted in the error. */
+const tailLines = 20;
+
+export async function runUserHooks(hooks: readonly UserHook[], context: HookContext): Promise<void> {
+  const logDir = path.join(context.dir, 'logs', 'hooks');
+  await mkdir(logDir, { recursive: true, mode: 0o700 });
+  for (const [index, hook] of hooks.entries()) {
+    const executable = path.resolve(context.dir, hook.path);
+    const logFile = path.join(logDir, `${context.stage}-${index + 1}.log`);
+    const started = performance.now();
+    log(context.events, 'info', `Running ${context.stage} hook ${hook.path}`);
+    const result = await execa(executable, [...hook.args], {
+      cwd: context.dir,
+      env: buildChildEnv({
+        extra: { PROVISIONER_STAGE: context.stage, PROVISIONER_DIR: context.dir, KUBECONFIG: context.kubeconfig },
+      }),
+      extendEnv: false,
+      stdin: 'ignore',
+      // stdout and stderr interleaved as the hook wrote them.
+      all: true,
+      timeout: hook.timeoutMs,
+      reject: false,
+      ...(context.signal ? { cancelSignal: context.signal } : {}),
+    });
+    await writeFile(logFile, typeof result.all === 'string' ? result.all : '', { mode: 0o600 });
+    const output = await readLogTail(logFile, tailLines);
+    const took = Math.round(performance.now() - started);
+    if (result.failed) {
+      const why = result.timedOut
+        ? `did not finish within ${Math.round(hook.timeoutMs / 1000)} s`
+        : result.isCanceled
+          ? 'was interrupted'
+          : result.exitCode !== undefined
+            ? `exited with code ${result.exitCode}`
+            : `could not run (${result.shortMessage})`;
+      throw new HookError(`The ${context.stage} hook ${hook.path} ${why}`, {
+        details: [...output.map((l) => `| ${l}`), `full output: ${logFile}`],
+        hint: 'Fix the hook (or remove it from install-config.yaml), then run `provisioner create cluster` again to resume.',
+      });
+    }
+    log(context.events, 'info', `${context.stage} hook ${hook.path} succeeded in ${took} ms`, { log: logFile });
+  }
+}

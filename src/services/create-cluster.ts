@@ -1,0 +1,262 @@
+/**
+ * `create cluster`: the main job. Boots (or adopts) the local control plane, applies the
+ * manifests in stages with hooks, waits on watches until the cluster is healthy, then
+ * hands off. Every stage is timed and journaled (.provisioner/journal.json); running the
+ * command again after Ctrl-C, SIGKILL or a crash resumes: the control plane comes back
+ * from its data (or is adopted when still running), applies are idempotent, and waits
+ * pick up what is left.
+ *
+ * Stages: manifests → controlplane → preflight → pre-provision hooks → infrastructure →
+ * wait-infrastructure → infra-ready hooks → bootstrap-data hooks → control-plane →
+ * workers → wait-cluster → post-provision hooks → hand-off.
+ *
+ * Hand-off depends on where the machines live. On `inmemory` they are simulated inside
+ * the infrastructure controller's process, so the control plane must keep running: it
+ * is started detached and stays up as the cluster's management cluster (`destroy
+ * cluster` stops it). Other platforms stop the temporary control plane after the
+ * hand-off and keep its data for `destroy` and `gather`.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { AssetStore, installConfigAsset } from '../assets/index.js';
+import type { InstallConfig } from '../config/index.js';
+import { ConfigError, InfrastructureError, messageOf } from '../errors.js';
+import { log, type EventSink } from '../events.js';
+import { KubeApiError, describeRef, type KubeClient, type KubeObject } from '../kube/client.js';
+import { Journal } from '../lifecycle/journal.js';
+import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
+import { acquireDirLock } from '../process/lock.js';
+import { writeFileAtomic } from '../process/fs.js';
+import { capiGroup, clusterKinds, clusterReady, infrastructureReady, stallError } from '../wait/capi.js';
+import { waitFor } from '../wait/waiter.js';
+import { applyObjects, dryRunObjects } from './apply-objects.js';
+import { createManifests } from './manifests.js';
+import { attachLocalControlPlane, type AttachedControlPlane } from './local-controlplane.js';
+
+export interface CreateClusterRequest {
+  dir: string;
+  sink: EventSink;
+  signal: AbortSignal;
+  /** Print what would be applied and validate it against the real CRDs and webhooks; change nothing. Default false. */
+  dryRun?: boolean;
+  /** Time without any observable progress before a wait stage fails, in ms. Default 10 min. */
+  noProgressTimeoutMs?: number;
+}
+
+export interface CreateClusterResult {
+  kubeconfig: string;
+  managementKubeconfig: string;
+  /** Whether the local control plane keeps running as the cluster's manager. */
+  controlPlaneRunning: boolean;
+  resumed: boolean;
+  stages: { name: string; durationMs: number }[];
+}
+
+/** Where the final state of every CAPI object is written (never a Secret's data). */
+export const finalStateFile = path.join('.provisioner', 'cluster-state.yaml');
+
+export async function createCluster(request: CreateClusterRequest): Promise<CreateClusterResult> {
+  const dir = path.resolve(request.dir);
+  const { sink, signal } = request;
+  const lock = await acquireDirLock(dir, { command: 'create cluster', events: sink });
+  let controlPlane: AttachedControlPlane | undefined;
+  let keepRunning = false;
+  try {
+    const journal = await Journal.open(dir);
+    const resumed = journal.runs > 0;
+    const timings: { name: string; durationMs: number }[] = [];
+    if (!request.dryRun) {
+      const run = await journal.beginRun();
+      if (resumed) log(sink, 'info', `Resuming: run ${run} on ${dir}`);
+    }
+    const stage = async <T>(name: string, body: () => Promise<T>, options: { skipIfDone?: boolean } = {}): Promise<T | undefined> => {
+      if (options.skipIfDone && journal.succeeded(name)) {
+        sink.emit({ type: 'stage', stage: name, state: 'skipped', message: 'done in an earlier run' });
+        return undefined;
+      }
+      signal.throwIfAborted();
+      const started = performance.now();
+      sink.emit({ type: 'stage', stage: name, state: 'started' });
+      if (!request.dryRun) await journal.start(name);
+      try {
+        const result = await body();
+        const durationMs = performance.now() - started;
+        timings.push({ name, durationMs });
+        if (!request.dryRun) await journal.finish(name, 'succeeded', durationMs);
+        sink.emit({ type: 'stage', stage: name, state: 'succeeded', durationMs });
+        return result;
+      } catch (error) {
+        const durationMs = performance.now() - started;
+        const interrupted = signal.aborted;
+        if (!request.dryRun) await journal.finish(name, interrupted ? 'interrupted' : 'failed', durationMs, messageOf(error));
+        sink.emit({ type: 'stage', stage: name, state: 'failed', durationMs, message: messageOf(error) });
+        throw error;
+      }
+    };
+
+    // Manifests: generated if missing, user edits kept; conflicts stop here, before anything runs.
+    const manifests = (await stage('manifests', () => createManifests({ dir, regenerate: [], keepEdits: false, sink: withoutResults(sink), signal })))!;
+    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: false });
+    const { config } = await store.fetch(installConfigAsset);
+    const objects = manifests.manifests.files.flatMap((f) => f.objects as unknown as KubeObject[]);
+    const clusterName = config.metadata.name;
+    const namespace = config.metadata.namespace;
+    const expectedMachines = countMachines(objects);
+    keepRunning = config.platform.inmemory !== undefined;
+
+    controlPlane = (await stage('controlplane', () =>
+      attachLocalControlPlane({ dir, detached: keepRunning, sink, signal }),
+    ))!;
+    const client = controlPlane.client;
+    const hookContext = (name: string) => ({ stage: name, dir, kubeconfig: controlPlane!.kubeconfig, events: sink, signal });
+
+    await stage('preflight', async () => {
+      const problems = await dryRunObjects(client, objects, { sink, signal });
+      if (problems.length > 0) {
+        throw new ConfigError(`${problems.length} manifest(s) were refused by the API server's validation`, problems, {
+          hint: 'Fix the files named above in cluster-api/ (or regenerate them with `provisioner create manifests --regenerate <file>`), then run `provisioner create cluster` again.',
+        });
+      }
+    });
+    if (request.dryRun) {
+      sink.emit({ type: 'result', kind: 'dry-run', text: `${objects.length} objects valid; nothing applied`, data: { objects: objects.map(describeRef) } });
+      return { kubeconfig: '', managementKubeconfig: controlPlane.kubeconfig, controlPlaneRunning: false, resumed, stages: timings };
+    }
+
+    const byStage = partitionByStage(objects);
+    await stage('hooks/pre-provision', () => runUserHooks(userHooks(config, 'preProvision'), hookContext('pre-provision')), { skipIfDone: true });
+    await stage('infrastructure', () => applyObjects(client, byStage.infrastructure, { sink, signal }));
+    const noProgressTimeoutMs = request.noProgressTimeoutMs;
+    await stage('wait-infrastructure', () =>
+      waitFor(client, {
+        what: 'the infrastructure',
+        kinds: [{ apiVersion: capiGroup, kind: 'Cluster', namespace }],
+        evaluate: infrastructureReady(clusterName),
+        onStall: (last, ms) => stallError('the infrastructure', last, ms, 'infrastructure'),
+        events: sink,
+        signal,
+        fatal: controlPlane!.fatal,
+        ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
+      }),
+    );
+    await stage('hooks/infra-ready', () => runUserHooks(userHooks(config, 'infraReady'), hookContext('infra-ready')), { skipIfDone: true });
+    await stage('hooks/bootstrap-data', () => runUserHooks(userHooks(config, 'bootstrapData'), hookContext('bootstrap-data')), { skipIfDone: true });
+    await stage('control-plane', () => applyObjects(client, byStage.controlPlane, { sink, signal }));
+    await stage('workers', () => applyObjects(client, byStage.workers, { sink, signal }));
+    await stage('wait-cluster', () =>
+      waitFor(client, {
+        what: 'the control plane and nodes',
+        kinds: clusterKinds(namespace),
+        evaluate: clusterReady(clusterName, expectedMachines),
+        onStall: (last, ms) => stallError('the control plane and nodes', last, ms, 'machines'),
+        events: sink,
+        signal,
+        fatal: controlPlane!.fatal,
+        ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
+      }),
+    );
+    await stage('hooks/post-provision', () => runUserHooks(userHooks(config, 'postProvision'), hookContext('post-provision')), { skipIfDone: true });
+    const kubeconfig = (await stage('hand-off', () => handOff(client, dir, clusterName, namespace)))!;
+    await journal.complete();
+    return { kubeconfig, managementKubeconfig: controlPlane.kubeconfig, controlPlaneRunning: keepRunning, resumed, stages: timings };
+  } finally {
+    // A control plane that manages simulated machines keeps running (detached) even on failure,
+    // so a re-run resumes against the same in-memory state; a temporary one always stops.
+    if (controlPlane && !keepRunning) await controlPlane.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the local control plane: ${messageOf(error)}`));
+    else controlPlane?.client.close();
+    await lock.release();
+  }
+}
+
+/** The manifests step reports as a stage here; its own result line would be noise on stdout. */
+function withoutResults(sink: EventSink): EventSink {
+  return { emit: (event) => event.type !== 'result' && sink.emit(event) };
+}
+
+function userHooks(config: InstallConfig, stage: 'preProvision' | 'infraReady' | 'bootstrapData' | 'postProvision'): UserHook[] {
+  return (config.hooks?.[stage] ?? []).map((h) => ({ path: h.path, args: h.args, timeoutMs: parseDurationMs(h.timeout) }));
+}
+
+/** `10m`, `90s`, `1h30m` → milliseconds. */
+export function parseDurationMs(text: string): number {
+  let total = 0;
+  for (const [, amount, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) {
+    total += Number(amount) * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const)[unit as 'ms' | 's' | 'm' | 'h'];
+  }
+  return total;
+}
+
+/** Machines the manifests ask for: control-plane replicas plus every MachineDeployment's replicas. */
+export function countMachines(objects: readonly KubeObject[]): number {
+  let count = 0;
+  for (const obj of objects) {
+    if (obj.kind === 'KubeadmControlPlane' || obj.kind === 'MachineDeployment') count += Number((obj.spec as { replicas?: number } | undefined)?.replicas ?? 1);
+  }
+  return count;
+}
+
+export interface StagedObjects {
+  infrastructure: KubeObject[];
+  controlPlane: KubeObject[];
+  workers: KubeObject[];
+}
+
+/**
+ * Splits the manifests by stage: infrastructure (namespace, Secrets, ConfigMaps, the
+ * Cluster and the infrastructure cluster), control plane (the control-plane object and
+ * the machine template it references), workers (everything else: templates and
+ * MachineDeployments). User-added files fall into the stage their kind belongs to.
+ */
+export function partitionByStage(objects: readonly KubeObject[]): StagedObjects {
+  const group = (o: KubeObject) => o.apiVersion.split('/')[0] ?? '';
+  const controlPlanes = objects.filter((o) => group(o).startsWith('controlplane.'));
+  const cpTemplates = new Set(
+    controlPlanes.map((o) => (o.spec as { machineTemplate?: { spec?: { infrastructureRef?: { name?: string } } } } | undefined)?.machineTemplate?.spec?.infrastructureRef?.name).filter(Boolean),
+  );
+  const staged: StagedObjects = { infrastructure: [], controlPlane: [], workers: [] };
+  for (const obj of objects) {
+    const g = group(obj);
+    if (['Namespace', 'Secret', 'ConfigMap', 'Cluster'].includes(obj.kind) || (g.startsWith('infrastructure.') && !obj.kind.endsWith('Template'))) staged.infrastructure.push(obj);
+    else if (g.startsWith('controlplane.') || (g.startsWith('infrastructure.') && cpTemplates.has(obj.metadata.name))) staged.controlPlane.push(obj);
+    else staged.workers.push(obj);
+  }
+  return staged;
+}
+
+/** Writes the workload cluster's kubeconfig (0600) and the final state of every CAPI object. */
+async function handOff(client: KubeClient, dir: string, clusterName: string, namespace: string): Promise<string> {
+  const secret = await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: `${clusterName}-kubeconfig`, namespace } });
+  const value = secret?.data?.value;
+  if (!value) {
+    throw new InfrastructureError(`The cluster's kubeconfig Secret ${namespace}/${clusterName}-kubeconfig has no data`, {
+      hint: 'Run `provisioner gather bootstrap` and look at the kubeadm control-plane controller log.',
+    });
+  }
+  const kubeconfig = path.join(dir, 'auth', 'kubeconfig');
+  await mkdir(path.dirname(kubeconfig), { recursive: true, mode: 0o700 });
+  await writeFileAtomic(kubeconfig, Buffer.from(value, 'base64').toString('utf8'), 0o600);
+
+  const state: KubeObject[] = [];
+  for (const kind of clusterKinds(namespace)) state.push(...(await client.list(kind.apiVersion, kind.kind, { namespace })));
+  for (const [apiVersion, kind] of [
+    ['infrastructure.cluster.x-k8s.io/v1beta2', 'DevCluster'],
+    ['infrastructure.cluster.x-k8s.io/v1beta2', 'DevMachine'],
+    ['bootstrap.cluster.x-k8s.io/v1beta2', 'KubeadmConfig'],
+    ['cluster.x-k8s.io/v1beta2', 'MachineSet'],
+  ] as const) {
+    try {
+      state.push(...(await client.list(apiVersion, kind, { namespace })));
+    } catch (error) {
+      if (!(error instanceof KubeApiError && error.isNotFound)) throw error;
+    }
+  }
+  const body = state.map((o) => stringify(stripManagedFields(o), { lineWidth: 0 })).join('---\n');
+  await writeFile(path.join(dir, finalStateFile), `# Final state of the cluster's Cluster API objects (status included), written by create cluster.\n${body}`, { mode: 0o600 });
+  return kubeconfig;
+}
+
+function stripManagedFields(obj: KubeObject): KubeObject {
+  const { managedFields: _drop, ...metadata } = obj.metadata;
+  return { ...obj, metadata };
+}

@@ -1,0 +1,167 @@
+/**
+ * What "ready" and "failed" mean for Cluster API objects (v1beta2), as evaluators for
+ * `waitFor`, plus the object view the progress tree shows: each object's phase, whether
+ * it is ready, and the condition blocking it with its reason and message.
+ */
+import { InfrastructureError, MachinesError } from '../errors.js';
+import type { ObjectEvent } from '../events.js';
+import type { KubeObject } from '../kube/client.js';
+import type { Snapshot, Verdict, WatchedKind } from './waiter.js';
+
+export const capiGroup = 'cluster.x-k8s.io/v1beta2';
+export const kcpGroup = 'controlplane.cluster.x-k8s.io/v1beta2';
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+}
+
+type Obj = KubeObject & {
+  spec?: Record<string, unknown>;
+  status?: { phase?: string; conditions?: Condition[]; nodeRef?: { name: string }; initialization?: Record<string, boolean>; [k: string]: unknown };
+};
+
+export function conditionOf(obj: Obj, type: string): Condition | undefined {
+  return obj.status?.conditions?.find((c) => c.type === type);
+}
+
+function isTrue(obj: Obj, type: string): boolean {
+  return conditionOf(obj, type)?.status === 'True';
+}
+
+/** The first condition, in order of preference, that is not True: what blocks the object. */
+function blockingCondition(obj: Obj, preference: readonly string[]): ObjectEvent['blocking'] | undefined {
+  for (const type of preference) {
+    const c = conditionOf(obj, type);
+    if (c && c.status !== 'True') {
+      return { condition: type, ...(c.reason ? { reason: c.reason } : {}), ...(c.message ? { message: firstLine(c.message) } : {}) };
+    }
+  }
+  return undefined;
+}
+
+function firstLine(message: string): string {
+  const line = message.split('\n').map((l) => l.trim()).filter(Boolean).slice(0, 2).join(' ');
+  return line.length > 200 ? `${line.slice(0, 197)}...` : line;
+}
+
+function view(obj: Obj, ready: boolean, preference: readonly string[], parent?: string): ObjectEvent {
+  const blocking = ready ? undefined : blockingCondition(obj, preference);
+  return {
+    type: 'object',
+    kind: obj.kind,
+    ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
+    name: obj.metadata.name,
+    ...(obj.status?.phase ? { phase: obj.status.phase } : {}),
+    ready,
+    ...(blocking ? { blocking } : {}),
+    ...(parent ? { parent } : {}),
+  };
+}
+
+export function clusterKinds(namespace: string): WatchedKind[] {
+  return [
+    { apiVersion: capiGroup, kind: 'Cluster', namespace },
+    { apiVersion: kcpGroup, kind: 'KubeadmControlPlane', namespace },
+    { apiVersion: capiGroup, kind: 'MachineDeployment', namespace },
+    { apiVersion: capiGroup, kind: 'Machine', namespace },
+  ];
+}
+
+function objectsOf(snapshot: Snapshot, apiVersion: string, kind: string, clusterName: string): Obj[] {
+  const all = [...(snapshot.get(`${apiVersion}/${kind}`)?.values() ?? [])] as Obj[];
+  if (kind === 'Cluster') return all.filter((o) => o.metadata.name === clusterName);
+  return all.filter((o) => o.metadata.labels?.['cluster.x-k8s.io/cluster-name'] === clusterName || (o.spec as { clusterName?: string } | undefined)?.clusterName === clusterName);
+}
+
+/** A machine that failed for good: its phase says so. The message comes from its conditions. */
+function terminalMachineFailure(machine: Obj): string | undefined {
+  if (machine.status?.phase !== 'Failed') return undefined;
+  const c = machine.status.conditions?.find((x) => x.status === 'False' && x.message);
+  return c ? `${c.type}: ${c.reason ?? ''} ${c.message ?? ''}`.trim() : 'phase Failed';
+}
+
+interface ClusterView {
+  cluster: Obj | undefined;
+  objects: ObjectEvent[];
+  machines: Obj[];
+  failed?: MachinesError;
+}
+
+function clusterView(snapshot: Snapshot, clusterName: string): ClusterView {
+  const [cluster] = objectsOf(snapshot, capiGroup, 'Cluster', clusterName);
+  const kcps = objectsOf(snapshot, kcpGroup, 'KubeadmControlPlane', clusterName);
+  const deployments = objectsOf(snapshot, capiGroup, 'MachineDeployment', clusterName);
+  const machines = objectsOf(snapshot, capiGroup, 'Machine', clusterName);
+  const objects: ObjectEvent[] = [];
+  if (cluster) objects.push(view(cluster, isTrue(cluster, 'Available'), ['InfrastructureReady', 'ControlPlaneInitialized', 'ControlPlaneAvailable', 'WorkersAvailable', 'Available']));
+  const clusterRef = `Cluster/${clusterName}`;
+  for (const kcp of kcps) objects.push(view(kcp, isTrue(kcp, 'Available'), ['Initialized', 'EtcdClusterHealthy', 'ControlPlaneComponentsHealthy', 'MachinesReady', 'Available'], clusterRef));
+  for (const md of deployments) objects.push(view(md, isTrue(md, 'Available'), ['MachinesReady', 'Available'], clusterRef));
+  let failed: MachinesError | undefined;
+  for (const m of machines.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))) {
+    const labels = m.metadata.labels ?? {};
+    const parent = labels['cluster.x-k8s.io/control-plane-name']
+      ? `KubeadmControlPlane/${labels['cluster.x-k8s.io/control-plane-name']}`
+      : labels['cluster.x-k8s.io/deployment-name']
+        ? `MachineDeployment/${labels['cluster.x-k8s.io/deployment-name']}`
+        : clusterRef;
+    objects.push(view(m, machineReady(m), ['BootstrapConfigReady', 'InfrastructureReady', 'NodeHealthy', 'NodeReady', 'Ready'], parent));
+    const failure = terminalMachineFailure(m);
+    if (failure && !failed) {
+      failed = new MachinesError(`Machine ${m.metadata.namespace}/${m.metadata.name} failed: ${failure}`, {
+        hint: 'Run `provisioner gather bootstrap` for the provider logs; fix the cause, then run `provisioner create cluster` again to resume.',
+      });
+    }
+  }
+  return { cluster, objects, machines, ...(failed ? { failed } : {}) };
+}
+
+function machineReady(machine: Obj): boolean {
+  return Boolean(machine.status?.nodeRef) && isTrue(machine, 'Ready');
+}
+
+/** Infrastructure provisioned and a control-plane endpoint published. */
+export function infrastructureReady(clusterName: string): (snapshot: Snapshot) => Verdict {
+  return (snapshot) => {
+    const v = clusterView(snapshot, clusterName);
+    const objects = v.objects.filter((o) => o.kind === 'Cluster');
+    if (v.failed) return { state: 'failed', objects, error: v.failed };
+    const endpoint = (v.cluster?.spec as { controlPlaneEndpoint?: { host?: string; port?: number } } | undefined)?.controlPlaneEndpoint;
+    const provisioned = v.cluster?.status?.initialization?.infrastructureProvisioned === true;
+    return provisioned && endpoint?.host ? { state: 'done', objects } : { state: 'waiting', objects };
+  };
+}
+
+/** Control plane available, `expectedMachines` machines each with a Ready node, and the Cluster Available. */
+export function clusterReady(clusterName: string, expectedMachines: number): (snapshot: Snapshot) => Verdict {
+  return (snapshot) => {
+    const v = clusterView(snapshot, clusterName);
+    if (v.failed) return { state: 'failed', objects: v.objects, error: v.failed };
+    const ready = v.machines.filter(machineReady).length;
+    const done = Boolean(v.cluster && isTrue(v.cluster, 'Available')) && ready >= expectedMachines && v.machines.length >= expectedMachines;
+    return { state: done ? 'done' : 'waiting', objects: v.objects };
+  };
+}
+
+/** Every object of the cluster gone. */
+export function clusterDeleted(clusterName: string): (snapshot: Snapshot) => Verdict {
+  return (snapshot) => {
+    const v = clusterView(snapshot, clusterName);
+    return { state: v.objects.length === 0 ? 'done' : 'waiting', objects: v.objects };
+  };
+}
+
+/** A stall error naming what blocks: the first object not ready and its condition. */
+export function stallError(what: string, last: Verdict, stalledMs: number, kind: 'infrastructure' | 'machines'): InfrastructureError | MachinesError {
+  const blocked = last.objects.filter((o) => !o.ready);
+  const details = blocked.slice(0, 10).map((o) => {
+    const b = o.blocking;
+    return `${o.kind} ${o.namespace ? `${o.namespace}/` : ''}${o.name}: ${b ? `${b.condition} ${b.reason ?? ''}${b.message ? ` — ${b.message}` : ''}` : (o.phase ?? 'not ready')}`;
+  });
+  const message = `No progress on ${what} for ${Math.round(stalledMs / 1000)} s`;
+  const options = { details, hint: 'Run `provisioner gather bootstrap` and read the controller logs; run `provisioner create cluster` again to resume waiting.' };
+  return kind === 'infrastructure' ? new InfrastructureError(message, options) : new MachinesError(message, options);
+}
