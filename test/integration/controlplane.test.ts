@@ -1,0 +1,269 @@
+/**
+ * The local control plane with the real bundled binaries, in process (detached: false, as
+ * `create cluster` runs it): etcd, kube-apiserver, every provider's CRDs and webhooks, and
+ * the four CAPI managers under the supervisor. One control plane is shared by the tests of
+ * this file, in order; the port test at the end restarts it on the same directory.
+ * Fails (never skips) when the bundle is missing: loadCatalog throws with the hint.
+ */
+import { createServer, type Server } from 'node:net';
+import { readFile } from 'node:fs/promises';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalControlPlane, Ports } from '../../src/controlplane/local-controlplane.js';
+import { ensureBinaries } from '../../src/embedded/cache.js';
+import { RecordingSink, type ProcessEvent } from '../../src/events.js';
+import { KubeApiError, type KubeObject } from '../../src/kube/client.js';
+import { httpProbe } from '../../src/process/probes.js';
+import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import {
+  aliveRecorded,
+  expectedProcessCount,
+  listenersOf,
+  loopbackAddress,
+  recordedProcesses,
+  removeInstallDir,
+  tempInstallDir,
+  waitFor,
+} from './support/controlplane.js';
+
+const namespace = 'it-controlplane';
+const clusterName = 'c1';
+
+const namespaceObject: KubeObject = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } };
+
+/** A valid v1beta2 Cluster whose control plane and infrastructure do not exist yet. */
+function cluster(name: string, spec: Record<string, unknown>): KubeObject {
+  return { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name, namespace }, spec };
+}
+
+const clusterNetwork = { pods: { cidrBlocks: ['192.168.0.0/16'] }, services: { cidrBlocks: ['10.128.0.0/12'] } };
+const validCluster = cluster(clusterName, {
+  clusterNetwork,
+  controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: `${clusterName}-cp` },
+  infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevCluster', name: clusterName },
+});
+
+/** What `clusterctl describe` walks: the infrastructure cluster and the control plane with its machine template (in-memory backend). */
+const clusterParts: KubeObject[] = [
+  { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'DevCluster', metadata: { name: clusterName, namespace }, spec: { backend: { inMemory: {} } } },
+  {
+    apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2',
+    kind: 'DevMachineTemplate',
+    metadata: { name: `${clusterName}-cp`, namespace },
+    spec: { template: { spec: { backend: { inMemory: { vm: { provisioning: { startupDuration: '10s', startupJitter: '0.2' } } } } } } },
+  },
+  {
+    apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2',
+    kind: 'KubeadmControlPlane',
+    metadata: { name: `${clusterName}-cp`, namespace },
+    spec: {
+      replicas: 1,
+      version: 'v1.33.0',
+      machineTemplate: { spec: { infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevMachineTemplate', name: `${clusterName}-cp` } } },
+      kubeadmConfigSpec: { clusterConfiguration: { apiServer: { certSANs: ['localhost', '127.0.0.1'] } } },
+    },
+  },
+];
+
+const controlPlaneStages = ['pki', 'etcd', 'kube-apiserver', 'crds', 'controllers', 'webhooks'];
+
+/** Every recorded process listens, only on 127.0.0.1, and on at least the ports it recorded. */
+async function expectLoopbackOnly(dir: string): Promise<void> {
+  const entries = await aliveRecorded(dir);
+  expect(entries.map((e) => e.name).sort()).toHaveLength(expectedProcessCount);
+  for (const entry of entries) {
+    const listeners = await listenersOf(entry.pid);
+    expect(listeners.length, `${entry.name} (pid ${entry.pid}) listens nowhere`).toBeGreaterThan(0);
+    const elsewhere = listeners.filter((l) => l.address !== loopbackAddress);
+    expect(elsewhere, `${entry.name} (pid ${entry.pid}) listens beyond 127.0.0.1`).toEqual([]);
+    const ports = listeners.map((l) => l.port);
+    for (const [role, port] of Object.entries(entry.ports)) expect(ports, `${entry.name} ${role} port ${port}`).toContain(port);
+  }
+}
+
+function processEventsSince(sink: RecordingSink, from: number, name: string): ProcessEvent[] {
+  return sink.events.slice(from).filter((e): e is ProcessEvent => e.type === 'process' && e.name === name);
+}
+
+async function applyRejected(cp: LocalControlPlane, obj: KubeObject): Promise<KubeApiError> {
+  try {
+    await cp.kube.apply(obj);
+  } catch (error) {
+    if (error instanceof KubeApiError) return error;
+    throw error;
+  }
+  throw new Error(`${obj.kind} ${obj.metadata.name} was accepted`);
+}
+
+/** Listens on 127.0.0.1:port; resolves undefined when someone else already holds it (it is occupied either way). */
+function occupy(port: number): Promise<Server | undefined> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(undefined));
+    server.listen({ port, host: loopbackAddress, exclusive: true }, () => resolve(server));
+  });
+}
+
+function portsOf(ports: Ports): number[] {
+  return [
+    ports.etcd.client,
+    ports.etcd.peer,
+    ports.etcd.metrics,
+    ports.apiServer.secure,
+    ...Object.values(ports.controllers).flatMap((c) => [c.webhook, c.health, c.diagnostics]),
+  ];
+}
+
+describe('local control plane with the real binaries', () => {
+  let dir = '';
+  const sink = new RecordingSink();
+  const abort = new AbortController();
+  let cp: LocalControlPlane | undefined;
+
+  const controlPlane = (): LocalControlPlane => {
+    if (!cp) throw new Error('no control plane: the boot failed');
+    return cp;
+  };
+
+  beforeAll(async () => {
+    dir = await tempInstallDir('cp');
+    cp = await prepareLocalControlPlane({ dir, detached: false, sink, signal: abort.signal });
+    await cp.start();
+  });
+
+  afterAll(async () => {
+    await cp?.stop().catch(() => undefined);
+    abort.abort();
+    await removeInstallDir(dir);
+  });
+
+  it('boots etcd, kube-apiserver and the four managers, each listening on 127.0.0.1 only', async () => {
+    const succeeded = sink.ofType('stage').filter((s) => s.state === 'succeeded' && s.stage.startsWith('controlplane/')).map((s) => s.stage);
+    expect(succeeded).toEqual(controlPlaneStages.map((s) => `controlplane/${s}`));
+    const names = (await recordedProcesses(dir)).map((e) => e.name).sort();
+    expect(names).toEqual(['capd-manager', 'capi-manager', 'etcd', 'kube-apiserver', 'kubeadm-bootstrap-manager', 'kubeadm-control-plane-manager']);
+    await expectLoopbackOnly(dir);
+    expect(await controlPlane().kube.raw('/readyz')).toBe('ok');
+  });
+
+  it('accepts a valid v1beta2 Cluster whose refs do not exist yet, and reads it back', async () => {
+    const kube = controlPlane().kube;
+    await kube.apply(namespaceObject);
+    await kube.apply(validCluster);
+    const stored = await kube.get<KubeObject & { spec: Record<string, { kind?: string; name?: string; apiGroup?: string }> }>(validCluster);
+    expect(stored?.metadata.uid).toBeTruthy();
+    expect(stored?.spec.controlPlaneRef).toEqual({ apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: `${clusterName}-cp` });
+    expect(stored?.spec.infrastructureRef).toEqual({ apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevCluster', name: clusterName });
+  });
+
+  it.each([
+    ['spec.topology without the ClusterTopology feature gate', { clusterNetwork, topology: { classRef: { name: 'absent' }, version: 'v1.33.0' } }, 'can be set only if the ClusterTopology feature flag is enabled'],
+    ['no control plane, infrastructure or topology', { clusterNetwork }, 'one of spec.controlPlaneRef, spec.infrastructureRef or spec.topology must be set'],
+  ])("rejects a Cluster with %s, with CAPI's own webhook message", async (_case, spec, message) => {
+    const bad = cluster('rejected', spec);
+    const error = await applyRejected(controlPlane(), bad);
+    expect(error.statusCode).toBe(422);
+    expect(error.message).toContain('admission webhook "validation.cluster.cluster.x-k8s.io" denied the request');
+    expect(error.message).toContain(message);
+    expect(await controlPlane().kube.get(bad)).toBeUndefined();
+  });
+
+  it('serves an object stored at v1beta2 as v1beta1 through the conversion webhook, and back', async () => {
+    const kube = controlPlane().kube;
+    type RefSpec = { spec: Record<string, Record<string, unknown>> };
+    const old = await kube.get<KubeObject & RefSpec>({ apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name: clusterName, namespace } });
+    expect(old?.apiVersion).toBe('cluster.x-k8s.io/v1beta1');
+    // v1beta2 refs name an API group; v1beta1 refs are ObjectReferences with a full apiVersion and the namespace.
+    expect(old?.spec.controlPlaneRef).toEqual({ apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2', kind: 'KubeadmControlPlane', name: `${clusterName}-cp`, namespace });
+    expect(old?.spec.infrastructureRef).toMatchObject({ apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'DevCluster', name: clusterName });
+
+    // The other way: written at v1beta1, read at v1beta2.
+    const written: KubeObject = {
+      apiVersion: 'cluster.x-k8s.io/v1beta1',
+      kind: 'Cluster',
+      metadata: { name: 'written-as-v1beta1', namespace },
+      spec: { infrastructureRef: { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'DevCluster', name: 'other', namespace } },
+    };
+    await kube.apply(written);
+    const current = await kube.get<KubeObject & RefSpec>({ ...written, apiVersion: 'cluster.x-k8s.io/v1beta2' });
+    expect(current?.spec.infrastructureRef).toEqual({ apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevCluster', name: 'other' });
+    await kube.delete(written);
+  });
+
+  it('lets clusterctl describe the cluster', async () => {
+    for (const part of clusterParts) await controlPlane().kube.apply(part);
+    const { clusterctl } = await ensureBinaries(['clusterctl']);
+    const args = ['describe', 'cluster', clusterName, '-n', namespace, '--kubeconfig', controlPlane().kubeconfig];
+    // The tree lists what the Cluster's refs point to; wait until the graph has both parts.
+    const output = await waitFor(
+      'clusterctl describe to show the DevCluster and the KubeadmControlPlane',
+      async () => {
+        const run = await execa(clusterctl!, args, { env: { HOME: dir, CLUSTERCTL_DISABLE_VERSIONCHECK: 'true' }, extendEnv: false, timeout: 60_000 });
+        expect(run.exitCode).toBe(0);
+        return run.stdout.includes(`KubeadmControlPlane ${namespace}/${clusterName}-cp`) && run.stdout.includes(`DevCluster ${namespace}/${clusterName}`) && run.stdout;
+      },
+      30_000,
+    );
+    expect(output).toContain(`Cluster ${namespace}/${clusterName}`);
+  });
+
+  it('still listens on 127.0.0.1 only once the providers work on a cluster', async () => {
+    await expectLoopbackOnly(dir);
+  });
+
+  it('restarts a controller killed with SIGKILL and reports it', async () => {
+    const name = 'capi-manager';
+    const before = (await aliveRecorded(dir)).find((e) => e.name === name);
+    expect(before, `${name} is not running`).toBeDefined();
+    const from = sink.events.length;
+    process.kill(before!.pid, 'SIGKILL');
+
+    const events = await waitFor(`${name} to be ready again`, () => {
+      const seen = processEventsSince(sink, from, name);
+      return seen.some((e) => e.state === 'ready') && seen;
+    }, 60_000);
+    const states = events.map((e) => e.state);
+    const exited = states.indexOf('exited');
+    const restarting = states.indexOf('restarting');
+    const ready = states.indexOf('ready');
+    expect(exited, `events: ${states.join(', ')}`).toBeGreaterThanOrEqual(0);
+    expect(restarting).toBeGreaterThan(exited);
+    expect(ready).toBeGreaterThan(restarting);
+    expect(events[exited]).toMatchObject({ pid: before!.pid, signal: 'SIGKILL' });
+    expect(states).not.toContain('failed');
+
+    const after = (await aliveRecorded(dir)).find((e) => e.name === name);
+    expect(after?.pid).toBeDefined();
+    expect(after?.pid).not.toBe(before!.pid);
+    expect(events[ready]?.pid).toBe(after?.pid);
+    const healthy = await httpProbe(`http://${loopbackAddress}:${after!.ports.health}/readyz`)(AbortSignal.timeout(5_000));
+    expect(healthy).toBe(true);
+    // Its conversion webhook serves again.
+    const old = await controlPlane().kube.get({ apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name: clusterName, namespace } });
+    expect(old?.apiVersion).toBe('cluster.x-k8s.io/v1beta1');
+  });
+
+  it('boots again on other ports when the last ports are taken, with its data', async () => {
+    const portsFile = controlPlane().layout.portsFile;
+    const previous = JSON.parse(await readFile(portsFile, 'utf8')) as Ports;
+    await controlPlane().stop();
+    cp = undefined;
+    expect(await aliveRecorded(dir)).toEqual([]);
+
+    const taken = portsOf(previous);
+    const servers = await Promise.all(taken.map(occupy));
+    try {
+      // Most of them must really be ours: the test is about ports held by another program.
+      expect(servers.filter(Boolean).length).toBeGreaterThanOrEqual(taken.length - 2);
+      cp = await prepareLocalControlPlane({ dir, detached: false, sink, signal: abort.signal });
+      await cp.start();
+      const current = JSON.parse(await readFile(portsFile, 'utf8')) as Ports;
+      const reused = portsOf(current).filter((p) => taken.includes(p));
+      expect(reused).toEqual([]);
+      expect(await aliveRecorded(dir)).toHaveLength(expectedProcessCount);
+      expect(await cp.kube.get(validCluster)).toBeDefined();
+    } finally {
+      await Promise.all(servers.map((s) => new Promise<void>((resolve) => (s ? s.close(() => resolve()) : resolve()))));
+    }
+  });
+});
