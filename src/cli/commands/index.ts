@@ -1,10 +1,18 @@
 import type { Command } from 'commander';
 import type { Runner } from '../program.js';
+import { registerCreate } from './create.js';
+import { registerDestroy } from './destroy.js';
+import { registerDiff } from './diff.js';
+import { registerExplain } from './explain.js';
 import { registerManagement } from './management.js';
 import { registerVersion } from './version.js';
 
 /** Every command, in the order `--help` lists them. One line per command file. */
 export function registerCommands(program: Command, run: Runner): void {
+  registerCreate(program, run);
+  registerDestroy(program, run);
+  registerDiff(program, run);
+  registerExplain(program, run);
   registerManagement(program, run);
   registerVersion(program, run);
 }

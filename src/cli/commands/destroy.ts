@@ -1,0 +1,36 @@
+import { Option, type Command } from 'commander';
+import { dirOption } from '../options.js';
+import type { Runner } from '../program.js';
+import { destroyBootstrap, destroyCluster } from '../../services/destroy.js';
+
+export function registerDestroy(program: Command, run: Runner): void {
+  const destroy = program.command('destroy').description('delete the cluster, or only what exists for bootstrapping');
+
+  destroy
+    .command('cluster')
+    .description('delete the cluster and every Cluster API object of it, then stop the local control plane and remove local state (works after a failed or interrupted create)')
+    .addOption(dirOption())
+    .action(
+      run<{ dir: string }>(async (options, ctx) => {
+        const result = await destroyCluster({ dir: options.dir, sink: ctx.sink, signal: ctx.signal });
+        ctx.sink.emit({
+          type: 'result',
+          kind: 'destroyed',
+          text: result.deleted.length ? `destroyed ${result.deleted.join(', ')}` : 'nothing to destroy',
+          data: result,
+        });
+      }),
+    );
+
+  destroy
+    .command('bootstrap')
+    .description('stop and remove the local control plane and its data; refuses while it still manages a cluster')
+    .addOption(dirOption())
+    .addOption(new Option('--force', 'remove it even though it manages a cluster (the cluster loses its management)').env('PROVISIONER_FORCE').default(false))
+    .action(
+      run<{ dir: string; force: boolean }>(async (options, ctx) => {
+        const result = await destroyBootstrap({ dir: options.dir, sink: ctx.sink, signal: ctx.signal, force: options.force });
+        ctx.sink.emit({ type: 'result', kind: 'destroyed', text: result.removed ? 'removed the local control plane' : 'nothing to remove', data: result });
+      }),
+    );
+}

@@ -1,0 +1,134 @@
+/**
+ * `destroy cluster` and `destroy bootstrap`.
+ *
+ * destroy cluster: brings the local control plane back if needed (from its data), deletes
+ * every Cluster of the install, waits on watches until every Cluster API object of it is
+ * gone, stops the control plane and removes the local state. It works after a failed or
+ * interrupted create, since it only needs the control plane's data.
+ *
+ * destroy bootstrap: removes what exists only for bootstrapping — the local control plane
+ * and its data. It refuses while that control plane still manages a cluster (on the
+ * in-memory platform it always does, unless the cluster was pivoted away), because the
+ * cluster would be left with no management; `--force` does it anyway.
+ */
+import { access, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { controlPlaneLayout } from '../controlplane/layout.js';
+import { stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
+import { EnvironmentError, messageOf } from '../errors.js';
+import { log, type EventSink } from '../events.js';
+import type { KubeObject } from '../kube/client.js';
+import { Journal } from '../lifecycle/journal.js';
+import { acquireDirLock } from '../process/lock.js';
+import { capiGroup, clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
+import { waitFor } from '../wait/waiter.js';
+import { finalStateFile } from './create-cluster.js';
+import { attachLocalControlPlane } from './local-controlplane.js';
+
+export interface DestroyRequest {
+  dir: string;
+  sink: EventSink;
+  signal: AbortSignal;
+  /** destroy bootstrap only: remove the control plane even though it manages a cluster. Default false. */
+  force?: boolean;
+  /** Time without progress before the deletion wait fails, in ms. Default 10 min. */
+  noProgressTimeoutMs?: number;
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Local state removed once nothing is left to manage. The user's files (install config, manifests) stay. */
+async function removeLocalState(dir: string): Promise<void> {
+  const layout = controlPlaneLayout(dir);
+  for (const target of [layout.stateDir, Journal.path(dir), path.join(dir, finalStateFile), path.join(dir, 'auth'), layout.logDir]) {
+    await rm(target, { recursive: true, force: true });
+  }
+}
+
+export async function destroyCluster(request: DestroyRequest): Promise<{ deleted: string[] }> {
+  const dir = path.resolve(request.dir);
+  const { sink, signal } = request;
+  const layout = controlPlaneLayout(dir);
+  const lock = await acquireDirLock(dir, { command: 'destroy cluster', events: sink });
+  try {
+    if (!(await exists(layout.etcdDataDir))) {
+      log(sink, 'info', `No local control plane data in ${dir}: nothing was created, or it was destroyed already`);
+      await removeLocalState(dir);
+      return { deleted: [] };
+    }
+    const controlPlane = await attachLocalControlPlane({ dir, detached: false, sink, signal });
+    const deleted: string[] = [];
+    try {
+      const clusters = await controlPlane.client.list<KubeObject>(capiGroup, 'Cluster');
+      for (const cluster of clusters) {
+        log(sink, 'info', `Deleting Cluster ${cluster.metadata.namespace}/${cluster.metadata.name}`);
+        await controlPlane.client.delete(cluster);
+        deleted.push(`${cluster.metadata.namespace}/${cluster.metadata.name}`);
+      }
+      for (const cluster of clusters) {
+        const namespace = cluster.metadata.namespace!;
+        await waitFor(controlPlane.client, {
+          what: `the deletion of Cluster ${namespace}/${cluster.metadata.name}`,
+          kinds: clusterKinds(namespace),
+          evaluate: clusterDeleted(cluster.metadata.name),
+          onStall: (last, ms) => stallError(`the deletion of ${cluster.metadata.name}`, last, ms, 'machines'),
+          events: sink,
+          signal,
+          fatal: controlPlane.fatal,
+          ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}),
+        });
+        log(sink, 'info', `Every Cluster API object of ${namespace}/${cluster.metadata.name} is gone`);
+      }
+    } finally {
+      await controlPlane.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the control plane: ${messageOf(error)}`));
+    }
+    // An adopted (detached) control plane is still running: stop it from its pidfiles.
+    await stopRecordedControlPlane(dir, sink);
+    await removeLocalState(dir);
+    return { deleted };
+  } finally {
+    await lock.release();
+  }
+}
+
+export async function destroyBootstrap(request: DestroyRequest): Promise<{ removed: boolean }> {
+  const dir = path.resolve(request.dir);
+  const { sink, signal } = request;
+  const layout = controlPlaneLayout(dir);
+  const lock = await acquireDirLock(dir, { command: 'destroy bootstrap', events: sink });
+  try {
+    if (!(await exists(layout.etcdDataDir))) {
+      log(sink, 'info', `No local control plane in ${dir}: nothing to remove`);
+      return { removed: false };
+    }
+    if (!request.force) {
+      const controlPlane = await attachLocalControlPlane({ dir, detached: false, sink, signal });
+      let clusters: KubeObject[];
+      try {
+        clusters = await controlPlane.client.list<KubeObject>(capiGroup, 'Cluster');
+      } finally {
+        await controlPlane.stop();
+      }
+      if (clusters.length > 0) {
+        throw new EnvironmentError(
+          `The local control plane in ${dir} still manages ${clusters.map((c) => `${c.metadata.namespace}/${c.metadata.name}`).join(', ')}; removing it would leave the cluster with no management`,
+          {
+            hint: 'Pivot the cluster to a lasting management cluster first (`provisioner pivot`), delete it with `provisioner destroy cluster`, or pass --force to remove the control plane anyway.',
+          },
+        );
+      }
+    }
+    await stopRecordedControlPlane(dir, sink);
+    await rm(layout.stateDir, { recursive: true, force: true });
+    await rm(layout.kubeconfig, { force: true });
+    log(sink, 'info', `Removed the local control plane and its data from ${dir}`);
+    return { removed: true };
+  } finally {
+    await lock.release();
+  }
+}
