@@ -1,12 +1,17 @@
-// Lint rules: typescript-eslint's recommended set, plus the import-direction rule
-// that keeps domain modules free of the CLI layer (see docs/architecture.md).
+// Lint rules: typescript-eslint's recommended set, plus import-direction rules that keep
+// the architecture honest (see docs/architecture.md). ESLint flat config does not merge
+// a rule set by two blocks — the later one wins — so every file matches exactly one
+// block that sets `no-restricted-imports`, with all of its patterns.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const domainModules = [
-  'config', 'assets', 'pki', 'process', 'controlplane', 'kube', 'apply',
-  'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms',
-];
+const noCliOrServices = { group: ['**/cli/**', '**/services/**'], message: 'Domain modules must not import the CLI or services layer.' };
+const noRendering = { group: ['ink', 'ink/*', 'react', 'react/*'], message: 'Only src/cli/ui renders.' };
+const noKubeClient = { group: ['@kubernetes/client-node', '@kubernetes/client-node/*'], message: 'Only src/kube imports the Kubernetes client.' };
+const noKubernetes = { group: ['**/kube/**', '**/controlplane/**'], message: 'process/ knows nothing of Kubernetes.' };
+
+const domainModules = ['config', 'assets', 'pki', 'controlplane', 'apply', 'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms'];
+const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'bundle/**', 'bench-results/**', 'embedded/**', '.cache/**'] },
@@ -18,38 +23,12 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
     },
   },
-  {
-    // Domain modules never reach up into the CLI or services, and never render.
-    files: domainModules.map((m) => `src/${m}/**/*.ts`),
-    rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['**/cli/**', '**/services/**'], message: 'Domain modules must not import the CLI or services layer.' },
-          { group: ['ink', 'ink/*', 'react'], message: 'Only src/cli/ui renders.' },
-        ],
-      }],
-    },
-  },
-  {
-    // process/ knows nothing of Kubernetes.
-    files: ['src/process/**/*.ts'],
-    rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [
-          { group: ['@kubernetes/*', '**/kube/**', '**/controlplane/**'], message: 'process/ knows nothing of Kubernetes.' },
-          { group: ['**/cli/**', '**/services/**', 'ink', 'react'], message: 'Domain modules must not import the CLI or services layer.' },
-        ],
-      }],
-    },
-  },
-  {
-    // Only kube/ imports the Kubernetes client.
-    files: ['src/**/*.ts', 'src/**/*.tsx'],
-    ignores: ['src/kube/**'],
-    rules: {
-      'no-restricted-imports': ['error', {
-        patterns: [{ group: ['@kubernetes/client-node'], message: 'Only src/kube imports the Kubernetes client.' }],
-      }],
-    },
-  },
+  // CLI, services and top-level files: anything but the Kubernetes client.
+  { files: ['src/**/*.ts', 'src/**/*.tsx'], rules: restrict([noKubeClient]) },
+  // Domain modules: no CLI, no services, no rendering, no Kubernetes client.
+  { files: domainModules.map((m) => `src/${m}/**/*.ts`), rules: restrict([noCliOrServices, noRendering, noKubeClient]) },
+  // kube/ is the one importer of the client; still a domain module.
+  { files: ['src/kube/**/*.ts'], rules: restrict([noCliOrServices, noRendering]) },
+  // process/ knows nothing of Kubernetes at all.
+  { files: ['src/process/**/*.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noKubernetes]) },
 );
