@@ -1,0 +1,77 @@
+/**
+ * Bounded parallelism and retry with exponential backoff, for the apply engine's
+ * requests. Pure helpers: the clock (`sleep`) is injectable so tests run instantly.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+
+/** Runs `fn` over `items` with at most `limit` at once; stops starting new ones once `signal` aborts. */
+export async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<void>, signal?: AbortSignal): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length && !signal?.aborted) {
+      const index = next++;
+      await fn(items[index] as T, index);
+    }
+  };
+  const workers = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, () => worker());
+  await Promise.all(workers);
+}
+
+export interface RetryPolicy {
+  /** Attempts in all, the first included. */
+  maxAttempts: number;
+  /** Wait after the first failure; doubles after each further one. */
+  initialDelayMs: number;
+  /** Ceiling of one wait. */
+  maxDelayMs: number;
+}
+
+/**
+ * Default retry policy: 8 attempts, waits of 250 ms doubling up to 8 s (0.25, 0.5, 1, 2, 4,
+ * 8, 8: about 24 s in all). That outlasts what we retry for: a provider's webhook server
+ * still binding its port after its controller reported ready, an optimistic-lock
+ * conflict with a controller writing the same object, a 429 or a 5xx of an API server
+ * under load. No jitter: the only client of a loopback control plane is us, so there is
+ * no crowd of clients whose retries jitter would spread.
+ */
+export const defaultRetryPolicy: RetryPolicy = { maxAttempts: 8, initialDelayMs: 250, maxDelayMs: 8_000 };
+
+/** The wait before attempt `attempt + 1`, after `attempt` failures (1-based). */
+export function backoffDelay(policy: RetryPolicy, attempt: number): number {
+  return Math.min(policy.initialDelayMs * 2 ** (attempt - 1), policy.maxDelayMs);
+}
+
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+/** A timer that an abort cuts short (rejecting). */
+export const realSleep: Sleep = async (ms, signal) => {
+  await delay(ms, undefined, signal ? { signal } : {});
+};
+
+export type Attempted<T> = { ok: true; value: T; attempts: number } | { ok: false; error: unknown; attempts: number };
+
+export interface RetryOptions {
+  policy: RetryPolicy;
+  isRetryable(error: unknown): boolean;
+  sleep: Sleep;
+  signal?: AbortSignal;
+  onRetry?(error: unknown, attempt: number, delayMs: number): void;
+}
+
+/** Calls `op` until it succeeds, fails for good, runs out of attempts, or the signal aborts during a wait. */
+export async function withRetry<T>(op: () => Promise<T>, options: RetryOptions): Promise<Attempted<T>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return { ok: true, value: await op(), attempts: attempt };
+    } catch (error) {
+      if (attempt >= options.policy.maxAttempts || !options.isRetryable(error) || options.signal?.aborted) return { ok: false, error, attempts: attempt };
+      const wait = backoffDelay(options.policy, attempt);
+      options.onRetry?.(error, attempt, wait);
+      try {
+        await options.sleep(wait, options.signal);
+      } catch {
+        return { ok: false, error, attempts: attempt }; // aborted while waiting: the last error stands
+      }
+    }
+  }
+}
