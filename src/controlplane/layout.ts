@@ -15,6 +15,8 @@ export interface ControlPlaneLayout {
   logDir: string;
   /** Ports of the last start, reused when still free so endpoints stay stable. */
   portsFile: string;
+  /** Written when a start has finished (CRDs, controllers, webhooks); removed when a start begins. */
+  startedFile: string;
   /** Admin kubeconfig of the local control plane, 0600: `<dir>/auth/management.kubeconfig`. */
   kubeconfig: string;
 }
@@ -29,6 +31,7 @@ export function controlPlaneLayout(dir: string): ControlPlaneLayout {
     etcdDataDir: path.join(stateDir, 'etcd'),
     logDir: path.join(root, 'logs'),
     portsFile: path.join(stateDir, 'ports.json'),
+    startedFile: path.join(stateDir, 'started.json'),
     kubeconfig: path.join(root, 'auth', 'management.kubeconfig'),
   };
 }

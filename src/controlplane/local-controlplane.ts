@@ -9,7 +9,7 @@
  * Start order: etcd → kube-apiserver → CRDs (Established) → controllers (health and
  * webhook TLS) → webhook configurations and inventory. Stop order is the reverse.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { access, mkdir, readFile, rm } from 'node:fs/promises';
 import { EnvironmentError, InfrastructureError, messageOf } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import { KubeClient } from '../kube/client.js';
@@ -114,6 +114,8 @@ export class LocalControlPlane {
     await mkdir(layout.logDir, { recursive: true, mode: 0o700 });
     await mkdir(layout.etcdDataDir, { recursive: true, mode: 0o700 });
 
+    // Until this start finishes, what runs here is half a control plane: never "already running".
+    await rm(layout.startedFile, { force: true });
     const stale = await stopStale(layout.stateDir, { events });
     if (stale.length > 0) log(events, 'warn', `Stopped ${stale.length} process(es) left running by an earlier command: ${stale.map((e) => e.name).join(', ')}`);
 
@@ -170,6 +172,7 @@ export class LocalControlPlane {
       });
       await this.stage('webhooks', () => installWebhooksAndInventory(this.kube, components, endpoints, caPem, signal ? { signal } : {}));
       await this.savePorts(ports);
+      await writeFileAtomic(layout.startedFile, JSON.stringify({ startedAt: new Date().toISOString() }));
     } catch (error) {
       await this.stop().catch((stopError: unknown) => log(events, 'warn', `While stopping after a failed start: ${messageOf(stopError)}`));
       throw error;
@@ -309,8 +312,12 @@ export interface ProcessStatus {
   startedAt: string;
 }
 
-/** Reads the pidfiles of a control plane and probes each running process's health. */
-export async function controlPlaneStatus(dir: string): Promise<{ layout: ControlPlaneLayout; processes: ProcessStatus[] }> {
+/**
+ * Reads the pidfiles of a control plane and probes each running process's health. `usable`:
+ * its last start finished and every recorded process runs and is healthy — a start killed
+ * halfway (etcd and the API server up, no CRDs or controllers) is not.
+ */
+export async function controlPlaneStatus(dir: string): Promise<{ layout: ControlPlaneLayout; processes: ProcessStatus[]; usable: boolean }> {
   const layout = controlPlaneLayout(dir);
   const entries = await readPidfiles(layout.stateDir);
   const ca = await readFile(`${layout.pkiDir}/ca.crt`, 'utf8').catch(() => undefined);
@@ -330,7 +337,8 @@ export async function controlPlaneStatus(dir: string): Promise<{ layout: Control
     }
     processes.push({ name: entry.name, pid: entry.pid, running, healthy, ports: entry.ports, logFile: entry.logFile, startedAt: entry.startedAt });
   }
-  return { layout, processes };
+  const started = await access(layout.startedFile).then(() => true, () => false);
+  return { layout, processes, usable: started && processes.length > 0 && processes.every((p) => p.running && p.healthy === true) };
 }
 
 /**

@@ -58,7 +58,7 @@ export interface AttachedControlPlane {
  */
 export async function attachLocalControlPlane(request: LocalControlPlaneRequest): Promise<AttachedControlPlane> {
   const status = await controlPlaneStatus(request.dir);
-  if (status.processes.length > 0 && status.processes.every((p) => p.running && p.healthy)) {
+  if (status.usable) {
     log(request.sink, 'info', `Using the control plane already running in ${status.layout.dir}`);
     const client = KubeClient.fromFile(status.layout.kubeconfig);
     return { client, kubeconfig: status.layout.kubeconfig, adopted: true, fatal: new Promise<never>(() => {}), stop: async () => client.close() };

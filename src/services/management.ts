@@ -29,7 +29,7 @@ export async function startManagement(request: ManagementRequest): Promise<Manag
   try {
     const layout = controlPlaneLayout(request.dir);
     const status = await controlPlaneStatus(request.dir);
-    if (status.processes.length > 0 && status.processes.every((p) => p.running && p.healthy)) {
+    if (status.usable) {
       log(request.sink, 'info', `The management cluster in ${layout.dir} is already running`);
       return { kubeconfig: layout.kubeconfig, alreadyRunning: true, durationMs: performance.now() - started };
     }
