@@ -1,0 +1,252 @@
+/**
+ * `provisioner management start|stop|status` as a user runs it: `node bin/provisioner.js`
+ * with the real bundled binaries, detached processes owned by the install directory.
+ * Faults: a second command on the same directory, SIGKILL of every control-plane process,
+ * SIGKILL of the CLI in the middle of a start. dist/ is rebuilt first when it is older than
+ * src/. Fails (never skips) when the bundle is missing: `management start` exits 4 with the hint.
+ */
+import { stat, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../../src/embedded/catalog.js';
+import { ExitCode } from '../../src/errors.js';
+import { KubeClient } from '../../src/kube/client.js';
+import type { PidfileEntry } from '../../src/process/pidfile.js';
+import {
+  aliveRecorded,
+  expectedProcessCount,
+  recordedProcesses,
+  removeInstallDir,
+  stillAliveAfter,
+  tempInstallDir,
+  waitFor,
+} from './support/controlplane.js';
+
+const cliPath = path.join(packageRoot, 'bin', 'provisioner.js');
+/** Longest a full boot may take on a loaded 2-core machine before the test calls it hung. */
+const bootTimeoutMs = 240_000;
+
+/** Newest mtime of the compiled sources under `dir` (tests excluded). */
+async function newestSource(dir: string): Promise<number> {
+  let newest = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, await newestSource(file));
+    else if (/\.tsx?$/.test(entry.name) && !/\.test\.tsx?$/.test(entry.name)) newest = Math.max(newest, (await stat(file)).mtimeMs);
+  }
+  return newest;
+}
+
+/** `npm run build` when dist/main.js is missing or older than a source file. */
+async function ensureBuilt(): Promise<void> {
+  const built = await stat(path.join(packageRoot, 'dist', 'main.js')).then((s) => s.mtimeMs, () => 0);
+  if (built >= (await newestSource(path.join(packageRoot, 'src')))) return;
+  const build = await execa('npm', ['run', 'build'], { cwd: packageRoot, reject: false, all: true });
+  if (build.exitCode !== 0) throw new Error(`npm run build failed:\n${build.all}`);
+}
+
+interface CliRun {
+  exitCode: number | undefined;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+}
+
+async function cli(args: string[], timeoutMs = bootTimeoutMs): Promise<CliRun> {
+  const started = performance.now();
+  const run = await execa(process.execPath, [cliPath, ...args], { cwd: packageRoot, reject: false, timeout: timeoutMs });
+  return { exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr, durationMs: performance.now() - started };
+}
+
+/** Starts `management start` in the background; resolves once its stderr matches `line`. */
+async function startUntil(dir: string, line: RegExp): Promise<{ child: ResultPromise; stderr: () => string }> {
+  const child = execa(process.execPath, [cliPath, 'management', 'start', '--dir', dir], { cwd: packageRoot, reject: false, timeout: bootTimeoutMs });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  let exited = false;
+  void child.then(() => (exited = true));
+  await waitFor(`"${line.source}" on the stderr of management start`, () => {
+    if (line.test(stderr)) return true;
+    if (exited) throw new Error(`management start exited first:\n${stderr}`);
+    return false;
+  }, 120_000);
+  return { child, stderr: () => stderr };
+}
+
+interface StatusRow {
+  name: string;
+  pid: number;
+  running: boolean;
+  healthy: boolean | undefined;
+}
+
+/** `management status --output json`: every stdout line is JSON; the result event holds the processes. */
+async function statusJson(dir: string): Promise<StatusRow[]> {
+  const run = await cli(['management', 'status', '--dir', dir, '--output', 'json'], 60_000);
+  expect(run.exitCode, run.stderr).toBe(0);
+  const events = run.stdout.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as { type: string; kind?: string; data?: { processes: StatusRow[] } });
+  const result = events.find((e) => e.type === 'result' && e.kind === 'status');
+  expect(result?.data?.processes, run.stdout).toBeDefined();
+  return result!.data!.processes;
+}
+
+async function expectAllHealthy(dir: string): Promise<void> {
+  const processes = await statusJson(dir);
+  expect(processes).toHaveLength(expectedProcessCount);
+  expect(processes.filter((p) => !(p.running && p.healthy)).map((p) => p.name)).toEqual([]);
+}
+
+function killAll(entries: readonly PidfileEntry[]): void {
+  for (const entry of entries) {
+    try {
+      process.kill(entry.pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+describe('provisioner management, as a user runs it', () => {
+  const dirs: string[] = [];
+  const children: ResultPromise[] = [];
+
+  const newDir = async (prefix: string) => {
+    const dir = await tempInstallDir(prefix);
+    dirs.push(dir);
+    return dir;
+  };
+
+  beforeAll(async () => {
+    await ensureBuilt();
+  });
+
+  afterAll(async () => {
+    for (const child of children) child.kill('SIGKILL');
+    for (const dir of dirs) {
+      await cli(['management', 'stop', '--dir', dir], 60_000).catch(() => undefined);
+      await removeInstallDir(dir);
+    }
+  });
+
+  describe('start, status, restart after a kill, stop', () => {
+    let dir = '';
+    const kubeconfig = () => path.join(dir, 'auth', 'management.kubeconfig');
+
+    it('start prints the kubeconfig path on stdout and exits 0', async () => {
+      dir = await newDir('mgmt');
+      const run = await cli(['management', 'start', '--dir', dir]);
+      expect(run.exitCode, run.stderr).toBe(0);
+      expect(run.stdout.trim()).toBe(kubeconfig());
+      expect(run.stderr).toMatch(/Management cluster ready in/);
+      expect((await stat(kubeconfig())).mode & 0o777).toBe(0o600);
+    });
+
+    it('status lists the six processes healthy, as a table and as JSON lines', async () => {
+      const run = await cli(['management', 'status', '--dir', dir], 60_000);
+      expect(run.exitCode, run.stderr).toBe(0);
+      const rows = run.stdout.split('\n').slice(1).filter((l) => l.trim() && !l.startsWith('kubeconfig:'));
+      expect(rows.map((r) => r.split(/\s+/)[0]).sort()).toEqual(['capd-manager', 'capi-manager', 'etcd', 'kube-apiserver', 'kubeadm-bootstrap-manager', 'kubeadm-control-plane-manager']);
+      for (const row of rows) expect(row.split(/\s+/)[2], row).toBe('healthy');
+      expect(run.stdout).toContain(`kubeconfig: ${kubeconfig()}`);
+      await expectAllHealthy(dir);
+    });
+
+    it('start again while it runs says "already running", fast, and changes nothing', async () => {
+      const before = (await aliveRecorded(dir)).map((e) => e.pid).sort();
+      const run = await cli(['management', 'start', '--dir', dir], 60_000);
+      expect(run.exitCode, run.stderr).toBe(0);
+      expect(run.stdout.trim()).toBe(kubeconfig());
+      expect(run.stderr).toContain('already running');
+      expect(run.durationMs).toBeLessThan(10_000);
+      expect((await aliveRecorded(dir)).map((e) => e.pid).sort()).toEqual(before);
+    });
+
+    it('keeps its objects when every process is killed with SIGKILL and started again', async () => {
+      const kube = KubeClient.fromFile(kubeconfig());
+      try {
+        await kube.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'survives-sigkill' } });
+      } finally {
+        kube.close();
+      }
+      const entries = await aliveRecorded(dir);
+      expect(entries).toHaveLength(expectedProcessCount);
+      killAll(entries);
+      expect(await stillAliveAfter(entries, 10_000)).toEqual([]);
+
+      const run = await cli(['management', 'start', '--dir', dir]);
+      expect(run.exitCode, run.stderr).toBe(0);
+      expect(run.stderr).not.toContain('already running');
+      await expectAllHealthy(dir);
+      const again = KubeClient.fromFile(kubeconfig());
+      try {
+        const ns = await again.get({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'survives-sigkill' } });
+        expect(ns?.metadata.name).toBe('survives-sigkill');
+      } finally {
+        again.close();
+      }
+    });
+
+    it('stop leaves no recorded process alive', async () => {
+      const entries = await aliveRecorded(dir);
+      expect(entries).toHaveLength(expectedProcessCount);
+      const run = await cli(['management', 'stop', '--dir', dir], 120_000);
+      expect(run.exitCode, run.stderr).toBe(0);
+      expect(run.stdout).toMatch(/^stopped /);
+      expect(await stillAliveAfter(entries, 0)).toEqual([]);
+      expect(await recordedProcesses(dir)).toEqual([]);
+      const again = await cli(['management', 'stop', '--dir', dir], 60_000);
+      expect(again.exitCode).toBe(0);
+      expect(again.stdout.trim()).toBe('nothing was running');
+    });
+  });
+
+  describe('a start interrupted', () => {
+    let dir = '';
+    let first: { child: ResultPromise; stderr: () => string } | undefined;
+
+    it('refuses a second command on the same --dir with exit 4, naming the holder', async () => {
+      dir = await newDir('busy');
+      first = await startUntil(dir, /\betcd ready\b/);
+      children.push(first.child);
+      const holder = `"management start" (pid ${first.child.pid}`;
+      for (const args of [['management', 'start', '--dir', dir], ['management', 'stop', '--dir', dir]]) {
+        const run = await cli(args, 60_000);
+        expect(run.exitCode, `${args.join(' ')}: ${run.stderr}`).toBe(ExitCode.environment);
+        expect(run.stderr).toContain(holder);
+        expect(run.durationMs).toBeLessThan(10_000);
+      }
+    });
+
+    it('leaves nothing running once `management stop` follows a SIGKILL of the CLI after etcd was ready', async () => {
+      expect(first, 'the previous test did not start management start').toBeDefined();
+      first!.child.kill('SIGKILL');
+      const ended = await first!.child;
+      expect(ended.signal).toBe('SIGKILL');
+      const left = await aliveRecorded(dir);
+      // Detached children outlive the CLI by design: etcd at least was left running.
+      expect(left.map((e) => e.name)).toContain('etcd');
+
+      const run = await cli(['management', 'stop', '--dir', dir], 120_000);
+      expect(run.exitCode, run.stderr).toBe(0);
+      expect(await stillAliveAfter(left, 0)).toEqual([]);
+      expect(await aliveRecorded(dir)).toEqual([]);
+    });
+
+    it('comes back healthy when `management start` follows a SIGKILL of the CLI after the API server was ready', async () => {
+      const second = await startUntil(dir, /\bkube-apiserver ready\b/);
+      children.push(second.child);
+      second.child.kill('SIGKILL');
+      await second.child;
+      const left = await aliveRecorded(dir);
+      expect(left.map((e) => e.name)).toEqual(expect.arrayContaining(['etcd', 'kube-apiserver']));
+
+      const run = await cli(['management', 'start', '--dir', dir]);
+      expect(run.exitCode, run.stderr).toBe(0);
+      // Half a control plane (no CRDs, no controllers) is not "already running".
+      expect(run.stderr).not.toContain('already running');
+      await expectAllHealthy(dir);
+      expect(await stillAliveAfter(left, 0)).toEqual([]);
+    });
+  });
+});
