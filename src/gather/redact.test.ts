@@ -2,7 +2,7 @@ import { generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { describe, expect, it } from 'vitest';
-import { createRedactStream, findSecrets, redacted, redactObject, redactText, Redactor } from './redact.js';
+import { createRedactStream, findSecrets, knownValuesPattern, redacted, redactObject, redactText, Redactor, secretValuesToMatch } from './redact.js';
 
 const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 });
 const rsaPem = rsa.privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(); // BEGIN RSA PRIVATE KEY
@@ -273,8 +273,8 @@ const positive: Case[] = [
   },
   {
     name: 'flags and logfmt',
-    input: 'args: --token=s3cr3tvalue --client-secret=abc123 --v=4\nlevel=info password="two words" user=bob\n',
-    output: `args: --token=${redacted} --client-secret=${redacted} --v=4\nlevel=info password="${redacted}" user=bob\n`,
+    input: 'args: --token=s3cr3tvalue --client-secret=abc123 --v=4\nlevel=info password="two words" user=bob token-secret=0123456789abcdef\n',
+    output: `args: --token=${redacted} --client-secret=${redacted} --v=4\nlevel=info password="${redacted}" user=bob token-secret=${redacted}\n`,
   },
 ];
 
@@ -349,6 +349,26 @@ describe('redactText corpus', () => {
   it('keeps CRLF line ends and a missing final newline', () => {
     expect(redactText('a\r\ntoken: abc123\r\nb').text).toBe(`a\r\ntoken: ${redacted}\r\nb`);
     expect(redactText('no newline').text).toBe('no newline');
+  });
+});
+
+describe('known Secret values', () => {
+  it('picks the values worth matching: base64 and one-line decoded, not short or plain words', () => {
+    const values = secretValuesToMatch({ a: b64('sup3r-s3cret-value'), b: b64('cloud-config'), c: b64('short'), d: b64('line one\nline two') });
+    expect(values).toEqual([b64('sup3r-s3cret-value'), 'sup3r-s3cret-value', b64('cloud-config'), b64('line one\nline two')]);
+    expect(secretValuesToMatch(undefined)).toEqual([]);
+  });
+
+  it('replaces them anywhere, and the detector reports them', () => {
+    const known = knownValuesPattern(['sup3r-s3cret-value', 'a.b*c(d)e+f?g']);
+    expect(known).toBeDefined();
+    const text = 'leaked sup3r-s3cret-value and a.b*c(d)e+f?g here\nbut not a.bbbc here\n';
+    const result = redactText(text, { knownValues: known! });
+    expect(result.text).toBe(`leaked ${redacted} and ${redacted} here\nbut not a.bbbc here\n`);
+    expect(result.counts['secret-data']).toBe(2);
+    expect(findSecrets('x sup3r-s3cret-value', known)).toEqual(['secret-data']);
+    expect(findSecrets(result.text.split('\n')[0]!, known)).toEqual([]);
+    expect(knownValuesPattern([])).toBeUndefined();
   });
 });
 

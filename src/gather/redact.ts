@@ -44,7 +44,8 @@ export type SecretKind =
   | 'url-password'
   | 'secret-data';
 
-type Counts = Partial<Record<SecretKind, number>>;
+/** Redactions by kind of secret. */
+export type Counts = Partial<Record<SecretKind, number>>;
 
 function bump(counts: Counts, kind: SecretKind, by = 1): void {
   counts[kind] = (counts[kind] ?? 0) + by;
@@ -74,13 +75,14 @@ function isHarmlessValue(value: string): boolean {
 }
 
 /**
- * A field name and its separator: `token: `, `"token":"`, `\"token\": `, `--token=`,
- * `aws_secret_access_key = `. Group 1: backslashes before an opening quote; 2: the quote;
- * 3: the name.
+ * The end of a credential field's name and its separator: `token: `, `"token":"`,
+ * `\\"token\\": `, `--token=`, `aws_secret_access_key = `. Anchored on the name's last
+ * word so a line is scanned for a few literals, not for every `word:`. Group 1: that word;
+ * 2: a closing quote (with its escaping backslashes).
  */
-const fieldPattern = /(?<![\w.])(?:(\\*)(["']))?([A-Za-z][\w.-]*)(?:\1\2)?[ \t]*[:=][ \t]*/g;
-/** Cheap test before running the field pattern on a line. */
-const fieldPrefilter = /token|passw|secret|key|auth|data/i;
+const credentialFieldEnd =
+  /(token|passw(?:or)?d|secret[-_.]?(?:access[-_.]?)?key|private[-_.]?key|key[-_.]?data|certificate[-_.]?data|api[-_.]?key|client[-_.]?secret|token[-_.]?secret|authorization)(\\*["'])?[ \t]*[:=][ \t]*/gi;
+const nameChar = /[\w.-]/;
 
 interface FieldScan {
   line: string;
@@ -90,28 +92,35 @@ interface FieldScan {
 
 /** Replaces the values of credential fields on one line. */
 function redactFields(line: string, counts: Counts): FieldScan {
-  if (!fieldPrefilter.test(line)) return { line };
+  credentialFieldEnd.lastIndex = 0;
+  if (!credentialFieldEnd.test(line)) return { line };
   let out = '';
   let last = 0;
   let blockScalarIndent: number | undefined;
-  fieldPattern.lastIndex = 0;
-  for (let m = fieldPattern.exec(line); m !== null; m = fieldPattern.exec(line)) {
-    const name = m[3] ?? '';
-    const valueStart = m.index + m[0].length;
+  credentialFieldEnd.lastIndex = 0;
+  for (let m = credentialFieldEnd.exec(line); m !== null; m = credentialFieldEnd.exec(line)) {
+    // The whole name: back over name characters from the matched last word.
+    let nameStart = m.index;
+    while (nameStart > 0 && nameChar.test(line[nameStart - 1] ?? '')) nameStart--;
+    const name = line.slice(nameStart, m.index + (m[1] ?? '').length);
+    const closingQuote = m[2] ?? '';
+    if (closingQuote !== '' && line.slice(nameStart - closingQuote.length, nameStart) !== closingQuote) continue;
     if (!isCredentialName(name)) continue;
-    const span = valueSpan(line, valueStart, m.index === leadingKeyColumn(line));
+    const keyStart = nameStart - closingQuote.length;
+    const atLineStart = keyStart === leadingKeyColumn(line);
+    const span = valueSpan(line, m.index + m[0].length, atLineStart);
     if (span === undefined) continue;
     const value = line.slice(span.start, span.end);
-    if (/^[|>][+-]?\d*$/.test(value.trim()) && m.index === leadingKeyColumn(line)) {
+    if (/^[|>][+-]?\d*$/.test(value.trim()) && atLineStart) {
       // `password: |` — the secret is on the following, more indented lines.
-      blockScalarIndent = m.index;
+      blockScalarIndent = keyStart;
       continue;
     }
     // A structured value (`"Secret":{"name":…}` in a controller log) names an object; it is not a credential.
     if (isHarmlessValue(value) || /^[{[]/.test(value)) continue;
     out += line.slice(last, span.start) + redacted;
     last = span.end;
-    fieldPattern.lastIndex = span.end;
+    credentialFieldEnd.lastIndex = span.end;
     bump(counts, 'credential-field');
   }
   return blockScalarIndent === undefined ? { line: out + line.slice(last) } : { line: out + line.slice(last), blockScalarIndent };
@@ -192,13 +201,6 @@ const lineRules: LineRule[] = [
     replace: () => redacted,
   },
   {
-    kind: 'bootstrap-token',
-    prefilter: /[a-z0-9]{6}\.[a-z0-9]{16}/,
-    // kubeadm bootstrap token `abcdef.0123456789abcdef`: a join credential for any node.
-    pattern: /(?<![\w.-])[a-z0-9]{6}\.[a-z0-9]{16}(?![\w.-])/g,
-    replace: () => redacted,
-  },
-  {
     kind: 'url-password',
     prefilter: /:\/\/[^\s/@]*:[^\s/@]*@/,
     pattern: /\b([a-z][a-z0-9+.-]*:\/\/[^\s:@/]+):(?!\[REDACTED\]@)([^\s@/]+)@/gi,
@@ -229,9 +231,27 @@ function redactJsonSecretData(line: string, counts: Counts): string {
   });
 }
 
+/**
+ * kubeadm bootstrap tokens, `abcdef.0123456789abcdef`: a join credential for any node.
+ * Found from the dot (a literal the regex engine scans for fast), then checked backwards.
+ */
+function redactBootstrapTokens(line: string, counts: Counts): string {
+  const tail = /\.[a-z0-9]{16}(?![\w.-])/g;
+  let out = '';
+  let last = 0;
+  for (let m = tail.exec(line); m !== null; m = tail.exec(line)) {
+    const start = m.index - 6;
+    if (start < last || !/^[a-z0-9]{6}$/.test(line.slice(start, m.index)) || nameChar.test(line[start - 1] ?? ' ')) continue;
+    out += line.slice(last, start) + redacted;
+    last = m.index + m[0].length;
+    bump(counts, 'bootstrap-token');
+  }
+  return last === 0 ? line : out + line.slice(last);
+}
+
 /** Applies every single-line rule (not the multi-line PEM and Secret-YAML states). */
 function redactLineRules(line: string, counts: Counts): FieldScan {
-  let text = line;
+  let text = redactBootstrapTokens(line, counts);
   for (const rule of lineRules) {
     if (!rule.prefilter.test(text)) continue;
     rule.pattern.lastIndex = 0;
@@ -248,14 +268,47 @@ function redactLineRules(line: string, counts: Counts): FieldScan {
 
 /**
  * What survived redaction on one line: the kinds of secret the rules would still change,
- * plus any private-key PEM marker. Empty for every line a `Redactor` wrote.
+ * plus any private-key PEM marker and any known Secret value. Empty for every line a
+ * `Redactor` with the same known values wrote.
  */
-export function findSecrets(line: string): SecretKind[] {
+export function findSecrets(line: string, knownValues?: RegExp): SecretKind[] {
   const counts: Counts = {};
   if (privateKeyMarker.test(line)) bump(counts, 'private-key');
   redactLineRules(line, counts);
-  delete counts['secret-data']; // depends on context a single line may not show; checked by construction
+  // Secret data in YAML depends on context a single line may not show: it is checked by construction.
+  delete counts['secret-data'];
+  if (knownValues) {
+    knownValues.lastIndex = 0;
+    if (knownValues.test(line)) bump(counts, 'secret-data');
+  }
   return Object.keys(counts) as SecretKind[];
+}
+
+/** Known Secret values shorter than this are not matched literally (too likely to be ordinary words). */
+const minKnownValueLength = 12;
+
+/**
+ * The values of a Secret's data worth looking for literally in logs: each base64 value and
+ * its decoded text when that is one line, long enough and not a plain word (`cloud-config`).
+ * Multi-line values (kubeconfigs, PEM, cloud-init) are caught by the pattern rules instead.
+ */
+export function secretValuesToMatch(data: Record<string, string> | undefined): string[] {
+  const values: string[] = [];
+  for (const encoded of Object.values(data ?? {})) {
+    if (typeof encoded !== 'string') continue;
+    if (encoded.length >= minKnownValueLength) values.push(encoded);
+    const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+    const plainWord = /^[a-z]+([-_. ][a-z]+)*$/i.test(decoded);
+    if (decoded.length >= minKnownValueLength && !/[\n\r]/.test(decoded) && !decoded.includes('\ufffd') && !plainWord) values.push(decoded.trim());
+  }
+  return values.filter((v) => v.length >= minKnownValueLength);
+}
+
+/** One pattern matching any of `values` (longest first), or undefined when there are none. */
+export function knownValuesPattern(values: Iterable<string>): RegExp | undefined {
+  const unique = [...new Set(values)].filter((v) => v.length > 0).sort((a, b) => b.length - a.length);
+  if (unique.length === 0) return undefined;
+  return new RegExp(unique.map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
 }
 
 // ---------------------------------------------------------------------------------------
@@ -327,7 +380,10 @@ class LineRuleFilter {
   /** Column of the key whose block scalar value is being redacted. */
   private blockIndent: number | undefined;
 
-  constructor(private readonly counts: Counts) {}
+  constructor(
+    private readonly counts: Counts,
+    private readonly knownValues: RegExp | undefined,
+  ) {}
 
   push(line: string): string {
     if (this.blockIndent !== undefined) {
@@ -341,7 +397,11 @@ class LineRuleFilter {
       this.blockIndent = scan.blockScalarIndent;
       bump(this.counts, 'credential-field');
     }
-    return scan.line;
+    if (!this.knownValues) return scan.line;
+    return scan.line.replace(this.knownValues, () => {
+      bump(this.counts, 'secret-data');
+      return redacted;
+    });
   }
 }
 
@@ -504,13 +564,22 @@ class SecretYamlFilter {
  * A streaming redactor: feed it text in chunks of any size (a chunk may end mid-line or
  * mid-key), get back redacted text for the complete lines seen so far.
  */
+export interface RedactorOptions {
+  /** Values to replace wherever they appear (the data of the cluster's Secrets): see `knownValuesPattern`. Default none. */
+  knownValues?: RegExp;
+}
+
 export class Redactor {
   /** Redactions made so far, by kind of secret. */
   readonly counts: Counts = {};
   private readonly pem = new PemFilter(this.counts);
-  private readonly rules = new LineRuleFilter(this.counts);
+  private readonly rules: LineRuleFilter;
   private readonly secrets = new SecretYamlFilter(this.counts);
   private partial = '';
+
+  constructor(options: RedactorOptions = {}) {
+    this.rules = new LineRuleFilter(this.counts, options.knownValues);
+  }
 
   /** Total redactions made so far. */
   get total(): number {
@@ -556,15 +625,15 @@ export class Redactor {
 }
 
 /** Redacts a whole text; for small inputs and tests. */
-export function redactText(text: string): { text: string; counts: Counts; total: number } {
-  const redactor = new Redactor();
+export function redactText(text: string, options: RedactorOptions = {}): { text: string; counts: Counts; total: number } {
+  const redactor = new Redactor(options);
   const out = redactor.write(text) + redactor.end();
   return { text: out, counts: redactor.counts, total: redactor.total };
 }
 
 /** A Transform stream that redacts bytes (UTF-8) passing through; `redactor` holds the counts. */
-export function createRedactStream(): Transform & { redactor: Redactor } {
-  const redactor = new Redactor();
+export function createRedactStream(options: RedactorOptions = {}): Transform & { redactor: Redactor } {
+  const redactor = new Redactor(options);
   const decoder = new StringDecoder('utf8');
   const stream = new Transform({
     transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback) {
