@@ -7,6 +7,9 @@ import https from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import { ExternalError } from '../errors.js';
 
+/** Attempts of a read that gets a transient answer (429, 503). */
+const readAttempts = 6;
+
 /** Field manager recorded on every server-side apply (`kubectl get -o yaml --show-managed-fields` shows it). */
 export const fieldManager = 'provisioner';
 
@@ -44,6 +47,9 @@ export interface KubeObject {
 
 /** A failed API call, with the server's status reason and the object it was about. */
 export class KubeApiError extends ExternalError {
+  /** The server's Retry-After, when it sent one. */
+  retryAfterSeconds: number | undefined;
+
   constructor(
     readonly statusCode: number,
     readonly reason: string,
@@ -282,7 +288,24 @@ export class KubeClient {
     return resource;
   }
 
+  /**
+   * Sends a request. Reads (GET) are retried on transient answers — 429 and 503, such as
+   * "storage is (re)initializing" right after a CRD is established — honouring
+   * Retry-After, up to `readAttempts` times; writes are retried by their callers.
+   */
   private async request(options: RequestOptions, text = false): Promise<unknown> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.requestOnce(options, text);
+      } catch (error) {
+        const retriable = options.method === 'GET' && error instanceof KubeApiError && (error.statusCode === 429 || error.statusCode === 503);
+        if (!retriable || attempt >= readAttempts) throw error;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, (error.retryAfterSeconds ?? 0) * 1000 || 200 * 2 ** attempt)));
+      }
+    }
+  }
+
+  private async requestOnce(options: RequestOptions, text: boolean): Promise<unknown> {
     const cluster = this.config.getCurrentCluster();
     if (!cluster) throw new KubeApiError(0, 'NoCluster', 'kubeconfig has no current cluster');
     const url = new URL(options.path, cluster.server);
@@ -311,7 +334,10 @@ export class KubeClient {
             return;
           }
           const status = safeJson(body) as { reason?: string; message?: string } | undefined;
-          reject(new KubeApiError(code, status?.reason ?? response.statusMessage ?? '', status?.message ?? body.slice(0, 500), options.object));
+          const error = new KubeApiError(code, status?.reason ?? response.statusMessage ?? '', status?.message ?? body.slice(0, 500), options.object);
+          const retryAfter = Number(response.headers['retry-after']);
+          if (Number.isFinite(retryAfter)) error.retryAfterSeconds = retryAfter;
+          reject(error);
         });
         response.on('error', (error) => reject(translate(error, options.object)));
       });

@@ -1,44 +1,60 @@
 /**
- * The applies of `create cluster`, by stage, and the preflight dry-run. Server-side
- * apply with our field manager, bounded parallelism and retries on transient errors
- * (controlplane/install.ts `applyAll`); ordering within a stage follows the manifests'
- * file order by kind rank.
+ * The applies of `create cluster`, through the desired-set engine (src/apply): the
+ * preflight plans the whole set and dry-runs it against the real CRDs and webhooks;
+ * each stage applies its part without pruning; the last stage plans the whole set again
+ * with pruning, so objects a new generation dropped (a removed machine pool) are
+ * deleted, and nothing else is.
  */
-import { applyAll } from '../controlplane/install.js';
+import { dryRunPlan, executePlan, formatPlan, planApply, type KindRef } from '../apply/index.js';
+import { ownershipMetadata, type DesiredSetOwner } from '../config/index.js';
 import type { FieldProblem } from '../errors.js';
 import { log, type EventSink } from '../events.js';
-import { KubeApiError, describeRef, type KubeClient, type KubeObject } from '../kube/client.js';
+import type { KubeClient, KubeObject } from '../kube/client.js';
 
 export interface ApplyRequest {
+  owner: DesiredSetOwner;
   sink: EventSink;
   signal: AbortSignal;
 }
 
-export async function applyObjects(client: KubeClient, objects: readonly KubeObject[], request: ApplyRequest): Promise<number> {
-  // Namespaces before what lives in them.
-  await applyAll(client, objects.filter((o) => o.kind === 'Namespace'), request.signal);
-  await applyAll(client, objects.filter((o) => o.kind !== 'Namespace'), request.signal);
-  log(request.sink, 'debug', `applied ${objects.length} objects`);
-  return objects.length;
+/**
+ * Kinds listed for pruning even when the new generation has none of them (a removed
+ * last worker pool must still delete its MachineDeployment and templates).
+ */
+export const prunableKinds: readonly KindRef[] = [
+  { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineDeployment' },
+  { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfigTemplate' },
+  { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'DevMachineTemplate' },
+];
+
+/** Objects from user-added files join the set, so later generations can prune them too. */
+export function withOwnership(objects: readonly KubeObject[], owner: DesiredSetOwner): KubeObject[] {
+  const meta = ownershipMetadata(owner);
+  return objects.map((o) => ({
+    ...o,
+    metadata: {
+      ...o.metadata,
+      annotations: { ...meta.annotations, ...(o.metadata.annotations ?? {}) },
+      labels: { ...meta.labels, ...(o.metadata.labels ?? {}) },
+    },
+  }));
 }
 
-/**
- * Validates every object against the real schemas and webhooks with a server-side
- * dry-run. Namespaces are created for real first (a dry-run of an object in a missing
- * namespace fails, and an empty namespace is harmless). Returns one problem per refusal.
- */
-export async function dryRunObjects(client: KubeClient, objects: readonly KubeObject[], request: ApplyRequest): Promise<FieldProblem[]> {
-  await applyAll(client, objects.filter((o) => o.kind === 'Namespace'), request.signal);
-  const problems: FieldProblem[] = [];
-  for (const obj of objects.filter((o) => o.kind !== 'Namespace')) {
-    request.signal.throwIfAborted();
-    try {
-      await client.apply(obj, { dryRun: true });
-    } catch (error) {
-      if (error instanceof KubeApiError && (error.statusCode === 422 || error.statusCode === 400 || error.statusCode === 403)) {
-        problems.push({ path: describeRef(obj), message: error.message.replace(`${describeRef(obj)}: `, '') });
-      } else throw error;
-    }
-  }
-  return problems;
+/** Applies one stage's objects (no pruning). */
+export async function applyObjects(client: KubeClient, objects: readonly KubeObject[], request: ApplyRequest, options: { prune?: boolean; all?: readonly KubeObject[] } = {}): Promise<void> {
+  const set = { owner: request.owner, objects: withOwnership(options.all ?? objects, request.owner) };
+  const plan = await planApply(client, set, { sink: request.sink, signal: request.signal, ...(options.prune ? { extraKinds: prunableKinds } : {}) });
+  log(request.sink, 'debug', formatPlan(plan));
+  await executePlan(client, plan, { sink: request.sink, signal: request.signal, prune: options.prune ?? false });
+}
+
+/** Dry-runs the whole set; returns one problem per object the server refused. Writes nothing. */
+export async function dryRunObjects(client: KubeClient, objects: readonly KubeObject[], request: ApplyRequest): Promise<{ problems: FieldProblem[]; planText: string }> {
+  const set = { owner: request.owner, objects: withOwnership(objects, request.owner) };
+  const plan = await planApply(client, set, { sink: request.sink, signal: request.signal, extraKinds: prunableKinds });
+  const report = await dryRunPlan(client, plan, { sink: request.sink, signal: request.signal });
+  return {
+    problems: report.problems.map((p) => ({ path: p.key, message: p.message })),
+    planText: formatPlan(plan),
+  };
 }

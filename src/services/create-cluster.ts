@@ -103,7 +103,8 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const clusterName = config.metadata.name;
     const namespace = config.metadata.namespace;
     const expectedMachines = countMachines(objects);
-    keepRunning = config.platform.inmemory !== undefined;
+    // A dry-run changes nothing, so its control plane is temporary on every platform.
+    keepRunning = config.platform.inmemory !== undefined && !request.dryRun;
 
     controlPlane = (await stage('controlplane', () =>
       attachLocalControlPlane({ dir, detached: keepRunning, sink, signal }),
@@ -111,22 +112,25 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const client = controlPlane.client;
     const hookContext = (name: string) => ({ stage: name, dir, kubeconfig: controlPlane!.kubeconfig, events: sink, signal });
 
-    await stage('preflight', async () => {
-      const problems = await dryRunObjects(client, objects, { sink, signal });
+    const owner = manifests.manifests.generated.owner;
+    const applyRequest = { owner, sink, signal };
+    const preflight = (await stage('preflight', async () => {
+      const { problems, planText } = await dryRunObjects(client, objects, applyRequest);
       if (problems.length > 0) {
         throw new ConfigError(`${problems.length} manifest(s) were refused by the API server's validation`, problems, {
           hint: 'Fix the files named above in cluster-api/ (or regenerate them with `provisioner create manifests --regenerate <file>`), then run `provisioner create cluster` again.',
         });
       }
-    });
+      return planText;
+    }))!;
     if (request.dryRun) {
-      sink.emit({ type: 'result', kind: 'dry-run', text: `${objects.length} objects valid; nothing applied`, data: { objects: objects.map(describeRef) } });
+      sink.emit({ type: 'result', kind: 'dry-run', text: `${preflight}\n${objects.length} objects valid; nothing applied`, data: { objects: objects.map(describeRef) } });
       return { kubeconfig: '', managementKubeconfig: controlPlane.kubeconfig, controlPlaneRunning: false, resumed, stages: timings };
     }
 
     const byStage = partitionByStage(objects);
     await stage('hooks/pre-provision', () => runUserHooks(userHooks(config, 'preProvision'), hookContext('pre-provision')), { skipIfDone: true });
-    await stage('infrastructure', () => applyObjects(client, byStage.infrastructure, { sink, signal }));
+    await stage('infrastructure', () => applyObjects(client, byStage.infrastructure, applyRequest));
     const noProgressTimeoutMs = request.noProgressTimeoutMs;
     await stage('wait-infrastructure', () =>
       waitFor(client, {
@@ -142,8 +146,8 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     );
     await stage('hooks/infra-ready', () => runUserHooks(userHooks(config, 'infraReady'), hookContext('infra-ready')), { skipIfDone: true });
     await stage('hooks/bootstrap-data', () => runUserHooks(userHooks(config, 'bootstrapData'), hookContext('bootstrap-data')), { skipIfDone: true });
-    await stage('control-plane', () => applyObjects(client, byStage.controlPlane, { sink, signal }));
-    await stage('workers', () => applyObjects(client, byStage.workers, { sink, signal }));
+    await stage('control-plane', () => applyObjects(client, byStage.controlPlane, applyRequest));
+    await stage('workers', () => applyObjects(client, byStage.workers, applyRequest, { prune: true, all: objects }));
     await stage('wait-cluster', () =>
       waitFor(client, {
         what: 'the control plane and nodes',
