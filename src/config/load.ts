@@ -1,0 +1,180 @@
+/**
+ * Loading the install config: parse YAML (keeping line numbers), check the schema,
+ * fill defaults, run the cross-field rules (built-in and the platform's), check the
+ * files it references. Every problem is collected; any error throws one ConfigError
+ * listing them all, each with its field path, line and hint.
+ */
+import { constants as fsConstants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
+import { ConfigError, type FieldProblem } from '../errors.js';
+import { withDefaults } from './defaults.js';
+import { hookStages, installConfigFileName, installConfigSchema, type InstallConfig } from './install-config.js';
+import { installConfigRules, runRules, type Rule, type RuleProblem } from './rules.js';
+import { formatPath, validateNode, type PathSegment, type SchemaProblem } from './schema.js';
+
+export interface ValidateOptions {
+  /** Rules contributed by the platforms, run with the built-in ones. Default: none. */
+  extraRules?: readonly Rule[];
+  /** Name used in messages. Default: `install-config.yaml`. */
+  fileName?: string;
+}
+
+export interface LoadOptions extends ValidateOptions {
+  /** Install directory; relative paths in the config resolve against it. */
+  dir: string;
+  /** Check that the files the config references (hooks, credentials) exist. Default: true. */
+  checkFiles?: boolean;
+}
+
+export interface ValidatedInstallConfig {
+  config: InstallConfig;
+  /** Problems that do not stop generation (a control plane without HA...), with paths. */
+  warnings: FieldProblem[];
+}
+
+const errorHint = 'Fix every field listed, then rerun; `provisioner explain install-config.<field>` documents each one.';
+
+/** Resolves a path written in the config: `~` is the home directory; relative paths are relative to `dir`. */
+export function resolveConfigPath(dir: string, written: string): string {
+  if (written === '~') return os.homedir();
+  if (written.startsWith('~/')) return path.join(os.homedir(), written.slice(2));
+  return path.resolve(dir, written);
+}
+
+/** Parses and validates install-config text without touching the filesystem. */
+export function validateInstallConfigText(text: string, options: ValidateOptions = {}): ValidatedInstallConfig {
+  const fileName = options.fileName ?? installConfigFileName;
+  const { document, locate } = parse(text, fileName);
+  return settle(validateDocument(document, options, locate, fileName), fileName);
+}
+
+/** Validates an already-parsed document (for callers holding objects, e.g. property tests). */
+export function validateInstallConfigDocument(document: unknown, options: ValidateOptions = {}): ValidatedInstallConfig {
+  const fileName = options.fileName ?? installConfigFileName;
+  return settle(validateDocument(document, options, () => undefined, fileName), fileName);
+}
+
+/** Validates `text` as the install config of `dir`, including the files it references. */
+export async function loadInstallConfigText(text: string, options: LoadOptions): Promise<ValidatedInstallConfig> {
+  const fileName = options.fileName ?? installConfigFileName;
+  const { document, locate } = parse(text, fileName);
+  const outcome = validateDocument(document, options, locate, fileName);
+  if (options.checkFiles !== false && outcome.config) {
+    const files = await checkReferencedFiles(outcome.config, options.dir, locate);
+    outcome.errors.push(...files.errors);
+    outcome.warnings.push(...files.warnings);
+  }
+  return settle(outcome, fileName);
+}
+
+interface Outcome {
+  /** Set unless the document is not an install config at all. */
+  config?: InstallConfig;
+  errors: FieldProblem[];
+  warnings: FieldProblem[];
+}
+
+function settle(outcome: Outcome, fileName: string): ValidatedInstallConfig {
+  if (outcome.errors.length > 0 || !outcome.config) {
+    throw new ConfigError(`${fileName} is invalid: ${countText(outcome.errors.length)}`, outcome.errors, { hint: errorHint });
+  }
+  return { config: outcome.config, warnings: outcome.warnings };
+}
+
+function countText(n: number): string {
+  return n === 1 ? '1 problem' : `${n} problems`;
+}
+
+type Locate = (path: readonly PathSegment[]) => number | undefined;
+
+function parse(text: string, fileName: string): { document: unknown; locate: Locate } {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const problems = doc.errors.map((e) => {
+      const at = e.linePos?.[0];
+      const message = (e.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+      return { path: fileName, message: `${at ? `line ${at.line}, column ${at.col}: ` : ''}${message}`, hint: 'fix the YAML syntax' };
+    });
+    throw new ConfigError(`${fileName} is not valid YAML`, problems, { hint: errorHint });
+  }
+  return { document: doc.toJS() as unknown, locate: locator(doc, lineCounter) };
+}
+
+function locator(doc: Document, lineCounter: LineCounter): Locate {
+  return (fieldPath) => {
+    // The deepest node that exists along the path: a missing field points at its parent.
+    for (let depth = fieldPath.length; depth >= 0; depth--) {
+      const node = depth === 0 ? doc.contents : doc.getIn(fieldPath.slice(0, depth), true);
+      if (isNode(node) && node.range) return lineCounter.linePos(node.range[0]).line;
+    }
+    return undefined;
+  };
+}
+
+function toFieldProblem(problem: SchemaProblem | RuleProblem, locate: Locate): FieldProblem {
+  const line = locate(problem.path);
+  const where = formatPath(problem.path) || '(document)';
+  return {
+    path: where,
+    message: line !== undefined ? `${problem.message} (line ${line})` : problem.message,
+    ...(problem.hint ? { hint: problem.hint } : {}),
+  };
+}
+
+function validateDocument(document: unknown, options: ValidateOptions, locate: Locate, fileName: string): Outcome {
+  if (document === null || document === undefined) {
+    return { errors: [{ path: '(document)', message: `${fileName} has no content`, hint: 'run `provisioner create install-config` to write one' }], warnings: [] };
+  }
+  const schemaProblems: SchemaProblem[] = [];
+  validateNode(installConfigSchema, document, [], schemaProblems);
+  const broken = new Set(schemaProblems.map((p) => String(p.path[0] ?? '(document)')));
+  if (broken.has('(document)') || broken.has('apiVersion') || broken.has('kind')) {
+    // Not an install config at all: rules would only add noise.
+    return { errors: schemaProblems.map((p) => toFieldProblem(p, locate)), warnings: [] };
+  }
+  const config = withDefaults(document);
+  const rules = runRules([...installConfigRules, ...(options.extraRules ?? [])], config, schemaProblems.map((p) => p.path));
+  return {
+    config,
+    errors: [...schemaProblems, ...rules.errors].map((p) => toFieldProblem(p, locate)),
+    warnings: rules.warnings.map((p) => toFieldProblem(p, locate)),
+  };
+}
+
+/** Hooks must be executable files; the AWS credentials file should exist and be private (warnings). */
+async function checkReferencedFiles(config: InstallConfig, dir: string, locate: Locate): Promise<{ errors: FieldProblem[]; warnings: FieldProblem[] }> {
+  const errors: SchemaProblem[] = [];
+  const warnings: SchemaProblem[] = [];
+  for (const stage of hookStages) {
+    const hooks = config.hooks?.[stage];
+    if (!Array.isArray(hooks)) continue;
+    for (const [index, hook] of hooks.entries()) {
+      if (typeof hook?.path !== 'string') continue;
+      const at: PathSegment[] = ['hooks', stage, index, 'path'];
+      const resolved = resolveConfigPath(dir, hook.path);
+      const info = await stat(resolved).catch(() => undefined);
+      if (!info) errors.push({ path: at, message: `${resolved} does not exist`, hint: 'point path at an executable file; relative paths start at the install directory' });
+      else if (!info.isFile()) errors.push({ path: at, message: `${resolved} is not a file` });
+      else if (!(await access(resolved, fsConstants.X_OK).then(() => true, () => false))) {
+        errors.push({ path: at, message: `${resolved} is not executable`, hint: `run chmod +x ${resolved}` });
+      }
+    }
+  }
+  const credentials = config.platform.aws?.credentials;
+  if (credentials && typeof credentials.file === 'string') {
+    const at: PathSegment[] = ['platform', 'aws', 'credentials', 'file'];
+    const resolved = resolveConfigPath(dir, credentials.file);
+    const info = await stat(resolved).catch(() => undefined);
+    if (!info?.isFile()) {
+      // Manifests do not need credentials (they can be generated and reviewed anywhere); creating the cluster does.
+      warnings.push({ path: at, message: `credentials file ${resolved} does not exist; create cluster will need it`, hint: 'create it with `aws configure`, or point credentials.file at your AWS shared credentials file' });
+    } else if ((info.mode & 0o077) !== 0) {
+      warnings.push({ path: at, message: `${resolved} is readable by other users (mode ${(info.mode & 0o777).toString(8)})`, hint: `run chmod 600 ${resolved}` });
+    }
+  }
+  return { errors: errors.map((p) => toFieldProblem(p, locate)), warnings: warnings.map((p) => toFieldProblem(p, locate)) };
+}
