@@ -1,0 +1,313 @@
+/**
+ * `generateManifests(config)`: the Cluster API objects for an install config, typed,
+ * in apply order, each with a stable file name and desired-set ownership metadata.
+ * Pure: no I/O, same input gives the same output (byte for byte once serialized).
+ *
+ * Object names: the Cluster and infrastructure cluster take the cluster name; the
+ * KubeadmControlPlane and MachineDeployments take `<cluster>-<pool>`. Templates are
+ * immutable in Cluster API (DevMachineTemplate's webhook rejects spec changes, as do
+ * most providers'), so they are named `<cluster>-<pool>-<hash of spec>`: a changed
+ * template becomes a new object, its owner rolls out to it, and the next apply prunes
+ * the old one.
+ */
+import { createHash } from 'node:crypto';
+import {
+  controlPlanePool,
+  hasRole,
+  installConfigOwner,
+  nodeSyncedLabelDomains,
+  ownershipMetadata,
+  platformOf,
+  workerPools,
+  type DesiredSetOwner,
+  type InstallConfig,
+  type MachinePool,
+  type PlatformName,
+} from '../config/index.js';
+import { platforms } from './registry.js';
+import type { Platform, TemplateRole } from './platform.js';
+import {
+  clusterNameLabel,
+  deploymentNameLabel,
+  machinePoolLabel,
+  type Cluster,
+  type ContractReference,
+  type InfrastructureCluster,
+  type InfrastructureMachineTemplate,
+  type KubeadmConfigSpec,
+  type KubeadmConfigTemplate,
+  type KubeadmControlPlane,
+  type KubeadmTaint,
+  type KubeObject,
+  type MachineDeployment,
+  type Namespace,
+  type NodeRegistration,
+  type ObjectMeta,
+  type UnnamedObject,
+} from './types.js';
+
+export type ManifestObject =
+  | Namespace
+  | Cluster
+  | KubeadmControlPlane
+  | KubeadmConfigTemplate
+  | MachineDeployment
+  | InfrastructureCluster
+  | InfrastructureMachineTemplate;
+
+export type ManifestRole =
+  | 'namespace'
+  | 'cluster'
+  | 'infrastructure-cluster'
+  | 'control-plane-machine-template'
+  | 'control-plane'
+  | 'machine-template'
+  | 'bootstrap-template'
+  | 'machine-deployment';
+
+export interface GeneratedManifest {
+  /** File name under `cluster-api/`: sorting the names gives the apply order; a pool's files keep their names. */
+  file: string;
+  role: ManifestRole;
+  /** The machine pool this object belongs to (pool objects only). */
+  pool?: string;
+  object: ManifestObject;
+}
+
+export interface ManifestSet {
+  owner: DesiredSetOwner;
+  platform: PlatformName;
+  namespace: string;
+  /** In file-name (apply) order. */
+  manifests: GeneratedManifest[];
+}
+
+/** The kubeadm control-plane taint, which kubeadm adds unless told otherwise. */
+const controlPlaneTaint: KubeadmTaint = { key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' };
+
+/** File name of each object of a pool: `10_pool-<name>_<n>-<role>.yaml` (pool names have no `_`, so a pool's files stay together). */
+export function poolFileName(pool: string, role: 'machine-template' | 'bootstrap-template' | 'machine-deployment'): string {
+  const step = { 'machine-template': 1, 'bootstrap-template': 2, 'machine-deployment': 3 }[role];
+  return `10_pool-${pool}_${step}-${role}.yaml`;
+}
+
+export const fixedFileNames = {
+  namespace: '00_namespace.yaml',
+  cluster: '01_cluster.yaml',
+  'infrastructure-cluster': '02_infrastructure-cluster.yaml',
+  'control-plane-machine-template': '03_control-plane-machine-template.yaml',
+  'control-plane': '04_control-plane.yaml',
+} as const;
+
+/** Generates every object for `config` (validated and defaulted). */
+export function generateManifests(config: InstallConfig): ManifestSet {
+  const platform = platforms[platformOf(config)];
+  const owner = installConfigOwner(config);
+  const ownership = ownershipMetadata(owner);
+  const clusterName = config.metadata.name;
+  const namespace = config.metadata.namespace;
+
+  const meta = (name: string, extraLabels: Record<string, string> = {}, namespaced = true): ObjectMeta => ({
+    name,
+    ...(namespaced ? { namespace } : {}),
+    labels: sortKeys({ [clusterNameLabel]: clusterName, ...extraLabels, ...ownership.labels }),
+    annotations: sortKeys({ ...ownership.annotations }),
+  });
+  const named = <T extends KubeObject>(object: UnnamedObject<T>, metadata: ObjectMeta): T =>
+    ({ apiVersion: object.apiVersion, kind: object.kind, metadata, ...withoutTypeMeta(object) }) as unknown as T;
+
+  const manifests: GeneratedManifest[] = [];
+
+  // Cluster-scoped, and carries only the ownership: the namespace must exist before anything in it.
+  const ns: Namespace = {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: namespace, labels: sortKeys({ ...ownership.labels }), annotations: sortKeys({ ...ownership.annotations }) },
+  };
+  manifests.push({ file: fixedFileNames.namespace, role: 'namespace', object: ns });
+
+  const infraCluster = named<InfrastructureCluster>(platform.infrastructureCluster(config), meta(clusterName));
+  const cpPool = controlPlanePool(config);
+  const cpTemplate = nameTemplate(named<InfrastructureMachineTemplate>(platform.machineTemplate(config, cpPool, 'controlPlane'), meta('', { [machinePoolLabel]: cpPool.name })), clusterName, cpPool.name);
+  const controlPlane = buildControlPlane(config, platform, cpPool, meta(`${clusterName}-${cpPool.name}`, { [machinePoolLabel]: cpPool.name }), ref(cpTemplate));
+
+  const cluster: Cluster = {
+    apiVersion: 'cluster.x-k8s.io/v1beta2',
+    kind: 'Cluster',
+    metadata: meta(clusterName),
+    spec: {
+      clusterNetwork: {
+        pods: { cidrBlocks: [...config.networking.podCIDRs] },
+        services: { cidrBlocks: [...config.networking.serviceCIDRs] },
+        serviceDomain: config.networking.serviceDomain,
+      },
+      controlPlaneRef: ref(controlPlane),
+      infrastructureRef: ref(infraCluster),
+    },
+  };
+  manifests.push({ file: fixedFileNames.cluster, role: 'cluster', object: cluster });
+  manifests.push({ file: fixedFileNames['infrastructure-cluster'], role: 'infrastructure-cluster', object: infraCluster });
+  manifests.push({ file: fixedFileNames['control-plane-machine-template'], role: 'control-plane-machine-template', pool: cpPool.name, object: cpTemplate });
+  manifests.push({ file: fixedFileNames['control-plane'], role: 'control-plane', pool: cpPool.name, object: controlPlane });
+
+  // In file-name order (`m_` sorts after `m24_`), so that the list order is the apply order.
+  const fileKey = (pool: MachinePool) => poolFileName(pool.name, 'machine-template');
+  const pools = [...workerPools(config)].sort((a, b) => (fileKey(a) < fileKey(b) ? -1 : fileKey(a) > fileKey(b) ? 1 : 0));
+  for (const pool of pools) {
+    const poolLabels = { [machinePoolLabel]: pool.name };
+    const template = nameTemplate(named<InfrastructureMachineTemplate>(platform.machineTemplate(config, pool, 'worker'), meta('', poolLabels)), clusterName, pool.name);
+    const bootstrap = nameTemplate(buildBootstrapTemplate(config, platform, pool, meta('', poolLabels)), clusterName, pool.name);
+    const deployment = buildMachineDeployment(config, pool, meta(`${clusterName}-${pool.name}`, poolLabels), ref(bootstrap), ref(template));
+    manifests.push({ file: poolFileName(pool.name, 'machine-template'), role: 'machine-template', pool: pool.name, object: template });
+    manifests.push({ file: poolFileName(pool.name, 'bootstrap-template'), role: 'bootstrap-template', pool: pool.name, object: bootstrap });
+    manifests.push({ file: poolFileName(pool.name, 'machine-deployment'), role: 'machine-deployment', pool: pool.name, object: deployment });
+  }
+
+  // Independent objects: builders share constants (kubelet args), and callers may edit what they get.
+  for (const manifest of manifests) manifest.object = structuredClone(manifest.object);
+  return { owner, platform: platform.name, namespace, manifests };
+}
+
+function withoutTypeMeta<T extends KubeObject>(object: UnnamedObject<T>): Record<string, unknown> {
+  const { apiVersion: _apiVersion, kind: _kind, metadata: _metadata, ...rest } = object as UnnamedObject<T> & Record<string, unknown>;
+  return rest;
+}
+
+function ref(object: KubeObject): ContractReference {
+  const group = object.apiVersion.includes('/') ? object.apiVersion.slice(0, object.apiVersion.indexOf('/')) : '';
+  return { apiGroup: group, kind: object.kind, name: object.metadata.name };
+}
+
+/** Names a template `<cluster>-<pool>-<8 hex of sha256(spec)>`. */
+function nameTemplate<T extends KubeObject & { spec: unknown }>(template: T, clusterName: string, pool: string): T {
+  const digest = createHash('sha256').update(canonicalJson(template.spec)).digest('hex').slice(0, 8);
+  template.metadata.name = `${clusterName}-${pool}-${digest}`;
+  return template;
+}
+
+/** JSON with object keys sorted, so equal values hash equally whatever their construction order. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function sortKeys(record: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/** Labels the kubelet may set itself (`--node-labels`): those outside the domains Cluster API syncs to Nodes. */
+function kubeletLabels(pool: MachinePool): string | undefined {
+  const synced = (key: string) => nodeSyncedLabelDomains.some((d) => key.startsWith(`${d}/`));
+  const entries = Object.entries(pool.labels)
+    .filter(([key]) => !synced(key))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return entries.length ? entries.map(([k, v]) => `${k}=${v}`).join(',') : undefined;
+}
+
+function poolTaints(pool: MachinePool): KubeadmTaint[] {
+  return pool.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect }));
+}
+
+/**
+ * Node registration: the platform's settings plus the pool's taints and kubelet labels.
+ * Control-plane machines keep kubeadm's default taint unless the pool also has the
+ * worker role (then they are schedulable) or sets taints of its own (then the default
+ * is written out, since any explicit list replaces it).
+ */
+function nodeRegistration(platform: Platform, config: InstallConfig, pool: MachinePool, role: TemplateRole): NodeRegistration | undefined {
+  const base = platform.kubeadm(config, role).nodeRegistration;
+  const args = [...(base.kubeletExtraArgs ?? [])];
+  const labels = kubeletLabels(pool);
+  if (labels) args.push({ name: 'node-labels', value: labels });
+  let taints: KubeadmTaint[] | undefined = poolTaints(pool);
+  if (role === 'controlPlane') {
+    if (hasRole(pool, 'worker')) taints = taints.filter((t) => t.key !== controlPlaneTaint.key);
+    else if (taints.length > 0) taints = [controlPlaneTaint, ...taints.filter((t) => !(t.key === controlPlaneTaint.key && t.effect === controlPlaneTaint.effect))];
+    else taints = undefined;
+  } else if (taints.length === 0) {
+    taints = undefined;
+  }
+  const registration: NodeRegistration = {
+    ...(base.name ? { name: base.name } : {}),
+    ...(base.criSocket ? { criSocket: base.criSocket } : {}),
+    ...(args.length ? { kubeletExtraArgs: args } : {}),
+    ...(taints !== undefined ? { taints } : {}),
+  };
+  return Object.keys(registration).length ? registration : undefined;
+}
+
+function machineTemplateMetadata(pool: MachinePool, extra: Record<string, string> = {}): { labels?: Record<string, string> } | undefined {
+  const labels = sortKeys({ ...pool.labels, ...extra });
+  return Object.keys(labels).length ? { labels } : undefined;
+}
+
+function buildControlPlane(config: InstallConfig, platform: Platform, pool: MachinePool, metadata: ObjectMeta, infrastructureRef: ContractReference): KubeadmControlPlane {
+  const registration = nodeRegistration(platform, config, pool, 'controlPlane');
+  const clusterConfiguration = platform.kubeadm(config, 'controlPlane').clusterConfiguration;
+  const kubeadmConfigSpec: KubeadmConfigSpec = {
+    ...(clusterConfiguration ? { clusterConfiguration } : {}),
+    ...(registration ? { initConfiguration: { nodeRegistration: registration }, joinConfiguration: { nodeRegistration: structuredClone(registration) } } : {}),
+  };
+  const templateMetadata = machineTemplateMetadata(pool);
+  return {
+    apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2',
+    kind: 'KubeadmControlPlane',
+    metadata,
+    spec: {
+      replicas: pool.quantity,
+      version: config.kubernetesVersion,
+      machineTemplate: {
+        ...(templateMetadata ? { metadata: templateMetadata } : {}),
+        spec: { infrastructureRef },
+      },
+      kubeadmConfigSpec,
+    },
+  };
+}
+
+function buildBootstrapTemplate(config: InstallConfig, platform: Platform, pool: MachinePool, metadata: ObjectMeta): KubeadmConfigTemplate {
+  const registration = nodeRegistration(platform, config, pool, 'worker');
+  return {
+    apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2',
+    kind: 'KubeadmConfigTemplate',
+    metadata,
+    // The CRD needs at least one field in the spec: joinConfiguration is always there.
+    spec: { template: { spec: { joinConfiguration: registration ? { nodeRegistration: registration } : {} } } },
+  };
+}
+
+function buildMachineDeployment(
+  config: InstallConfig,
+  pool: MachinePool,
+  metadata: ObjectMeta,
+  configRef: ContractReference,
+  infrastructureRef: ContractReference,
+): MachineDeployment {
+  const clusterName = config.metadata.name;
+  const selector = { [clusterNameLabel]: clusterName, [deploymentNameLabel]: metadata.name };
+  return {
+    apiVersion: 'cluster.x-k8s.io/v1beta2',
+    kind: 'MachineDeployment',
+    metadata,
+    spec: {
+      clusterName,
+      replicas: pool.quantity,
+      selector: { matchLabels: selector },
+      template: {
+        metadata: machineTemplateMetadata(pool, selector) ?? { labels: selector },
+        spec: {
+          clusterName,
+          version: config.kubernetesVersion,
+          bootstrap: { configRef },
+          infrastructureRef,
+        },
+      },
+    },
+  };
+}
+

@@ -1,0 +1,147 @@
+/**
+ * Typed Kubernetes objects that the manifests contain: Namespace and the Cluster API
+ * v1beta2 core, kubeadm bootstrap and kubeadm control-plane kinds (field names checked
+ * against the v1.14.2 CRDs). Only the fields we generate are typed; the rest of each
+ * API exists on the server and may be added by user edits.
+ */
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+}
+
+/** An object before the generator names it and stamps ownership. */
+export type UnnamedObject<T extends KubeObject> = Omit<T, 'metadata'> & { metadata?: Partial<ObjectMeta> };
+
+/** v1beta2 contract reference: group and kind, no version (CAPI resolves the served version). */
+export interface ContractReference {
+  apiGroup: string;
+  kind: string;
+  name: string;
+}
+
+export const capiGroups = {
+  core: 'cluster.x-k8s.io',
+  bootstrap: 'bootstrap.cluster.x-k8s.io',
+  controlPlane: 'controlplane.cluster.x-k8s.io',
+  infrastructure: 'infrastructure.cluster.x-k8s.io',
+} as const;
+
+export const capiVersion = 'v1beta2';
+
+/** Labels Cluster API reads. */
+export const clusterNameLabel = 'cluster.x-k8s.io/cluster-name';
+export const deploymentNameLabel = 'cluster.x-k8s.io/deployment-name';
+/** Our label naming the machine pool an object belongs to. */
+export const machinePoolLabel = 'provisioner.dev/machine-pool';
+
+export interface Namespace extends KubeObject {
+  apiVersion: 'v1';
+  kind: 'Namespace';
+}
+
+export interface Cluster extends KubeObject {
+  apiVersion: 'cluster.x-k8s.io/v1beta2';
+  kind: 'Cluster';
+  spec: {
+    clusterNetwork: {
+      pods: { cidrBlocks: string[] };
+      services: { cidrBlocks: string[] };
+      serviceDomain: string;
+    };
+    controlPlaneRef: ContractReference;
+    infrastructureRef: ContractReference;
+  };
+}
+
+export interface KubeletArg {
+  name: string;
+  value: string;
+}
+
+export interface KubeadmTaint {
+  key: string;
+  value?: string;
+  effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+}
+
+export interface NodeRegistration {
+  name?: string;
+  criSocket?: string;
+  kubeletExtraArgs?: KubeletArg[];
+  /** Absent: kubeadm's default (the control-plane taint on control-plane nodes). Empty: no taint. */
+  taints?: KubeadmTaint[];
+}
+
+export interface ClusterConfiguration {
+  apiServer?: { certSANs?: string[]; extraArgs?: KubeletArg[] };
+  controllerManager?: { extraArgs?: KubeletArg[] };
+}
+
+export interface KubeadmConfigSpec {
+  clusterConfiguration?: ClusterConfiguration;
+  initConfiguration?: { nodeRegistration?: NodeRegistration };
+  joinConfiguration?: { nodeRegistration?: NodeRegistration };
+}
+
+export interface MachineTemplateMetadata {
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+export interface KubeadmControlPlane extends KubeObject {
+  apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2';
+  kind: 'KubeadmControlPlane';
+  spec: {
+    replicas: number;
+    version: string;
+    machineTemplate: {
+      metadata?: MachineTemplateMetadata;
+      spec: { infrastructureRef: ContractReference };
+    };
+    kubeadmConfigSpec: KubeadmConfigSpec;
+  };
+}
+
+export interface KubeadmConfigTemplate extends KubeObject {
+  apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2';
+  kind: 'KubeadmConfigTemplate';
+  spec: { template: { spec: KubeadmConfigSpec } };
+}
+
+export interface MachineDeployment extends KubeObject {
+  apiVersion: 'cluster.x-k8s.io/v1beta2';
+  kind: 'MachineDeployment';
+  spec: {
+    clusterName: string;
+    replicas: number;
+    selector: { matchLabels: Record<string, string> };
+    template: {
+      metadata: MachineTemplateMetadata;
+      spec: {
+        clusterName: string;
+        version: string;
+        bootstrap: { configRef: ContractReference };
+        infrastructureRef: ContractReference;
+      };
+    };
+  };
+}
+
+/** An infrastructure cluster (DevCluster, AWSCluster): provider-specific spec. */
+export interface InfrastructureCluster extends KubeObject {
+  spec: object;
+}
+
+/** An infrastructure machine template (DevMachineTemplate, AWSMachineTemplate). */
+export interface InfrastructureMachineTemplate extends KubeObject {
+  spec: { template: { spec: object } };
+}
