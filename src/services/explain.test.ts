@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { UsageError } from '../errors.js';
+import { RecordingSink } from '../events.js';
+import { explain } from './explain.js';
+
+const run = (target: string, recursive = false) => explain({ target, recursive, sink: new RecordingSink() });
+
+describe('explain', () => {
+  it('documents the whole install config with its top-level fields', () => {
+    const text = run('install-config');
+    expect(text).toMatch(/^FIELD: {4}install-config <object>/);
+    expect(text).toContain('machinePools <[]object> -required-');
+    expect(text).toContain('kubernetesVersion <string(version)> (default: "v1.36.3")');
+  });
+
+  it('documents a nested field through lists, with its rules and allowed values', () => {
+    const text = run('install-config.machinePools.roles');
+    expect(text).toContain('FIELD:    install-config.machinePools.roles <[]enum(etcd|controlPlane|worker)> -required-');
+    expect(text).toContain('Exactly one pool has the controlPlane role');
+    expect(text).toContain('ALLOWED VALUES: etcd, controlPlane, worker');
+    expect(run('install-config.machinePools[].roles')).toBe(text);
+  });
+
+  it('shows computed defaults and formats', () => {
+    expect(run('install-config.metadata.namespace')).toContain('(default: metadata.name)');
+    expect(run('install-config.hooks.preProvision.timeout')).toContain('FORMAT: a duration such as 30s, 5m or 1h30m');
+  });
+
+  it('lists nested fields with --recursive', () => {
+    const text = run('install-config.platform', true);
+    expect(text).toContain('FIELDS (set exactly one):');
+    expect(text).toMatch(/\n {8}region <string> -required-/);
+    expect(text).toMatch(/\n {12}file <string\(path\)> \(default: "~\/\.aws\/credentials"\)/);
+  });
+
+  it('suggests the field meant', () => {
+    const error = (() => {
+      try {
+        run('install-config.machinePools.role');
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as UsageError).message).toBe('install-config.machinePools has no field "role"');
+    expect((error as UsageError).hint).toBe('did you mean install-config.machinePools.roles?');
+  });
+
+  it('refuses what it does not know', () => {
+    expect(() => run('cluster')).toThrow(UsageError);
+    expect(() => run('install-config.metadata.name.first')).toThrow(/has no field "first"/);
+  });
+
+  it('emits the text as a result', () => {
+    const sink = new RecordingSink();
+    explain({ target: 'install-config.networking', recursive: false, sink });
+    expect(sink.ofType('result')[0]).toMatchObject({ kind: 'explain', data: { path: 'install-config.networking' } });
+  });
+});
