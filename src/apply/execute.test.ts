@@ -214,6 +214,16 @@ describe('executePlan', () => {
     expect(client.callsOf('apply').some((c) => c.key.includes('/DevCluster/'))).toBe(false);
     expect(client.get(foreign)?.metadata.annotations?.['objectset.rio.cattle.io/owner-name']).toBe('other');
   });
+
+  it('fails an object still being deleted as a state of the cluster, not of the manifests', async () => {
+    const client = new FakeApplyClient();
+    const going = owned(infra, 'DevCluster', 'demo', 'demo');
+    client.put({ ...going, metadata: { ...going.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } });
+    const error = await executePlan(client, await planApply(client, set(generation(0)))).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApplyFailedError);
+    expect((error as ApplyFailedError).details[0]).toMatch(/^DevCluster demo\/demo: not applied: is being deleted since 2026-01-01T00:00:00Z/);
+    expect(applyResultOf(error)?.objects.find((o) => o.ref.kind === 'DevCluster')?.error).toMatchObject({ reason: 'BeingDeleted', refused: false });
+  });
 });
 
 describe('dryRunPlan', () => {
@@ -258,5 +268,18 @@ describe('error classes', () => {
     expect(isRetryable(new KubeApiError(409, 'Conflict', 'modified'))).toBe(true);
     expect(isRetryable(new KubeApiError(403, 'Forbidden', 'User "x" cannot patch'))).toBe(false);
     expect(isRetryable(new Error('bug'))).toBe(false);
+  });
+
+  it("treats server-side apply's 500 for a field the schema lacks as a refusal", () => {
+    const typedPatch = new KubeApiError(500, 'Internal Server Error', 'failed to create typed patch object (ns/c; infrastructure.cluster.x-k8s.io/v1beta2, Kind=DevCluster): .spec.bogus: field not declared in schema');
+    expect([isRefusal(typedPatch), isRetryable(typedPatch)]).toEqual([true, false]);
+  });
+
+  it('writes a multi-line server message on one detail line', async () => {
+    const client = new FakeApplyClient();
+    client.failure = (call) => (call.op === 'apply' && call.key.includes('/DevCluster/') ? invalid('DevCluster demo/demo', 'is immutable. Diff: {\n-  a: 1,\n+  a: 2,\n}') : undefined);
+    const error = (await executePlan(client, await planApply(client, set(generation(0)))).catch((e: unknown) => e)) as ManifestsRejectedError;
+    expect(error.details).toEqual(['DevCluster demo/demo: DevMachineTemplate.infrastructure.cluster.x-k8s.io "x" is invalid: is immutable. Diff: { - a: 1, + a: 2, }']);
+    expect(error.result.objects.find((o) => o.outcome === 'failed')?.error?.message).toContain('\n-  a: 1,');
   });
 });

@@ -100,13 +100,17 @@ export function applyResultOf(error: unknown): ApplyResult | undefined {
 }
 
 /**
- * A refusal of the object itself, which no retry changes: 400 (malformed, unknown field),
- * 404 (a kind no CRD serves, a namespace that does not exist), 422 (schema or webhook
- * validation), or a 403 from an admission webhook that denied the request.
+ * A refusal of the object itself, which no retry changes: 400 (malformed), 404 (a kind no
+ * CRD serves, a namespace that does not exist), 422 (schema or webhook validation), a 403
+ * from an admission webhook that denied the request, and a 500 "failed to create typed
+ * patch object": server-side apply's answer to a field the schema does not declare or a
+ * value of the wrong type, which the API server still reports as an internal error
+ * (kubernetes/kubernetes#139253, #122480) although the manifest is at fault.
  */
 export function isRefusal(error: unknown): boolean {
   if (!(error instanceof KubeApiError)) return false;
   if (error.statusCode === 400 || error.statusCode === 404 || error.statusCode === 422) return true;
+  if (error.statusCode === 500 && /failed to create typed patch object/.test(error.message)) return true;
   return error.statusCode === 403 && /denied the request/i.test(error.message);
 }
 
@@ -129,6 +133,11 @@ function failureOf(error: unknown): ObjectFailure {
     return { statusCode: error.statusCode, reason: error.reason, message, refused: isRefusal(error) };
   }
   return { statusCode: 0, reason: 'Error', message: messageOf(error), refused: false };
+}
+
+/** A detail line is one line: webhook messages can carry multi-line Go diffs. The result keeps the message as sent. */
+function oneLine(message: string): string {
+  return message.replace(/\s+/g, ' ').trim();
 }
 
 function zeroCounts(): Record<Outcome, number> {
@@ -203,7 +212,7 @@ export async function executePlan(client: ApplyClient, plan: Plan, options: Exec
   for (const o of objects) counts[o.outcome] += 1;
   const result: ApplyResult = { objects, counts, durationMs: performance.now() - started };
   const failed = objects.filter((o) => o.outcome === 'failed');
-  const detail = (o: ObjectResult) => `${describeObject(o.ref)}: ${o.error?.message ?? 'failed'}`;
+  const detail = (o: ObjectResult) => `${describeObject(o.ref)}: ${oneLine(o.error?.message ?? 'failed')}`;
 
   if (signal?.aborted) {
     throw new ApplyInterruptedError(
@@ -220,7 +229,7 @@ export async function executePlan(client: ApplyClient, plan: Plan, options: Exec
   // then the manifests (likely user-edited) must change, and that is the whole fix. Any
   // other failure (retries exhausted on 5xx, no connection) is the control plane's.
   if (failed.every((o) => o.error?.refused)) {
-    const problems: FieldProblem[] = failed.map((o) => ({ path: describeObject(o.ref), message: o.error?.message ?? 'refused' }));
+    const problems: FieldProblem[] = failed.map((o) => ({ path: describeObject(o.ref), message: oneLine(o.error?.message ?? 'refused') }));
     throw new ManifestsRejectedError(message, problems, { hint: 'Correct the objects listed in the manifests (the server names the field), or regenerate them; `--dry-run` checks them without writing anything.' }, result);
   }
   throw new ApplyFailedError(
@@ -237,7 +246,10 @@ async function runEntry(client: ApplyClient, entry: PlanEntry, policy: RetryPoli
   const started = performance.now();
   const base = { ref: entry.ref, key: entry.key, action: entry.action };
   if (entry.action === 'conflict') {
-    const error: ObjectFailure = { statusCode: 409, reason: 'OwnedByAnotherSet', message: `not applied: ${entry.reasons.join(', ')}`, refused: true };
+    // Another set's object: the manifests claim what is not theirs (a config problem). An
+    // object still being deleted: a passing state of the cluster, not of the manifests.
+    const byOwner = entry.blockedBy !== 'deletion';
+    const error: ObjectFailure = { statusCode: 409, reason: byOwner ? 'OwnedByAnotherSet' : 'BeingDeleted', message: `not applied: ${entry.reasons.join(', ')}`, refused: byOwner };
     return { ...base, outcome: 'failed', attempts: 0, durationMs: 0, error };
   }
   const op = entry.action === 'delete' ? () => client.delete(entry.object, { propagation: 'Background' }) : () => client.apply(entry.object);
@@ -321,7 +333,7 @@ export async function dryRunPlan(client: ApplyClient, plan: Plan, options: DryRu
       if (failure.refused) {
         problems.push({ ref: entry.ref, key: entry.key, statusCode: failure.statusCode, reason: failure.reason, message: failure.message, ...(standIn ? { checkedInNamespace: dryRunStandInNamespace } : {}) });
       } else {
-        unchecked.push(`${describeObject(entry.ref)}: ${failure.message}`);
+        unchecked.push(`${describeObject(entry.ref)}: ${oneLine(failure.message)}`);
       }
     },
     options.signal,
@@ -333,7 +345,7 @@ export async function dryRunPlan(client: ApplyClient, plan: Plan, options: DryRu
   problems.sort((a, b) => (order.get(a.key) ?? 0) - (order.get(b.key) ?? 0));
   if (unchecked.length > 0) {
     throw new InfrastructureError(`could not check ${unchecked.length} of ${toCheck.length} objects against the server`, {
-      details: [...unchecked, ...problems.map((p) => `${describeObject(p.ref)}: ${p.message}`)],
+      details: [...unchecked, ...problems.map((p) => `${describeObject(p.ref)}: ${oneLine(p.message)}`)],
       hint: 'Check that the local control plane and its provider controllers are running (their logs are in the install directory), then run the command again.',
     });
   }

@@ -104,6 +104,22 @@ describe('planApply', () => {
     expect(lines(plan).slice(-3)).toEqual(['delete MachineDeployment demo-worker', 'delete KubeadmConfigTemplate demo-worker-1', 'delete DevMachineTemplate demo-worker-1']);
   });
 
+  it('does not plan a delete for an object already being deleted, and refuses to apply one still desired', async () => {
+    const client = new FakeApplyClient();
+    await applied(client, generation(true));
+    for (const name of ['demo-worker', 'demo-cp']) {
+      const kind = name === 'demo-worker' ? 'MachineDeployment' : 'KubeadmControlPlane';
+      const apiVersion = name === 'demo-worker' ? capi : 'controlplane.cluster.x-k8s.io/v1beta2';
+      const current = client.get(owned(apiVersion, kind, name, 'demo'))!;
+      client.put({ ...current, metadata: { ...current.metadata, deletionTimestamp: '2026-01-01T00:00:00Z', finalizers: ['f'] } });
+    }
+    const plan = await planApply(client, set(generation(false)), { extraKinds: workerKinds });
+    expect(plan.deleting.map((r) => r.name)).toEqual(['demo-worker']);
+    expect(plan.entries.filter((e) => e.action === 'delete').map((e) => e.ref.kind)).toEqual(['KubeadmConfigTemplate', 'DevMachineTemplate']);
+    expect(plan.entries.find((e) => e.ref.name === 'demo-cp')).toMatchObject({ action: 'conflict', blockedBy: 'deletion' });
+    expect(formatPlan(plan)).toContain('(1 object(s) no longer desired are already being deleted: MachineDeployment demo/demo-worker)');
+  });
+
   it('prunes a kind the generation no longer has at all only when asked to list it', async () => {
     const client = new FakeApplyClient();
     await applied(client, generation(true));

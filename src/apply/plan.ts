@@ -6,13 +6,16 @@
  *   patch      present and different (see compare.ts), or present outside any set (adopted)
  *   unchanged  present and the same
  *   delete     live in the set but absent from the new generation (the prune)
- *   conflict   present but recorded as another set's: never touched
+ *   conflict   present but recorded as another set's (never touched), or desired but
+ *              still being deleted (applying it would only update an object about to vanish)
  *
  * The live set is found by the set's hash label, across namespaces, for every kind of
  * the desired objects plus the caller's extra kinds (a kind the new generation no longer
  * has at all can still be pruned). Membership is by annotations, not owner references,
  * so the set spans namespaces and cluster-scoped objects. A live object that carries our
- * hash label but a different set id or owner in its annotations is never touched.
+ * hash label but a different set id or owner in its annotations is never touched. An
+ * object of the set already being deleted (a finalizer holds it) needs no delete: it is
+ * listed in `deleting`, not planned again.
  */
 import {
   desiredSetSelector,
@@ -71,6 +74,8 @@ export interface PlanEntry {
   object: KubeObject;
   /** Why: a patch's drifted paths or cause, a conflict's owner. Empty otherwise. */
   reasons: string[];
+  /** For a conflict: another set owns the object, or it is still being deleted. */
+  blockedBy?: 'owner' | 'deletion';
 }
 
 export interface Plan {
@@ -80,6 +85,8 @@ export interface Plan {
   /** Applies by rank (desired order within a rank), then deletes in reverse rank order. */
   entries: PlanEntry[];
   counts: Record<PlanAction, number>;
+  /** Objects of the set that are being deleted and no longer desired: nothing left to do. */
+  deleting: ObjectRef[];
   /** `group/Kind` of every kind listed. */
   kindsListed: string[];
   /** Extra kinds the server does not serve (no CRD): nothing of theirs can be live. */
@@ -138,7 +145,14 @@ export async function planApply(client: ApplyClient, set: DesiredSet, options: P
     const foreign = foreignOwner(current, set.owner);
     if (foreign) {
       entry.action = 'conflict';
+      entry.blockedBy = 'owner';
       entry.reasons.push(foreign);
+      continue;
+    }
+    if (current.metadata.deletionTimestamp) {
+      entry.action = 'conflict';
+      entry.blockedBy = 'deletion';
+      entry.reasons.push(`is being deleted since ${current.metadata.deletionTimestamp}: apply again once it is gone`);
       continue;
     }
     const reasons = changeReasons(send, current);
@@ -149,8 +163,13 @@ export async function planApply(client: ApplyClient, set: DesiredSet, options: P
   await classifyCreates(client, toCreate, set.owner, concurrency, options.signal);
 
   const deletes: PlanEntry[] = [];
+  const deleting: ObjectRef[] = [];
   for (const [key, current] of live) {
     if (desiredKeys.has(key) || foreignOwner(current, set.owner)) continue;
+    if (current.metadata.deletionTimestamp) {
+      deleting.push(refOf(current));
+      continue;
+    }
     deletes.push({ action: 'delete', ref: refOf(current), key, rank: rankOf(current.apiVersion, current.kind), object: current, reasons: [] });
   }
   // Stable sort: desired order within a rank.
@@ -165,6 +184,7 @@ export async function planApply(client: ApplyClient, set: DesiredSet, options: P
     selector,
     entries,
     counts,
+    deleting,
     kindsListed: [...kinds.keys()].filter((k) => !notServed.includes(k)),
     kindsNotServed: notServed.sort(),
     durationMs: performance.now() - started,
@@ -221,7 +241,12 @@ async function classifyCreates(client: ApplyClient, creates: { obj: KubeObject; 
         const foreign = foreignOwner(current, owner);
         if (foreign) {
           entry.action = 'conflict';
+          entry.blockedBy = 'owner';
           entry.reasons.push(foreign);
+        } else if (current.metadata.deletionTimestamp) {
+          entry.action = 'conflict';
+          entry.blockedBy = 'deletion';
+          entry.reasons.push(`is being deleted since ${current.metadata.deletionTimestamp}: apply again once it is gone`);
         } else {
           entry.action = 'patch';
           entry.reasons.push('exists outside any desired set: adopting it');
@@ -296,6 +321,7 @@ export function formatPlan(plan: Plan, options: FormatPlanOptions = {}): string 
     const why = entry.reasons.length > 0 ? `: ${entry.reasons.join(', ')}` : '';
     lines.push(`${symbols[entry.action]} ${entry.action} ${describeObject(entry.ref)}${why}`);
   }
+  if (plan.deleting.length > 0) lines.push(`(${plan.deleting.length} object(s) no longer desired are already being deleted: ${plan.deleting.map(describeObject).join(', ')})`);
   lines.push(`Plan: ${summarizeCounts(plan.counts)}.`);
   return lines.join('\n') + '\n';
 }
