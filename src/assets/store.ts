@@ -152,9 +152,11 @@ export class AssetStore {
     const final: AssetFile[] = [];
     const newPaths = new Set<string>();
     this.digests.set(asset.name, sha256(generated.files.map((f) => `${f.path}\0${sha256(f.content)}`).join('\n')));
-    for (const file of generated.files) {
+    // Read every file at once: a cluster with many pools has many files, and reads are independent.
+    const disks = await Promise.all(generated.files.map((f) => readIfExists(path.join(this.dir, f.path))));
+    for (const [index, file] of generated.files.entries()) {
       newPaths.add(file.path);
-      const disk = await readIfExists(path.join(this.dir, file.path));
+      const disk = disks[index];
       const recorded = this.state.files[file.path]?.sha256;
       const generatedHash = sha256(file.content);
       let action: FileAction;
@@ -257,12 +259,12 @@ export class AssetStore {
     this.options.signal?.throwIfAborted();
     const report: CommitReport = { plan: this.plans, written: [], deleted: [], keptEdits: [], released: [], userFiles: [] };
     const nextFiles = { ...this.state.files };
+    // Each file is replaced atomically on its own, so they can be written together (the fsyncs overlap).
+    const toWrite = this.plans.filter((plan) => writes.has(plan.action) && plan.generated !== undefined);
+    await Promise.all(toWrite.map((plan) => writeFileAtomic(path.join(this.dir, plan.path), plan.generated ?? '', plan.mode)));
+    report.written.push(...toWrite.map((plan) => plan.path));
     for (const plan of this.plans) {
       const target = path.join(this.dir, plan.path);
-      if (writes.has(plan.action) && plan.generated !== undefined) {
-        await writeFileAtomic(target, plan.generated, plan.mode);
-        report.written.push(plan.path);
-      }
       switch (plan.action) {
         case 'delete':
         case 'delete-edited':
