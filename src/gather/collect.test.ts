@@ -238,6 +238,7 @@ describe('gatherBundle', () => {
     const files = await readArchive(result.path);
     const errors = [...files.entries()].find(([p]) => p.endsWith('/errors.txt'))?.[1];
     expect(errors).toContain('connection refused');
+    expect([...files.entries()].find(([p]) => p.endsWith('/README.txt'))?.[1]).toContain('no control plane was reachable');
     expect(sink.ofType('log').some((e) => e.level === 'warn' && e.message.includes('connection refused'))).toBe(true);
   });
 

@@ -122,7 +122,7 @@ export async function gatherBundle(options: GatherOptions): Promise<GatherResult
       checkAbort();
     }
     if (problems.length > 0) await bundle.writeText('errors.txt', `${problems.join('\n')}\n`);
-    await bundle.writeText('README.txt', readme({ name, dir: layout.dir, now, client: options.client !== undefined, notes: options.notes ?? [], problems, entries: bundle.entries }));
+    await bundle.writeText('README.txt', readme({ name, dir: layout.dir, now, client: client !== undefined, notes: options.notes ?? [], problems, entries: bundle.entries }));
     checkAbort();
 
     const temp = path.join(path.dirname(output), `.${path.basename(output)}.${randomBytes(6).toString('hex')}.tmp`);

@@ -4,6 +4,7 @@ import { registerCreate } from './create.js';
 import { registerDestroy } from './destroy.js';
 import { registerDiff } from './diff.js';
 import { registerExplain } from './explain.js';
+import { registerGather } from './gather.js';
 import { registerManagement } from './management.js';
 import { registerVersion } from './version.js';
 
@@ -13,6 +14,7 @@ export function registerCommands(program: Command, run: Runner): void {
   registerDestroy(program, run);
   registerDiff(program, run);
   registerExplain(program, run);
+  registerGather(program, run);
   registerManagement(program, run);
   registerVersion(program, run);
 }
