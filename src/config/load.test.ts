@@ -110,6 +110,7 @@ describe('malformed and contradictory install configs', () => {
       expect(exitCodeOf(error)).toBe(ExitCode.config);
       expect(error.problems.map((p) => p.path).sort()).toEqual([...c.paths].sort());
       expect(error.hint).toMatch(/explain install-config/);
+      for (const problem of error.problems) expect(problem.hint, problem.path).toBeTruthy();
       if (c.says) {
         const first = error.problems.find((p) => p.path === c.paths[0]) ?? error.problems[0];
         expect(`${first?.message} ${first?.hint ?? ''}`).toContain(c.says);
@@ -134,9 +135,10 @@ describe('malformed and contradictory install configs', () => {
     expect(problemsOf('').problems.map((p) => p.path)).toEqual(['(document)']);
   });
 
-  it('gives the line of each problem', () => {
+  it('gives the line of each problem, and the field to explain when no rule has a better hint', () => {
     const error = problemsOf(base.replace('quantity: 2', 'quantity: -1'));
     expect(error.problems[0]?.message).toMatch(/\(line 10\)$/);
+    expect(error.problems[0]?.hint).toBe('see `provisioner explain install-config.machinePools.quantity`');
   });
 });
 

@@ -13,7 +13,7 @@ import { ConfigError, type FieldProblem } from '../errors.js';
 import { withDefaults } from './defaults.js';
 import { hookStages, installConfigFileName, installConfigSchema, type InstallConfig } from './install-config.js';
 import { installConfigRules, runRules, type Rule, type RuleProblem } from './rules.js';
-import { formatPath, validateNode, type PathSegment, type SchemaProblem } from './schema.js';
+import { formatPath, validateNode, type Field, type PathSegment, type SchemaNode, type SchemaProblem } from './schema.js';
 
 export interface ValidateOptions {
   /** Rules contributed by the platforms, run with the built-in ones. Default: none. */
@@ -121,8 +121,24 @@ function toFieldProblem(problem: SchemaProblem | RuleProblem, locate: Locate): F
   return {
     path: where,
     message: line !== undefined ? `${problem.message} (line ${line})` : problem.message,
-    ...(problem.hint ? { hint: problem.hint } : {}),
+    hint: problem.hint ?? explainHint(problem.path),
   };
+}
+
+/** Every problem has a next step: when no rule gave a specific one, the field's documentation. */
+function explainHint(fieldPath: readonly PathSegment[]): string {
+  // Indices and map keys are not fields: `machinePools[1].labels["x"]` is documented at machinePools.labels.
+  const fields: string[] = [];
+  let node: SchemaNode = installConfigSchema;
+  for (const segment of fieldPath) {
+    while (node.kind === 'array' || node.kind === 'map') node = node.kind === 'array' ? node.items : node.values;
+    if (typeof segment !== 'string' || node.kind !== 'object') continue;
+    const field: Field | undefined = node.fields[segment];
+    if (!field) break;
+    fields.push(segment);
+    node = field.node;
+  }
+  return `see \`provisioner explain ${['install-config', ...fields].join('.')}\``;
 }
 
 function validateDocument(document: unknown, options: ValidateOptions, locate: Locate, fileName: string): Outcome {
