@@ -5,9 +5,15 @@
  * one exits at once.
  */
 import { CommanderError } from 'commander';
-import { ExitCode, UsageError, exitCodeOf } from './errors.js';
+import { ExitCode, InterruptedError, ProvisionerError, exitCodeOf } from './errors.js';
 import { buildProgram } from './cli/program.js';
 import { createRenderer, type Renderer } from './cli/ui/index.js';
+
+function interrupted(signal: NodeJS.Signals): InterruptedError {
+  return new InterruptedError(`Interrupted by ${signal}`, {
+    hint: 'Run the same command again to resume; `provisioner gather bootstrap` collects the logs.',
+  });
+}
 
 async function main(argv: string[]): Promise<number> {
   const abort = new AbortController();
@@ -16,7 +22,7 @@ async function main(argv: string[]): Promise<number> {
     signals += 1;
     if (signals === 1) {
       process.stderr.write(`\n${name} received: stopping cleanly (press Ctrl-C again to exit at once)\n`);
-      abort.abort(new Error(`interrupted by ${name}`));
+      abort.abort(interrupted(name));
     } else {
       process.exit(ExitCode.interrupted);
     }
@@ -40,10 +46,18 @@ async function main(argv: string[]): Promise<number> {
       // --help and --version exit through here with code 0; usage errors were already printed.
       return error.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
     }
+    // Whatever an interrupted operation threw (an aborted request, a closed stream), the
+    // run was interrupted: say so, with the way back, unless a typed failure came first.
+    const failure =
+      abort.signal.aborted && !(error instanceof ProvisionerError && error.exitCode !== 'internal') ? (abort.signal.reason as InterruptedError) : error;
     const r = renderer ?? createRenderer({ output: 'text', logLevel: 'info', stdout: process.stdout, stderr: process.stderr });
-    r.renderError(error instanceof Error || error instanceof UsageError ? error : new Error(String(error)));
-    return exitCodeOf(error);
+    r.renderError(failure instanceof Error ? failure : new Error(String(failure)));
+    return exitCodeOf(failure);
   }
 }
 
-process.exitCode = await main(process.argv);
+const code = await main(process.argv);
+process.exitCode = code;
+// Everything we own is closed by now; a handle some library left open (an idle socket)
+// must not keep a finished command alive. Unref'd: it never delays a clean exit.
+setTimeout(() => process.exit(code), 2_000).unref();

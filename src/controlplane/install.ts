@@ -75,7 +75,7 @@ export async function installCrds(
   await applyAll(client, namespaces, options.signal);
   await applyAll(client, rest, options.signal);
   const crdNames = rest.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name);
-  await waitForEstablished(client, crdNames, options.timeoutMs ?? 60_000, options.signal);
+  await waitForEstablished(client, crdNames, options.timeoutMs ?? 180_000, options.signal);
   client.resetDiscovery();
   return crdNames;
 }
@@ -97,17 +97,18 @@ interface CrdStatus {
   status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
 }
 
-/** Waits on a watch of CRDs until every named one reports Established=True. */
+/** Waits on a watch of CRDs until every named one reports Established=True; a watch that ends is started again. */
 async function waitForEstablished(client: KubeClient, names: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
   const pending = new Set(names);
   const observe = (crd: KubeObject & CrdStatus) => {
     if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) pending.delete(crd.metadata.name);
   };
-  for (const crd of await client.list<KubeObject & CrdStatus>('apiextensions.k8s.io/v1', 'CustomResourceDefinition')) observe(crd);
-  if (pending.size === 0) return;
   await new Promise<void>((resolve, reject) => {
+    let settled = false;
     let stop: (() => void) | undefined;
-    const finish = (error?: Error) => {
+    const finish = (error?: unknown) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       stop?.();
@@ -123,10 +124,11 @@ async function waitForEstablished(client: KubeClient, names: readonly string[], 
         ),
       timeoutMs,
     );
-    const onAbort = () => finish(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
+    const onAbort = () => finish(signal?.reason ?? new Error('aborted'));
     signal?.addEventListener('abort', onAbort, { once: true });
-    client
-      .watch(
+    const watch = async (): Promise<void> => {
+      // A watch without a resourceVersion first reports every existing CRD, so nothing is missed.
+      const s = await client.watch(
         '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
         {},
         (_phase, obj) => {
@@ -134,12 +136,15 @@ async function waitForEstablished(client: KubeClient, names: readonly string[], 
           if (pending.size === 0) finish();
         },
         (error) => {
-          if (pending.size > 0) finish(error ?? new InfrastructureError('the CRD watch closed before every CRD was Established'));
+          if (settled) return;
+          if (error && !(error instanceof KubeApiError && error.isTransient)) return finish(error);
+          void watch().catch(finish);
         },
-      )
-      .then((s) => {
-        stop = s;
-        if (pending.size === 0) finish();
-      }, finish);
+      );
+      if (settled) s();
+      else stop = s;
+    };
+    if (pending.size === 0) finish();
+    else void watch().catch(finish);
   });
 }

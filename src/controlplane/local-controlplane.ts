@@ -80,6 +80,7 @@ export class LocalControlPlane {
   private client: KubeClient | undefined;
   private pki: ControlPlanePki | undefined;
   private ports: Ports | undefined;
+  private readonly startAbort = new AbortController();
 
   constructor(private readonly options: LocalControlPlaneOptions) {
     this.layout = controlPlaneLayout(options.dir);
@@ -87,8 +88,9 @@ export class LocalControlPlane {
     this.supervisor = new Supervisor({
       events: this.events,
       ...(options.onFatal ? { onFatal: options.onFatal } : {}),
-      // A detached control plane must not be stopped by the CLI's own Ctrl-C once started.
-      ...(options.signal && !options.detached ? { signal: options.signal } : {}),
+      // Linked to the caller's signal only while starting: an interrupt then stops the
+      // partial start. Once started, the caller decides (a detached one outlives Ctrl-C).
+      signal: this.startAbort.signal,
     });
   }
 
@@ -108,6 +110,18 @@ export class LocalControlPlane {
    * On failure everything started is stopped again and the error names the component.
    */
   async start(): Promise<void> {
+    const signal = this.options.signal;
+    const forward = () => this.startAbort.abort(signal?.reason);
+    if (signal?.aborted) forward();
+    signal?.addEventListener('abort', forward, { once: true });
+    try {
+      await this.startInOrder();
+    } finally {
+      signal?.removeEventListener('abort', forward);
+    }
+  }
+
+  private async startInOrder(): Promise<void> {
     const { layout, events } = this;
     const signal = this.options.signal;
     await mkdir(layout.stateDir, { recursive: true, mode: 0o700 });

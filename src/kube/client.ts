@@ -7,6 +7,9 @@ import https from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import { ExternalError } from '../errors.js';
 
+/** How long the server keeps a watch open before the caller re-lists and watches again. */
+const watchTimeoutSeconds = 300;
+
 /** Attempts of a read that gets a transient answer (429, 503). */
 const readAttempts = 6;
 
@@ -230,8 +233,10 @@ export class KubeClient {
   }
 
   /**
-   * Watches a collection; calls onEvent for each change until the returned stop()
-   * is called or the server closes the watch (then onDone runs with the error, if any).
+   * Watches a collection; calls onEvent for each change until the returned stop() is
+   * called or the server ends the watch (then onDone runs, with the error if any; not
+   * after stop()). Streams newline-delimited JSON over Node's https — the client
+   * library's watch aborts every watch after 30 s, whatever the server's timeout.
    */
   async watch(
     apiPath: string,
@@ -239,14 +244,57 @@ export class KubeClient {
     onEvent: (phase: WatchPhase, obj: KubeObject) => void,
     onDone: (error?: Error) => void,
   ): Promise<() => void> {
-    const watcher = new k8s.Watch(this.config);
-    const controller = await watcher.watch(
-      apiPath,
-      query,
-      (phase, obj) => onEvent(phase as WatchPhase, obj as KubeObject),
-      (error: unknown) => onDone(error ? translate(error, apiPath) : undefined),
-    );
-    return () => controller.abort();
+    const cluster = this.config.getCurrentCluster();
+    if (!cluster) throw new KubeApiError(0, 'NoCluster', 'kubeconfig has no current cluster');
+    const url = new URL(apiPath, cluster.server);
+    // The server closes the watch after timeoutSeconds; callers re-list and watch again.
+    for (const [key, value] of Object.entries({ timeoutSeconds: watchTimeoutSeconds, ...query, watch: true })) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    const options: https.RequestOptions = { method: 'GET', headers: { accept: 'application/json' } };
+    await this.config.applyToHTTPSOptions(options);
+    let stopped = false;
+    let finished = false;
+    const done = (error?: Error) => {
+      if (stopped || finished) return;
+      finished = true;
+      onDone(error);
+    };
+    const request = https.request(url, options, (response) => {
+      if ((response.statusCode ?? 0) !== 200) {
+        let body = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (body += chunk));
+        response.on('end', () => done(new KubeApiError(response.statusCode ?? 0, response.statusMessage ?? '', body.slice(0, 500), apiPath)));
+        return;
+      }
+      let buffered = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        buffered += chunk;
+        let newline: number;
+        while ((newline = buffered.indexOf('\n')) >= 0) {
+          const line = buffered.slice(0, newline).trim();
+          buffered = buffered.slice(newline + 1);
+          if (!line || stopped) continue;
+          const event = safeJson(line) as { type?: WatchPhase; object?: KubeObject } | undefined;
+          if (event?.type === 'ERROR') {
+            const status = event.object as unknown as { code?: number; reason?: string; message?: string };
+            request.destroy();
+            return done(new KubeApiError(status.code ?? 0, status.reason ?? 'WatchError', status.message ?? 'watch error', apiPath));
+          }
+          if (event?.type && event.object) onEvent(event.type, event.object);
+        }
+      });
+      response.on('end', () => done());
+      response.on('error', (error) => done(translate(error, apiPath)));
+    });
+    request.on('error', (error) => done(translate(error, apiPath)));
+    request.end();
+    return () => {
+      stopped = true;
+      request.destroy();
+    };
   }
 
   /** Resolves the REST path of a kind's collection, e.g. `/apis/cluster.x-k8s.io/v1beta2/namespaces/ns/clusters`. */

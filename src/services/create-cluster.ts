@@ -229,7 +229,7 @@ export function partitionByStage(objects: readonly KubeObject[]): StagedObjects 
 }
 
 /** Writes the workload cluster's kubeconfig (0600) and the final state of every CAPI object. */
-async function handOff(client: KubeClient, dir: string, clusterName: string, namespace: string): Promise<string> {
+export async function handOff(client: KubeClient, dir: string, clusterName: string, namespace: string): Promise<string> {
   const secret = await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: `${clusterName}-kubeconfig`, namespace } });
   const value = secret?.data?.value;
   if (!value) {

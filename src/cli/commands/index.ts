@@ -7,6 +7,7 @@ import { registerExplain } from './explain.js';
 import { registerGather } from './gather.js';
 import { registerManagement } from './management.js';
 import { registerVersion } from './version.js';
+import { registerWaitFor } from './wait-for.js';
 
 /** Every command, in the order `--help` lists them. One line per command file. */
 export function registerCommands(program: Command, run: Runner): void {
@@ -15,6 +16,7 @@ export function registerCommands(program: Command, run: Runner): void {
   registerDiff(program, run);
   registerExplain(program, run);
   registerGather(program, run);
+  registerWaitFor(program, run);
   registerManagement(program, run);
   registerVersion(program, run);
 }
