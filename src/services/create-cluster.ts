@@ -21,7 +21,8 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
 import type { InstallConfig } from '../config/index.js';
-import { ConfigError, InfrastructureError, messageOf } from '../errors.js';
+import { ConfigError, InfrastructureError, ProvisionerError, messageOf } from '../errors.js';
+import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
 import { KubeApiError, describeRef, type KubeClient, type KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
@@ -164,12 +165,30 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const kubeconfig = (await stage('hand-off', () => handOff(client, dir, clusterName, namespace)))!;
     await journal.complete();
     return { kubeconfig, managementKubeconfig: controlPlane.kubeconfig, controlPlaneRunning: keepRunning, resumed, stages: timings };
+  } catch (error) {
+    if (shouldGather(error)) await gatherAfterFailure(dir, controlPlane?.client, sink);
+    throw error;
   } finally {
     // A control plane that manages simulated machines keeps running (detached) even on failure,
     // so a re-run resumes against the same in-memory state; a temporary one always stops.
     if (controlPlane && !keepRunning) await controlPlane.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the local control plane: ${messageOf(error)}`));
     else controlPlane?.client.close();
     await lock.release();
+  }
+}
+
+/** Failures worth a log bundle: not bad input (nothing ran), not an interrupt, not a held lock. */
+function shouldGather(error: unknown): boolean {
+  return !(error instanceof ProvisionerError) || ['infrastructure', 'machines', 'hook', 'internal', 'external'].includes(error.exitCode);
+}
+
+/** The automatic `gather bootstrap` of a failed run; a failure to gather is reported, never hides the first error. */
+async function gatherAfterFailure(dir: string, client: KubeClient | undefined, sink: EventSink): Promise<void> {
+  try {
+    const result = await gatherBundle({ dir, ...(client ? { client } : {}), events: sink, notes: ['Gathered automatically after `create cluster` failed.'] });
+    log(sink, 'error', `Log bundle for this failure: ${result.path}`, { bundle: result.path });
+  } catch (error) {
+    log(sink, 'warn', `Could not write a log bundle: ${messageOf(error)}; run \`provisioner gather bootstrap\``);
   }
 }
 
