@@ -2,6 +2,7 @@ import type { EventSink, LogLevel, ProvisionerEvent } from '../../events.js';
 import { ProvisionerError, exitCodeOf, messageOf } from '../../errors.js';
 import type { OutputMode } from '../context.js';
 import { JsonRenderer } from './json.js';
+import { InkRenderer, terminalMount } from './ink/renderer.js';
 import { PlainRenderer, type Writer } from './plain.js';
 
 export interface Renderer extends EventSink {
@@ -18,8 +19,11 @@ export interface RendererOptions {
   stderr: Writer & { isTTY?: boolean };
 }
 
-/** Picks the renderer: JSON lines with `--output json`, plain lines otherwise. */
-export function createRenderer(options: RendererOptions): Renderer {
+/**
+ * Picks the renderer: JSON lines with `--output json`; a live ink view on stderr when
+ * it is a terminal (see `wantsLiveView`); plain lines otherwise.
+ */
+export function createRenderer(options: RendererOptions, env: NodeJS.ProcessEnv = process.env): Renderer {
   if (options.output === 'json') {
     const json = new JsonRenderer(options.stdout, options.logLevel);
     return {
@@ -28,12 +32,41 @@ export function createRenderer(options: RendererOptions): Renderer {
       close: async () => {},
     };
   }
+  if (wantsLiveView(options, env)) {
+    // isTTY is only ever true on a tty.WriteStream, which is what ink draws on.
+    const terminal = options.stderr as NodeJS.WriteStream;
+    const ink = new InkRenderer({
+      stdout: options.stdout,
+      stderr: options.stderr,
+      logLevel: options.logLevel,
+      mount: terminalMount(terminal),
+      rows: () => terminal.rows || 24,
+    });
+    return {
+      emit: (e: ProvisionerEvent) => ink.emit(e),
+      renderError: (error) => {
+        ink.stop();
+        options.stderr.write(formatError(error));
+      },
+      close: () => ink.close(),
+    };
+  }
   const plain = new PlainRenderer(options.stdout, options.stderr, options.logLevel);
   return {
     emit: (e: ProvisionerEvent) => plain.emit(e),
     renderError: (error) => options.stderr.write(formatError(error)),
     close: async () => {},
   };
+}
+
+/**
+ * The live view needs a terminal that can redraw: text output, stderr a TTY, TERM not
+ * `dumb`, and not CI. CI is judged as ink judges it (CI or CONTINUOUS_INTEGRATION set
+ * and not `0`/`false`), since ink there would only draw the last frame.
+ */
+export function wantsLiveView(options: Pick<RendererOptions, 'output' | 'stderr'>, env: NodeJS.ProcessEnv): boolean {
+  const set = (key: string) => env[key] !== undefined && env[key] !== '0' && env[key] !== 'false';
+  return options.output === 'text' && options.stderr.isTTY === true && env.TERM !== 'dumb' && !set('CI') && !set('CONTINUOUS_INTEGRATION');
 }
 
 export interface ErrorDescription {
