@@ -184,7 +184,14 @@ export class LocalControlPlane {
       await this.stage('controllers', async () => {
         for (const spec of controllers) await this.startController(spec, ports, pki);
       });
-      await this.stage('webhooks', () => installWebhooksAndInventory(this.kube, components, endpoints, caPem, signal ? { signal } : {}));
+      // A controller retried on new ports (one was taken meanwhile) serves its webhooks elsewhere
+      // than the CRDs' conversion webhooks say: point them, and the webhook configurations, there.
+      const served = this.webhookEndpoints(ports);
+      if ([...served].some(([namespace, { port }]) => endpoints.get(namespace)?.port !== port)) {
+        log(events, 'info', 'Webhook ports changed while the controllers started; updating the CRDs\' conversion webhooks');
+        await installCrds(this.kube, components, served, caPem, signal ? { signal } : {});
+      }
+      await this.stage('webhooks', () => installWebhooksAndInventory(this.kube, components, served, caPem, signal ? { signal } : {}));
       await this.savePorts(ports);
       await writeFileAtomic(layout.startedFile, JSON.stringify({ startedAt: new Date().toISOString() }));
     } catch (error) {
