@@ -33,7 +33,7 @@ import { capiGroup, clusterKinds, clusterReady, infrastructureReady, stallError 
 import { waitFor } from '../wait/waiter.js';
 import { applyObjects, dryRunObjects } from './apply-objects.js';
 import { createManifests } from './manifests.js';
-import { attachLocalControlPlane, type AttachedControlPlane } from './local-controlplane.js';
+import { attachExternalManagement, attachLocalControlPlane, recordedExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
 
 export interface CreateClusterRequest {
   dir: string;
@@ -43,6 +43,8 @@ export interface CreateClusterRequest {
   dryRun?: boolean;
   /** Time without any observable progress before a wait stage fails, in ms. Default 10 min. */
   noProgressTimeoutMs?: number;
+  /** Use this existing management cluster instead of a local control plane. Default: none (local). */
+  managementKubeconfig?: string;
 }
 
 export interface CreateClusterResult {
@@ -107,8 +109,12 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     // A dry-run changes nothing, so its control plane is temporary on every platform.
     keepRunning = config.platform.inmemory !== undefined && !request.dryRun;
 
+    const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
+    if (external) keepRunning = false;
     controlPlane = (await stage('controlplane', () =>
-      attachLocalControlPlane({ dir, detached: keepRunning, sink, signal }),
+      external
+        ? attachExternalManagement(external, dir, infrastructureKinds(objects))
+        : attachLocalControlPlane({ dir, detached: keepRunning, sink, signal }),
     ))!;
     const client = controlPlane.client;
     const hookContext = (name: string) => ({ stage: name, dir, kubeconfig: controlPlane!.kubeconfig, events: sink, signal });
@@ -208,6 +214,13 @@ export function parseDurationMs(text: string): number {
     total += Number(amount) * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const)[unit as 'ms' | 's' | 'm' | 'h'];
   }
   return total;
+}
+
+/** Infrastructure kinds the manifests use (the preflight of an existing management cluster checks they are served). */
+function infrastructureKinds(objects: readonly KubeObject[]): { apiVersion: string; kind: string }[] {
+  const seen = new Map<string, { apiVersion: string; kind: string }>();
+  for (const o of objects) if (o.apiVersion.startsWith('infrastructure.')) seen.set(`${o.apiVersion}/${o.kind}`, { apiVersion: o.apiVersion, kind: o.kind });
+  return [...seen.values()];
 }
 
 /** Machines the manifests ask for: control-plane replicas plus every MachineDeployment's replicas. */

@@ -23,7 +23,9 @@ import { acquireDirLock } from '../process/lock.js';
 import { capiGroup, clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
 import { waitFor } from '../wait/waiter.js';
 import { finalStateFile } from './create-cluster.js';
-import { attachLocalControlPlane } from './local-controlplane.js';
+import { AssetStore, installConfigAsset } from '../assets/index.js';
+import { desiredSetSelector, installConfigOwner } from '../config/index.js';
+import { attachExternalManagement, attachLocalControlPlane, externalManagementFile, recordedExternalManagement } from './local-controlplane.js';
 
 export interface DestroyRequest {
   dir: string;
@@ -56,15 +58,18 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
   const layout = controlPlaneLayout(dir);
   const lock = await acquireDirLock(dir, { command: 'destroy cluster', events: sink });
   try {
-    if (!(await exists(layout.etcdDataDir))) {
+    const external = await recordedExternalManagement(dir);
+    if (!external && !(await exists(layout.etcdDataDir))) {
       log(sink, 'info', `No local control plane data in ${dir}: nothing was created, or it was destroyed already`);
       await removeLocalState(dir);
       return { deleted: [] };
     }
-    const controlPlane = await attachLocalControlPlane({ dir, detached: false, sink, signal });
+    // Only this install's Cluster (found by its desired-set label): a management cluster may hold others.
+    const selector = await ownSelector(dir, sink, signal, Boolean(external));
+    const controlPlane = external ? await attachExternalManagement(external, dir, []) : await attachLocalControlPlane({ dir, detached: false, sink, signal });
     const deleted: string[] = [];
     try {
-      const clusters = await controlPlane.client.list<KubeObject>(capiGroup, 'Cluster');
+      const clusters = await controlPlane.client.list<KubeObject>(capiGroup, 'Cluster', selector ? { labelSelector: selector } : {});
       for (const cluster of clusters) {
         log(sink, 'info', `Deleting Cluster ${cluster.metadata.namespace}/${cluster.metadata.name}`);
         await controlPlane.client.delete(cluster);
@@ -87,12 +92,30 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     } finally {
       await controlPlane.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the control plane: ${messageOf(error)}`));
     }
-    // An adopted (detached) control plane is still running: stop it from its pidfiles.
-    await stopRecordedControlPlane(dir, sink);
+    // An adopted (detached) local control plane is still running: stop it from its pidfiles.
+    if (!external) await stopRecordedControlPlane(dir, sink);
     await removeLocalState(dir);
+    await rm(externalManagementFile(dir), { force: true });
     return { deleted };
   } finally {
     await lock.release();
+  }
+}
+
+/** The label selector of this install's objects, from its install config; undefined (all Clusters) when it cannot be read and the control plane is ours. */
+async function ownSelector(dir: string, sink: EventSink, signal: AbortSignal, external: boolean): Promise<string | undefined> {
+  try {
+    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
+    const { config } = await store.fetch(installConfigAsset);
+    return desiredSetSelector(installConfigOwner(config));
+  } catch (error) {
+    if (external) {
+      throw new EnvironmentError(`Cannot tell which Cluster of the management cluster is this install's: ${messageOf(error)}`, {
+        hint: 'Restore install-config.yaml as it was at create time, then run destroy cluster again.',
+      });
+    }
+    log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(error)}); deleting every Cluster of the local control plane, which only this install uses`);
+    return undefined;
   }
 }
 

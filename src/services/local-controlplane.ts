@@ -6,6 +6,9 @@
 import { LocalControlPlane, controlPlaneStatus, type ProviderSpec } from '../controlplane/local-controlplane.js';
 import { ensureBinaries } from '../embedded/cache.js';
 import { loadCatalog } from '../embedded/catalog.js';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ExternalError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { KubeClient } from '../kube/client.js';
 import type { ProcessError } from '../process/errors.js';
@@ -75,4 +78,63 @@ export async function attachLocalControlPlane(request: LocalControlPlaneRequest)
     fatal,
     stop: () => controlPlane.stop(),
   };
+}
+
+/** Where `create cluster --management-kubeconfig` records the existing management cluster it used. */
+export function externalManagementFile(dir: string): string {
+  return path.join(path.resolve(dir), '.provisioner', 'management.json');
+}
+
+/** The existing management cluster this install directory uses, if any (recorded by create cluster). */
+export async function recordedExternalManagement(dir: string): Promise<string | undefined> {
+  try {
+    return (JSON.parse(await readFile(externalManagementFile(dir), 'utf8')) as { kubeconfig: string }).kubeconfig;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Kinds the generated manifests need served, by provider, for the preflight of an existing management cluster. */
+const requiredKinds: readonly { apiVersion: string; kind: string; provider: string }[] = [
+  { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', provider: 'cluster-api (core)' },
+  { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineDeployment', provider: 'cluster-api (core)' },
+  { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfigTemplate', provider: 'bootstrap-kubeadm' },
+  { apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2', kind: 'KubeadmControlPlane', provider: 'control-plane-kubeadm' },
+];
+
+/**
+ * Uses an existing management cluster (any conformant Kubernetes with the providers
+ * installed) instead of a local control plane: checks that every kind the manifests need
+ * is served there, naming each missing provider, and records it for later commands.
+ */
+export async function attachExternalManagement(
+  kubeconfig: string,
+  dir: string,
+  infrastructure: readonly { apiVersion: string; kind: string }[],
+): Promise<AttachedControlPlane> {
+  const client = KubeClient.fromFile(path.resolve(kubeconfig));
+  try {
+    await client.raw('/readyz');
+  } catch (error) {
+    client.close();
+    throw new ExternalError(`The management cluster in ${kubeconfig} cannot be reached: ${messageOf(error)}`, { hint: 'Check the kubeconfig and that the cluster is up.' });
+  }
+  const missing: string[] = [];
+  for (const need of [...requiredKinds, ...infrastructure.map((k) => ({ ...k, provider: `infrastructure (${k.kind})` }))]) {
+    try {
+      await client.collectionPath(need.apiVersion, need.kind);
+    } catch {
+      missing.push(`${need.kind} (${need.apiVersion}) from ${need.provider}`);
+    }
+  }
+  if (missing.length > 0) {
+    client.close();
+    throw new ExternalError(`The management cluster in ${kubeconfig} lacks ${missing.length} kind(s) the manifests need`, {
+      details: missing,
+      hint: 'Install the missing providers there (for example with `clusterctl init`), or run without --management-kubeconfig to use a local control plane.',
+    });
+  }
+  await mkdir(path.dirname(externalManagementFile(dir)), { recursive: true });
+  await writeFile(externalManagementFile(dir), JSON.stringify({ kubeconfig: path.resolve(kubeconfig) }, null, 2) + '\n');
+  return { client, kubeconfig: path.resolve(kubeconfig), adopted: true, fatal: new Promise<never>(() => {}), stop: async () => client.close() };
 }

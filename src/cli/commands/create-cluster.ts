@@ -6,6 +6,7 @@ import { formatDuration } from '../ui/plain.js';
 
 interface CreateClusterFlags {
   dir: string;
+  managementKubeconfig?: string;
   dryRun: boolean;
   noProgressTimeout?: number;
 }
@@ -21,6 +22,10 @@ export function registerCreateCluster(create: Command, run: Runner): void {
     .command('cluster')
     .description('boot the local control plane, apply the manifests in stages with hooks, wait until the cluster is healthy, hand off')
     .addOption(dirOption())
+    .addOption(
+      new Option('--management-kubeconfig <path>', 'run against this existing management cluster (any conformant Kubernetes with the providers installed) instead of a local control plane')
+        .env('PROVISIONER_MANAGEMENT_KUBECONFIG'),
+    )
     .addOption(new Option('--dry-run', 'validate every manifest against the real CRDs and webhooks and stop; apply nothing').env('PROVISIONER_DRY_RUN').default(false))
     .addOption(
       new Option('--no-progress-timeout <minutes>', 'fail a wait stage after this long without any observable change (default: 10)')
@@ -41,6 +46,7 @@ export function registerCreateCluster(create: Command, run: Runner): void {
           sink: ctx.sink,
           signal: ctx.signal,
           dryRun: options.dryRun,
+          ...(options.managementKubeconfig ? { managementKubeconfig: options.managementKubeconfig } : {}),
           ...(options.noProgressTimeout ? { noProgressTimeoutMs: options.noProgressTimeout * 60_000 } : {}),
         });
         if (options.dryRun) return;
