@@ -174,6 +174,22 @@ export class KubeClient {
     })) as T;
   }
 
+  /**
+   * Server-side apply of an object's status through its status subresource (a copy that
+   * keeps the status it had, as `pivot` makes). Only `status` is sent.
+   */
+  async applyStatus<T extends KubeObject>(obj: T): Promise<T> {
+    const body = { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}) }, status: obj['status'] };
+    return (await this.request({
+      method: 'PATCH',
+      path: `${await this.objectPath(obj)}/status`,
+      query: { fieldManager, force: true },
+      body,
+      contentType: 'application/apply-patch+yaml',
+      object: describeRef(obj),
+    })) as T;
+  }
+
   async get<T extends KubeObject>(ref: Pick<KubeObject, 'apiVersion' | 'kind'> & { metadata: { name: string; namespace?: string } }): Promise<T | undefined> {
     try {
       return (await this.request({ method: 'GET', path: await this.objectPath(ref), object: describeRef(ref as KubeObject) })) as T;

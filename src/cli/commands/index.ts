@@ -6,6 +6,7 @@ import { registerDiff } from './diff.js';
 import { registerExplain } from './explain.js';
 import { registerGather } from './gather.js';
 import { registerManagement } from './management.js';
+import { registerPivot } from './pivot.js';
 import { registerVersion } from './version.js';
 import { registerWaitFor } from './wait-for.js';
 
@@ -18,5 +19,6 @@ export function registerCommands(program: Command, run: Runner): void {
   registerGather(program, run);
   registerWaitFor(program, run);
   registerManagement(program, run);
+  registerPivot(program, run);
   registerVersion(program, run);
 }

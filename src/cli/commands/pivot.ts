@@ -1,0 +1,58 @@
+import { Option, type Command } from 'commander';
+import { dirOption } from '../options.js';
+import type { Runner } from '../program.js';
+import { pivot } from '../../services/pivot.js';
+import { UsageError } from '../../errors.js';
+
+interface PivotOptions {
+  dir: string;
+  toKubeconfig: string;
+  dryRun: boolean;
+  rollback: boolean;
+  cluster?: string;
+  concurrency: string;
+}
+
+export function registerPivot(program: Command, run: Runner): void {
+  program
+    .command('pivot')
+    .description(
+      'move the Cluster API objects of the install from its local control plane into a lasting management cluster: ' +
+        'preflight, pause, copy (owners first), verify, delete from the source, unpause. Journaled in .provisioner/pivot.json: ' +
+        'running it again resumes an unfinished move; --rollback undoes one that has not deleted from the source yet.',
+    )
+    .addOption(dirOption())
+    .addOption(new Option('--to-kubeconfig <file>', 'kubeconfig of the target management cluster (required)').env('PROVISIONER_TO_KUBECONFIG').makeOptionMandatory())
+    // Default false: the move runs.
+    .addOption(new Option('--dry-run', 'print the plan (objects by kind, in order) and change nothing').env('PROVISIONER_DRY_RUN').default(false))
+    // Default false.
+    .addOption(new Option('--rollback', 'undo an unfinished move: delete the partial copies in the target and unpause the source').env('PROVISIONER_ROLLBACK').default(false))
+    // Default: every Cluster of the local control plane.
+    .addOption(new Option('--cluster <name>', 'move only this Cluster and its objects (default: every Cluster)').env('PROVISIONER_CLUSTER'))
+    .addOption(new Option('--concurrency <n>', 'objects created in the target at once').env('PROVISIONER_CONCURRENCY').default('8'))
+    .addHelpText(
+      'after',
+      '\nExamples:\n  provisioner pivot --dir ./demo --to-kubeconfig ~/mgmt.kubeconfig --dry-run\n' +
+        '  provisioner pivot --dir ./demo --to-kubeconfig ~/mgmt.kubeconfig\n' +
+        '  provisioner pivot --dir ./demo --to-kubeconfig ~/mgmt.kubeconfig --rollback   # after a failed move',
+    )
+    .action(
+      run<PivotOptions>(async (options, ctx) => {
+        const concurrency = Number(options.concurrency);
+        if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive integer, not ${options.concurrency}`, { hint: 'For example --concurrency 8.' });
+        if (options.dryRun && options.rollback) throw new UsageError('--dry-run and --rollback cannot be combined', { hint: 'Run --dry-run to see the plan, or --rollback to undo a move.' });
+        const result = await pivot({
+          dir: options.dir,
+          toKubeconfig: options.toKubeconfig,
+          dryRun: options.dryRun,
+          rollback: options.rollback,
+          ...(options.cluster !== undefined ? { clusterName: options.cluster } : {}),
+          concurrency,
+          sink: ctx.sink,
+          signal: ctx.signal,
+        });
+        const kinds = result.kinds.map((k) => `${k.count} ${k.kind}`).join(', ');
+        ctx.sink.emit({ type: 'result', kind: `pivot-${result.action}`, text: [...result.lines, ...(kinds ? [`objects: ${kinds}`] : [])].join('\n'), data: result });
+      }),
+    );
+}

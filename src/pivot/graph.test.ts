@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import type { KubeObject, OwnerReference } from '../kube/client.js';
+import { copyBody, keyOf, orderByOwners, remapOwnerReferences, sameContent, selectObjects } from './graph.js';
+
+function obj(kind: string, name: string, uid: string, owners: string[] = [], extra: Partial<KubeObject> = {}, labels: Record<string, string> = {}): KubeObject {
+  const ownerReferences: OwnerReference[] = owners.map((o) => ({ apiVersion: 'x/v1', kind: 'Owner', name: o, uid: o }));
+  return {
+    apiVersion: kind === 'Secret' || kind === 'ConfigMap' ? 'v1' : 'cluster.x-k8s.io/v1beta2',
+    kind,
+    metadata: { name, namespace: 'ns', uid, labels, ...(ownerReferences.length ? { ownerReferences } : {}) },
+    ...extra,
+  };
+}
+
+describe('orderByOwners', () => {
+  it('puts owners in earlier tiers than their dependents', () => {
+    const cluster = obj('Cluster', 'c', 'u-cluster');
+    const md = obj('MachineDeployment', 'md', 'u-md', ['u-cluster']);
+    const ms = obj('MachineSet', 'ms', 'u-ms', ['u-md']);
+    const machine = obj('Machine', 'm', 'u-m', ['u-ms']);
+    const secret = obj('Secret', 'c-kubeconfig', 'u-s', ['u-cluster']);
+    const foreign = obj('ConfigMap', 'x', 'u-x', ['not-in-set']);
+    const tiers = orderByOwners([machine, secret, ms, foreign, md, cluster]);
+    const tierOf = (o: KubeObject) => tiers.findIndex((t) => t.includes(o));
+    expect(tierOf(cluster)).toBe(0);
+    expect(tierOf(foreign)).toBe(0);
+    expect(tierOf(md)).toBeGreaterThan(tierOf(cluster));
+    expect(tierOf(secret)).toBeGreaterThan(tierOf(cluster));
+    expect(tierOf(ms)).toBeGreaterThan(tierOf(md));
+    expect(tierOf(machine)).toBeGreaterThan(tierOf(ms));
+    expect(tiers.flat()).toHaveLength(6);
+  });
+
+  it('puts an owner cycle in a last tier instead of looping', () => {
+    const a = obj('A', 'a', 'ua', ['ub']);
+    const b = obj('B', 'b', 'ub', ['ua']);
+    const root = obj('Cluster', 'c', 'uc');
+    const tiers = orderByOwners([a, b, root]);
+    expect(tiers).toHaveLength(2);
+    expect(tiers[1]!.map((o) => o.metadata.name).sort()).toEqual(['a', 'b']);
+  });
+});
+
+describe('remapOwnerReferences', () => {
+  it('replaces source UIDs with target UIDs and drops unknown owners', () => {
+    const refs: OwnerReference[] = [
+      { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c', uid: 'src-1', controller: true },
+      { apiVersion: 'v1', kind: 'Other', name: 'o', uid: 'src-unknown' },
+    ];
+    const { refs: out, complete } = remapOwnerReferences(refs, new Map([['src-1', 'dst-1']]));
+    expect(out).toEqual([{ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', name: 'c', uid: 'dst-1', controller: true }]);
+    expect(complete).toBe(false);
+    expect(remapOwnerReferences(refs.slice(0, 1), new Map([['src-1', 'dst-1']])).complete).toBe(true);
+  });
+});
+
+describe('copyBody and sameContent', () => {
+  it('strips server metadata and status, keeps spec, adds the annotation', () => {
+    const source = obj('Cluster', 'c', 'u1', [], { spec: { paused: true, x: 1 }, status: { phase: 'Provisioned' } });
+    source.metadata.resourceVersion = '42';
+    source.metadata.creationTimestamp = '2026-01-01T00:00:00Z';
+    const body = copyBody(source, [], { 'a/b': 'u1' });
+    expect(body.metadata.uid).toBeUndefined();
+    expect(body.metadata.resourceVersion).toBeUndefined();
+    expect(body['status']).toBeUndefined();
+    expect(body['spec']).toEqual({ paused: true, x: 1 });
+    expect(body.metadata.annotations).toEqual({ 'a/b': 'u1' });
+    const target = { ...body, metadata: { ...body.metadata, uid: 'u2' }, spec: { x: 1, paused: false } };
+    expect(sameContent(source, target, true)).toBe(true);
+    expect(sameContent(source, target, false)).toBe(false);
+    expect(sameContent(source, { ...target, spec: { x: 2 } }, true)).toBe(false);
+  });
+});
+
+describe('selectObjects', () => {
+  it('takes owned and named Secrets, the cluster Secrets, and move-labelled ones; leaves the rest', () => {
+    const cluster = obj('Cluster', 'c', 'uc', [], { spec: {} });
+    const machine = obj('Machine', 'm', 'um', ['uc'], { spec: { bootstrap: { dataSecretName: 'm-bootstrap' } } });
+    const other = obj('Machine', 'other', 'uo', [], {}, { 'cluster.x-k8s.io/cluster-name': 'd' });
+    const secrets = [
+      obj('Secret', 'c-kubeconfig', 's1'),
+      obj('Secret', 'c-ca', 's2'),
+      obj('Secret', 'm-bootstrap', 's3'),
+      obj('Secret', 'owned', 's4', ['um']),
+      obj('ConfigMap', 'labelled', 's5', [], {}, { 'clusterctl.cluster.x-k8s.io/move': '' }),
+      obj('Secret', 'unrelated', 's6'),
+    ];
+    const all = selectObjects({ clusters: [cluster], candidates: [machine, other], secretsAndConfigMaps: secrets });
+    expect(all.objects.map((o) => o.metadata.name).sort()).toEqual(['c', 'c-ca', 'c-kubeconfig', 'labelled', 'm', 'm-bootstrap', 'other', 'owned']);
+    const only = selectObjects({ clusters: [cluster], candidates: [machine, other], secretsAndConfigMaps: secrets, onlyTheseClusters: true });
+    expect(only.objects.map(keyOf)).not.toContain(keyOf(other));
+    expect(only.objects.map((o) => o.metadata.name)).toContain('m');
+  });
+});

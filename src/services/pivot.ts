@@ -1,0 +1,198 @@
+/**
+ * `provisioner pivot`: moves the Cluster API objects of an install from its local control
+ * plane into a lasting management cluster, journaled in `<dir>/.provisioner/pivot.json`.
+ *
+ * - A journal with unfinished work is resumed from its phase (same target only).
+ * - `--rollback` undoes an unfinished move that has not yet deleted from the source.
+ * - `--dry-run` prints the plan (objects by kind, in creation order) and changes nothing.
+ *
+ * The source is the local control plane of the dir: adopted when running, else started
+ * from its data (detached on the in-memory platform, whose machines live in its
+ * controllers). After a move on the in-memory platform the source is stopped once it holds
+ * no Cluster; its data stays (`destroy bootstrap` removes it).
+ */
+import { access, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { controlPlaneLayout } from '../controlplane/layout.js';
+import { stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
+import { ExternalError, ProvisionerError, UsageError, messageOf } from '../errors.js';
+import { log, type EventSink } from '../events.js';
+import { KubeClient, type KubeObject } from '../kube/client.js';
+import { countByKind } from '../pivot/graph.js';
+import { phaseIndex, readPivotJournal, writePivotJournal, type PivotJournal, type PivotPhase } from '../pivot/journal.js';
+import { coreKinds, describePlan, discoverMoveKinds, journalFor, planMove, preflight, rollbackPivot, runPivot } from '../pivot/move.js';
+import { acquireDirLock } from '../process/lock.js';
+import { attachLocalControlPlane, type AttachedControlPlane } from './local-controlplane.js';
+
+export interface PivotRequest {
+  dir: string;
+  /** Kubeconfig of the target management cluster. */
+  toKubeconfig: string;
+  /** Print the plan, change nothing. Default false. */
+  dryRun?: boolean;
+  /** Undo an unfinished move. Default false. */
+  rollback?: boolean;
+  /** Move only this Cluster (and its objects). Default: every Cluster of the source. */
+  clusterName?: string;
+  /** Objects created in the target at once. Default 8. */
+  concurrency?: number;
+  sink: EventSink;
+  signal: AbortSignal;
+  /** Called after each phase is journaled (tests inject failures here). Default none. */
+  afterPhase?: (phase: PivotPhase) => void | Promise<void>;
+}
+
+export interface PivotResult {
+  action: 'moved' | 'planned' | 'rolled-back' | 'nothing-to-move';
+  phase?: PivotPhase;
+  /** Objects by kind, in creation order. */
+  kinds: { kind: string; count: number }[];
+  clusters: string[];
+  /** The plan's lines (dry-run) or a summary. */
+  lines: string[];
+  resumedFrom?: PivotPhase;
+  /** The source control plane was stopped (in-memory platform, no Cluster left). */
+  sourceStopped: boolean;
+  rolledBackObjects?: number;
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** True when the install config names the in-memory platform (its machines live in the local controllers). */
+async function isInmemory(dir: string): Promise<boolean> {
+  try {
+    const config = parseYaml(await readFile(path.join(dir, 'install-config.yaml'), 'utf8')) as { platform?: Record<string, unknown> } | null;
+    return config?.platform?.['inmemory'] !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+export async function pivot(request: PivotRequest): Promise<PivotResult> {
+  const dir = path.resolve(request.dir);
+  const { sink, signal } = request;
+  const layout = controlPlaneLayout(dir);
+  const toKubeconfig = path.resolve(request.toKubeconfig);
+  if (!(await exists(toKubeconfig))) throw new UsageError(`${toKubeconfig} does not exist`, { hint: 'Pass the target management cluster\'s kubeconfig with --to-kubeconfig.' });
+  if (!(await exists(layout.etcdDataDir))) {
+    throw new UsageError(`No local control plane data in ${dir}: there is nothing to pivot`, { hint: 'Run `provisioner create cluster --dir` first, or pass the install directory that holds the cluster.' });
+  }
+  const lock = await acquireDirLock(dir, { command: 'pivot', events: sink });
+  const target = KubeClient.fromFile(toKubeconfig);
+  let source: AttachedControlPlane | undefined;
+  const inmemory = await isInmemory(dir);
+  try {
+    let journal = await readPivotJournal(dir);
+    const unfinished = journal !== undefined && journal.phase !== 'done' && !journal.rolledBack;
+    if (unfinished && journal!.targetServer !== target.server) {
+      throw new UsageError(`An unfinished pivot of ${dir} targets ${journal!.targetServer}, not ${target.server}`, {
+        hint: `Finish it with --to-kubeconfig ${journal!.targetKubeconfig}, or undo it with --rollback and that kubeconfig.`,
+      });
+    }
+    if (request.rollback && !unfinished) throw new UsageError(`No unfinished pivot in ${dir} to roll back`, { hint: 'Nothing to do; `provisioner pivot` starts a move.' });
+
+    source = await attachLocalControlPlane({ dir, detached: inmemory, sink, signal });
+
+    if (request.rollback) {
+      const { deleted } = await rollbackPivot({ source: source.client, target, dir, journal: journal!, sink, signal, ...(request.concurrency ? { concurrency: request.concurrency } : {}) });
+      return {
+        action: 'rolled-back',
+        kinds: [],
+        clusters: journal!.clusters.map((c) => `${c.namespace}/${c.name}`),
+        lines: [`deleted ${deleted} copied object(s) from the target; source unpaused`],
+        sourceStopped: false,
+        rolledBackObjects: deleted,
+      };
+    }
+
+    let resumedFrom: PivotPhase | undefined;
+    if (unfinished) {
+      resumedFrom = journal!.phase;
+      log(sink, 'info', `Resuming the pivot of ${dir} from phase ${journal!.phase}${journal!.lastError ? ` (it stopped on: ${journal!.lastError})` : ''}`);
+      if (request.dryRun) {
+        return { action: 'planned', phase: journal!.phase, kinds: kindsOf(journal!), clusters: clusterNames(journal!), lines: [`an unfinished pivot is at phase ${journal!.phase}; running pivot resumes it`], resumedFrom, sourceStopped: false };
+      }
+      if (phaseIndex(journal!.phase) < phaseIndex('source-deleted')) await preflight(source.client, target, journal!, await discoverMoveKinds(source.client).then((k) => [...k, ...coreKinds]));
+    } else {
+      const plan = await planMove(source.client, { ...(request.clusterName !== undefined ? { clusterName: request.clusterName } : {}), ...(request.concurrency ? { concurrency: request.concurrency } : {}) });
+      if (plan.clusters.length === 0) {
+        return {
+          action: 'nothing-to-move',
+          kinds: [],
+          clusters: [],
+          lines: [request.clusterName ? `no Cluster named ${request.clusterName} in the source` : 'the source holds no Cluster'],
+          sourceStopped: false,
+        };
+      }
+      journal = journalFor(plan, { kubeconfig: toKubeconfig, server: target.server });
+      const lines = describePlan(plan);
+      sink.emit({ type: 'progress', task: 'pivot:plan', label: 'Objects to move', current: journal.objects.length, total: journal.objects.length, unit: 'objects', done: true });
+      await preflight(source.client, target, journal, plan.kinds);
+      if (request.dryRun) return { action: 'planned', kinds: countByKind([plan.global, ...plan.tiers]), clusters: clusterNames(journal), lines, sourceStopped: false };
+      for (const line of lines) log(sink, 'info', `Plan: ${line}`);
+      await writePivotJournal(dir, journal);
+    }
+
+    await runPivot({
+      source: source.client,
+      target,
+      dir,
+      journal: journal!,
+      sink,
+      signal,
+      ...(request.concurrency ? { concurrency: request.concurrency } : {}),
+      ...(request.afterPhase ? { afterPhase: request.afterPhase } : {}),
+    });
+
+    let sourceStopped = false;
+    if (inmemory) {
+      const left = await source.client.list<KubeObject>('cluster.x-k8s.io/v1beta2', 'Cluster');
+      if (left.length === 0) {
+        await source.stop();
+        source = undefined;
+        await stopRecordedControlPlane(dir, sink);
+        sourceStopped = true;
+        log(sink, 'info', `The local control plane of ${dir} manages no cluster any more and was stopped; its data stays (destroy bootstrap removes it)`);
+      }
+    }
+    return {
+      action: 'moved',
+      phase: journal!.phase,
+      kinds: kindsOf(journal!),
+      clusters: clusterNames(journal!),
+      lines: [`moved ${journal!.objects.length} object(s) of ${clusterNames(journal!).join(', ')} to ${target.server}`],
+      ...(resumedFrom ? { resumedFrom } : {}),
+      sourceStopped,
+    };
+  } catch (error) {
+    if (error instanceof ProvisionerError) throw error;
+    throw new ExternalError(`The pivot failed: ${messageOf(error)}`, {
+      cause: error,
+      hint: 'Run `provisioner pivot` again to resume from where it stopped, or `provisioner pivot --rollback` to undo it; the journal is in .provisioner/pivot.json.',
+    });
+  } finally {
+    if (source) {
+      // A control plane that manages simulated machines stays up; otherwise stop what this command started.
+      if (inmemory) source.client.close();
+      else await source.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the local control plane: ${messageOf(error)}`));
+    }
+    target.close();
+    await lock.release();
+  }
+}
+
+function kindsOf(journal: PivotJournal): { kind: string; count: number }[] {
+  const counts = new Map<string, number>();
+  for (const o of [...journal.objects].sort((a, b) => a.tier - b.tier)) counts.set(o.kind, (counts.get(o.kind) ?? 0) + 1);
+  return [...counts].map(([kind, count]) => ({ kind, count }));
+}
+
+function clusterNames(journal: PivotJournal): string[] {
+  return journal.clusters.map((c) => `${c.namespace}/${c.name}`);
+}
