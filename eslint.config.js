@@ -23,6 +23,11 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
     },
   },
+  // Plain JavaScript entry points run on Node.
+  {
+    files: ['**/*.js', '**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', Buffer: 'readonly' } },
+  },
   // CLI, services and top-level files: anything but the Kubernetes client.
   { files: ['src/**/*.ts', 'src/**/*.tsx'], rules: restrict([noKubeClient]) },
   // Domain modules: no CLI, no services, no rendering, no Kubernetes client.
