@@ -142,6 +142,11 @@ export interface PivotEngineOptions {
   concurrency?: number;
   /** Called after each phase is journaled; tests throw here to simulate a crash at that point. Default none. */
   afterPhase?: (phase: PivotPhase) => void | Promise<void>;
+  /**
+   * Re-reads the set to move once the Clusters are paused (controllers may have created
+   * objects since the plan) and checks it against the target. Default: the planned set.
+   */
+  replan?: () => Promise<JournalObject[]>;
 }
 
 /** A new journal for a plan. */
@@ -300,6 +305,7 @@ export async function runPivot(options: PivotEngineOptions): Promise<PivotJourna
   try {
     if (at('paused')) {
       await setPaused(source, journal, true, signal);
+      if (options.replan) journal.objects = await options.replan();
       await advance('paused');
     }
     if (at('copied')) {
@@ -336,6 +342,12 @@ async function copyAll(options: PivotEngineOptions, concurrency: number): Promis
   const total = journal.objects.length;
   let copied = 0;
   const incomplete: JournalObject[] = [];
+  // The namespaces first, as clusterctl does; they stay in the target even on a rollback (they may hold other things).
+  for (const namespace of [...new Set(journal.objects.map((o) => o.namespace).filter((n): n is string => !!n))].sort()) {
+    if (!(await target.get({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }))) {
+      await retrying(`Namespace ${namespace}`, () => target.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }), signal);
+    }
+  }
   const progress = (done = false) => sink.emit({ type: 'progress', task: 'pivot:copy', label: 'Copying objects to the target', current: copied, total, unit: 'objects', ...(done ? { done } : {}) });
   for (const tier of [...tiers.keys()].sort((a, b) => a - b)) {
     await forEachLimit(
@@ -402,18 +414,19 @@ async function verifyAll(source: KubeClient, target: KubeClient, journal: PivotJ
 
 /** Deletes the moved (namespaced) objects from the source, dependents first, after dropping their finalizers. */
 async function deleteFromSource(source: KubeClient, journal: PivotJournal, concurrency: number, sink: EventSink, signal?: AbortSignal): Promise<void> {
-  const entries = journal.objects.filter((o) => !o.global).sort((a, b) => b.tier - a.tier);
+  const entries = journal.objects.filter((o) => !o.global);
   let deleted = 0;
-  await forEachLimit(
-    entries,
-    concurrency,
-    async (entry) => {
-      await removeFinalizersAndDelete(source, entry, signal);
-      deleted++;
-    },
-    signal,
-  );
+  await forEachTierReversed(entries, concurrency, signal, async (entry) => {
+    await removeFinalizersAndDelete(source, entry, signal);
+    deleted++;
+  });
   sink.emit({ type: 'progress', task: 'pivot:delete', label: 'Deleting moved objects from the source', current: deleted, total: entries.length, unit: 'objects', done: true });
+}
+
+/** Dependents before owners: one tier at a time, highest first, so no owner's deletion cascades into a dependent still to be handled. */
+async function forEachTierReversed(entries: readonly JournalObject[], concurrency: number, signal: AbortSignal | undefined, fn: (entry: JournalObject) => Promise<void>): Promise<void> {
+  const tiers = [...new Set(entries.map((e) => e.tier))].sort((a, b) => b - a);
+  for (const tier of tiers) await forEachLimit(entries.filter((e) => e.tier === tier), concurrency, fn, signal);
 }
 
 async function removeFinalizersAndDelete(client: KubeClient, entry: ObjectRef & { sourceUid?: string }, signal?: AbortSignal): Promise<void> {
@@ -434,7 +447,7 @@ async function removeFinalizersAndDelete(client: KubeClient, entry: ObjectRef & 
  * Undoes a move that has not deleted anything from the source: deletes the copies in the
  * target (by the journal's names, only those carrying this pivot's source UIDs) and unpauses the source.
  */
-export async function rollbackPivot(options: Omit<PivotEngineOptions, 'afterPhase'>): Promise<{ deleted: number }> {
+export async function rollbackPivot(options: Omit<PivotEngineOptions, 'afterPhase' | 'replan'>): Promise<{ deleted: number }> {
   const { source, target, journal, sink, signal, dir } = options;
   if (phaseIndex(journal.phase) >= phaseIndex('source-deleted')) {
     throw new UsageError(`The move already deleted the objects from the source (phase ${journal.phase}); it cannot be rolled back`, {
@@ -442,19 +455,14 @@ export async function rollbackPivot(options: Omit<PivotEngineOptions, 'afterPhas
     });
   }
   const mine = new Set(journal.objects.map((o) => o.sourceUid));
-  const entries = journal.objects.filter((o) => !o.preexisting).sort((a, b) => b.tier - a.tier);
+  const entries = journal.objects.filter((o) => !o.preexisting);
   let deleted = 0;
-  await forEachLimit(
-    entries,
-    Math.max(1, options.concurrency ?? 8),
-    async (entry) => {
-      const live = await target.get<KubeObject>(asRef(entry));
-      if (!live || !mine.has(live.metadata.annotations?.[sourceUidAnnotation] ?? '')) return;
-      await removeFinalizersAndDelete(target, entry, signal);
-      deleted++;
-    },
-    signal,
-  );
+  await forEachTierReversed(entries, Math.max(1, options.concurrency ?? 8), signal, async (entry) => {
+    const live = await target.get<KubeObject>(asRef(entry));
+    if (!live || !mine.has(live.metadata.annotations?.[sourceUidAnnotation] ?? '')) return;
+    await removeFinalizersAndDelete(target, entry, signal);
+    deleted++;
+  });
   await setPaused(source, journal, false, signal);
   journal.rolledBack = true;
   journal.phase = 'planned';

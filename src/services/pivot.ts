@@ -139,7 +139,20 @@ export async function pivot(request: PivotRequest): Promise<PivotResult> {
       await writePivotJournal(dir, journal);
     }
 
+    const attached = source;
+    const moving = journal!;
+    const replan = async () => {
+      const again = await planMove(attached.client, { ...(request.clusterName !== undefined ? { clusterName: request.clusterName } : {}), ...(request.concurrency ? { concurrency: request.concurrency } : {}) });
+      const next = journalFor(again, { kubeconfig: moving.targetKubeconfig, server: moving.targetServer });
+      // Only the recorded Clusters: one created meanwhile is not part of this move.
+      const recorded = new Set(moving.clusters.map((c) => `${c.namespace}/${c.name}`));
+      const objects = next.objects.filter((o) => o.global || recorded.has(`${o.namespace ?? ''}/${o.name}`) || o.kind !== 'Cluster');
+      await preflight(attached.client, target, { ...moving, objects }, again.kinds);
+      if (objects.length !== moving.objects.length) log(sink, 'info', `After pausing, ${objects.length} object(s) move (planned ${moving.objects.length})`);
+      return objects;
+    };
     await runPivot({
+      replan,
       source: source.client,
       target,
       dir,
