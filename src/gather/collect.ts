@@ -254,6 +254,9 @@ async function gatherFiles(bundle: BundleWriter, dir: string, problem: Problem):
   };
   // One log per process of the local control plane, rotated ones too.
   for (const name of await filesIn(layout.logDir, (n) => logFile.test(n))) await copy(`logs/${name}`, path.join(layout.logDir, name));
+  // The output of each user hook (src/lifecycle/hooks.ts writes logs/hooks/<stage>-<n>.log): a failed hook's is the first thing to read.
+  const hookLogs = path.join(layout.logDir, 'hooks');
+  for (const name of await filesIn(hookLogs, (n) => logFile.test(n))) await copy(`logs/hooks/${name}`, path.join(hookLogs, name));
   // The installer's own state: journal, timings, asset state, its debug log. Not recursive: pki/ and etcd/ stay out.
   const stateDir = path.join(layout.dir, '.provisioner');
   for (const name of await filesIn(stateDir, (n) => n.endsWith('.json') || logFile.test(n))) await copy(`state/${name}`, path.join(stateDir, name));
@@ -445,6 +448,7 @@ function readme(input: ReadmeInput): string {
     'Layout:',
     '  logs/<process>.log[.1]      one log per process of the local control plane (etcd, kube-apiserver,',
     '                              each provider controller); .1 is the previous, rotated part',
+    '  logs/hooks/<stage>-<n>.log  output of each user hook that ran',
     '  state/                      the installer\'s state: journal.json (stages), timings, state.json',
     '                              (hashes of generated files), provisioner.log (its debug log)',
     '  controlplane/ports.json     ports of the last start of the local control plane',
