@@ -47,6 +47,14 @@ async function seed(client: KubeClient, name: string): Promise<KubeObject[]> {
     type: 'cluster.x-k8s.io/secret',
     data: { value: Buffer.from('apiVersion: v1\nkind: Config\n').toString('base64') },
   });
+  // Let the source's controllers reconcile it (status, finalizers), as a real cluster would have.
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const live = await getObject(client, cluster!);
+    if ((live?.['status'] as { phase?: string } | undefined)?.phase) break;
+    if (Date.now() > deadline) throw new Error(`Cluster ${name} got no status within 60 s`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
   return objects.filter((o) => o.kind !== 'Namespace').concat([{ apiVersion: 'v1', kind: 'Secret', metadata: { name: `${name}-kubeconfig`, namespace: name } }]);
 }
 
