@@ -1,0 +1,297 @@
+/**
+ * `create cluster` benchmark, on the in-memory platform with the real bundle:
+ *
+ *  - baseline: the control-plane boot alone (`management start` on a fresh dir), so the
+ *    table shows how much of a create is boot and how much is provisioning;
+ *  - the acceptance install (3 control-plane + 2 workers): wall time, per-stage timings
+ *    from the `stage` events of `--output json`, the CLI's own CPU time and share of all
+ *    the CPU spent (CLI + control-plane processes), and the CLI's peak RSS;
+ *  - the same at 3 + 100 workers (install-config.yaml edited), to see what breaks first.
+ *
+ * The CLI's CPU and peak RSS come from /proc/<pid>/stat (utime + stime) and
+ * /proc/<pid>/status (VmHWM), sampled every 200 ms while it runs (the last sample is at
+ * most 200 ms before its exit); the control plane's from its recorded pids at the end.
+ * Every created cluster is destroyed (timed as well) and its dir removed.
+ *
+ * Runs (medians): PROVISIONER_BENCH_BOOT_RUNS (default 3), PROVISIONER_BENCH_CREATE_RUNS
+ * (default 1: one 3+2 create takes ~1.5–2 min on 2 cores), PROVISIONER_BENCH_LARGE_WORKERS
+ * (default 100; 0 skips the large run).
+ *
+ * Run: `npm run bench -- create` (prints the table, writes bench-results/create.json).
+ */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { controlPlaneLayout } from '../../src/controlplane/layout.js';
+import { isAlive, readPidfiles } from '../../src/process/pidfile.js';
+import { cliVersion } from '../../src/version.js';
+import { cli, editInstallConfig, ensureBuilt, getNodes, procStats, startCli, waitForInMemoryPort, type CliRun } from '../../test/e2e/support/cli.js';
+import { formatNumber, median, type BenchRecord, type BenchTable } from './record.js';
+
+const bootRuns = positiveEnv('PROVISIONER_BENCH_BOOT_RUNS', 3);
+const createRuns = positiveEnv('PROVISIONER_BENCH_CREATE_RUNS', 1);
+const largeWorkers = positiveEnv('PROVISIONER_BENCH_LARGE_WORKERS', 100, true);
+/** Wall-clock limit of one run; the CLI's own no-progress timeout (10 min) normally ends a stuck one first. */
+const runLimitMs = 60 * 60_000;
+
+function positiveEnv(name: string, fallback: number, zeroAllowed = false): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < (zeroAllowed ? 0 : 1)) throw new Error(`${name} must be a whole number${zeroAllowed ? '' : ' of at least 1'}`);
+  return value;
+}
+
+interface StageTiming {
+  stage: string;
+  durationMs: number;
+}
+
+interface Measured {
+  wallMs: number;
+  exitCode: number | undefined;
+  /** CLI process utime + stime at its last sample. */
+  cliCpuMs: number;
+  cliPeakRssBytes: number;
+  /** CPU of the control-plane processes (they start during the run, so their total is what the run cost). */
+  controlPlaneCpuMs: number;
+  controlPlaneRssBytes: number;
+  stages: StageTiming[];
+  /** The failed stage and its message, or the error event, when the run failed. */
+  failure?: string;
+  run: CliRun;
+}
+
+interface JsonEvent {
+  type: string;
+  stage?: string;
+  state?: string;
+  durationMs?: number;
+  message?: string;
+  details?: string[];
+}
+
+/** Runs the CLI with `--output json`, sampling its /proc entry until it exits. */
+async function measure(dir: string, args: readonly string[]): Promise<Measured> {
+  const child = startCli([...args, '--dir', dir, '--output', 'json'], runLimitMs);
+  let cliCpuMs = 0;
+  let cliPeakRssBytes = 0;
+  while (!child.ended()) {
+    const stats = await procStats(child.pid);
+    if (stats) {
+      cliCpuMs = stats.cpuMs;
+      cliPeakRssBytes = Math.max(cliPeakRssBytes, stats.peakRssBytes);
+    }
+    await Promise.race([child.result(), new Promise((resolve) => setTimeout(resolve, 200))]);
+  }
+  const run = await child.result();
+  const events = run.stdout
+    .split('\n')
+    .filter((l) => l.trim().startsWith('{'))
+    .map((l) => JSON.parse(l) as JsonEvent);
+  const stages = events.filter((e) => e.type === 'stage' && e.state === 'succeeded' && e.durationMs !== undefined).map((e) => ({ stage: e.stage!, durationMs: e.durationMs! }));
+  let controlPlaneCpuMs = 0;
+  let controlPlaneRssBytes = 0;
+  for (const entry of await readPidfiles(controlPlaneLayout(dir).stateDir)) {
+    if (!isAlive(entry)) continue;
+    const stats = await procStats(entry.pid);
+    controlPlaneCpuMs += stats?.cpuMs ?? 0;
+    controlPlaneRssBytes += await currentRss(entry.pid);
+  }
+  const failedStage = events.find((e) => e.type === 'stage' && e.state === 'failed');
+  const error = events.find((e) => e.type === 'error');
+  const failure =
+    run.exitCode === 0
+      ? undefined
+      : [failedStage ? `stage ${failedStage.stage} failed: ${failedStage.message ?? ''}` : undefined, error ? `error: ${error.message ?? ''} ${(error.details ?? []).slice(0, 3).join('; ')}` : undefined, `exit ${run.exitCode ?? run.signal}`]
+          .filter(Boolean)
+          .join(' | ');
+  return { wallMs: run.durationMs, exitCode: run.exitCode, cliCpuMs, cliPeakRssBytes, controlPlaneCpuMs, controlPlaneRssBytes, stages, run, ...(failure ? { failure } : {}) };
+}
+
+async function currentRss(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+}
+
+async function scratchDir(prefix: string): Promise<string> {
+  return mkdtemp(path.join(os.tmpdir(), `provisioner-bench-${prefix}-`));
+}
+
+/** Destroys what `dir` holds (timed) and removes it; returns the destroy's wall time or undefined when it failed. */
+async function teardown(dir: string, command: readonly string[], notes: string[]): Promise<number | undefined> {
+  const run = await cli([...command, '--dir', dir], 30 * 60_000);
+  if (run.exitCode !== 0) notes.push(`${command.join(' ')} on ${path.basename(dir)} exited ${run.exitCode}: ${run.stderr.split('\n').slice(-5).join(' / ')}`);
+  // Whatever a failed teardown left running dies here.
+  for (const entry of await readPidfiles(controlPlaneLayout(dir).stateDir)) {
+    if (isAlive(entry)) for (const target of entry.detached ? [-entry.pid, entry.pid] : [entry.pid]) {
+      try {
+        process.kill(target, 'SIGKILL');
+      } catch {
+        // Gone already, or not a group leader.
+      }
+    }
+  }
+  await rm(dir, { recursive: true, force: true });
+  return run.exitCode === 0 ? run.durationMs : undefined;
+}
+
+interface CreateFigures {
+  label: string;
+  workers: number;
+  runs: Measured[];
+  destroyMs: number[];
+  readyNodes: number[];
+}
+
+async function createInstall(controlPlane: number, workers: number, runs: number, notes: string[]): Promise<CreateFigures> {
+  const label = `${controlPlane}+${workers}`;
+  const figures: CreateFigures = { label, workers, runs: [], destroyMs: [], readyNodes: [] };
+  for (let i = 0; i < runs; i++) {
+    const dir = await scratchDir(`create-${controlPlane}x${workers}`);
+    try {
+      // The flags cap nothing: --workers N writes a pool of N; editing the file is what a user does too.
+      const config = await cli(['create', 'install-config', '--dir', dir, '--name', 'bench', '--control-plane-replicas', String(controlPlane), '--workers', '2'], 60_000);
+      if (config.exitCode !== 0) throw new Error(`create install-config exited ${config.exitCode}: ${config.stderr}`);
+      if (workers !== 2) {
+        await editInstallConfig(dir, (doc) => {
+          const pool = (doc.machinePools as { name: string; quantity: number }[]).find((p) => p.name === 'worker');
+          if (!pool) throw new Error('no worker pool in the generated install-config.yaml');
+          pool.quantity = workers;
+        });
+      }
+      // Two in-memory clusters on one machine collide on the provider's listener port: wait for any other to go.
+      await waitForInMemoryPort(15 * 60_000);
+      const measured = await measure(dir, ['create', 'cluster']);
+      figures.runs.push(measured);
+      if (measured.failure) notes.push(`create ${label} run ${i + 1} failed first at: ${measured.failure}`);
+      else {
+        const nodes = await getNodes(path.join(dir, 'auth', 'kubeconfig')).catch((error: unknown) => {
+          notes.push(`create ${label} run ${i + 1}: kubectl get nodes failed: ${String(error)}`);
+          return [];
+        });
+        figures.readyNodes.push(nodes.filter((n) => n.ready).length);
+      }
+    } finally {
+      const destroyMs = await teardown(dir, ['destroy', 'cluster'], notes);
+      if (destroyMs !== undefined) figures.destroyMs.push(destroyMs);
+    }
+  }
+  return figures;
+}
+
+const mib = (bytes: number) => bytes / 2 ** 20;
+const seconds = (ms: number) => Math.round(ms / 100) / 10;
+
+function medianOf(runs: readonly Measured[], pick: (m: Measured) => number): number {
+  return median(runs.map(pick));
+}
+
+function stageMedian(runs: readonly Measured[], stage: string): number | undefined {
+  const values = runs.map((r) => r.stages.find((s) => s.stage === stage)?.durationMs).filter((v): v is number => v !== undefined);
+  return values.length ? median(values) : undefined;
+}
+
+export async function run(): Promise<BenchRecord> {
+  await ensureBuilt();
+  const notes: string[] = [];
+
+  // Baseline: the control plane alone.
+  const boots: Measured[] = [];
+  for (let i = 0; i < bootRuns; i++) {
+    const dir = await scratchDir('boot');
+    try {
+      const measured = await measure(dir, ['management', 'start']);
+      if (measured.failure) notes.push(`management start run ${i + 1} failed: ${measured.failure}`);
+      else boots.push(measured);
+    } finally {
+      await teardown(dir, ['management', 'stop'], notes);
+    }
+  }
+
+  const small = await createInstall(3, 2, createRuns, notes);
+  const large = largeWorkers > 0 ? await createInstall(3, largeWorkers, 1, notes) : undefined;
+  const okSmall = small.runs.filter((r) => !r.failure);
+  const okLarge = large?.runs.filter((r) => !r.failure) ?? [];
+
+  const figures: Record<string, number> = {
+    bootMs: medianOf(boots, (m) => m.wallMs),
+    bootCliCpuMs: medianOf(boots, (m) => m.cliCpuMs),
+    bootCliPeakRssMiB: mib(medianOf(boots, (m) => m.cliPeakRssBytes)),
+    create3x2Ms: medianOf(okSmall, (m) => m.wallMs),
+    create3x2ControlPlaneStageMs: median(okSmall.map((m) => m.stages.find((s) => s.stage === 'controlplane')?.durationMs ?? Number.NaN)),
+    create3x2CliCpuMs: medianOf(okSmall, (m) => m.cliCpuMs),
+    create3x2ControlPlaneCpuMs: medianOf(okSmall, (m) => m.controlPlaneCpuMs),
+    create3x2CliPeakRssMiB: mib(medianOf(okSmall, (m) => m.cliPeakRssBytes)),
+    create3x2ControlPlaneRssMiB: mib(medianOf(okSmall, (m) => m.controlPlaneRssBytes)),
+    destroy3x2Ms: median(small.destroyMs),
+  };
+  if (large) {
+    Object.assign(figures, {
+      [`create3x${largeWorkers}Ms`]: medianOf(okLarge, (m) => m.wallMs),
+      [`create3x${largeWorkers}CliCpuMs`]: medianOf(large.runs, (m) => m.cliCpuMs),
+      [`create3x${largeWorkers}ControlPlaneCpuMs`]: medianOf(large.runs, (m) => m.controlPlaneCpuMs),
+      [`create3x${largeWorkers}CliPeakRssMiB`]: mib(medianOf(large.runs, (m) => m.cliPeakRssBytes)),
+      [`create3x${largeWorkers}ControlPlaneRssMiB`]: mib(medianOf(large.runs, (m) => m.controlPlaneRssBytes)),
+      [`create3x${largeWorkers}ReadyNodes`]: median(large.readyNodes),
+      [`destroy3x${largeWorkers}Ms`]: median(large.destroyMs),
+    });
+  }
+  const ratios: Record<string, number> = {
+    bootShareOf3x2: figures.bootMs! / figures.create3x2Ms!,
+    provisioningShareOf3x2: 1 - figures.create3x2ControlPlaneStageMs! / figures.create3x2Ms!,
+    cliCpuShareOf3x2: figures.create3x2CliCpuMs! / (figures.create3x2CliCpuMs! + figures.create3x2ControlPlaneCpuMs!),
+    cliCpuPerWallOf3x2: figures.create3x2CliCpuMs! / figures.create3x2Ms!,
+  };
+  if (large && okLarge.length > 0) {
+    ratios[`create3x${largeWorkers}Over3x2`] = figures[`create3x${largeWorkers}Ms`]! / figures.create3x2Ms!;
+    ratios[`cliCpuShareOf3x${largeWorkers}`] = figures[`create3x${largeWorkers}CliCpuMs`]! / (figures[`create3x${largeWorkers}CliCpuMs`]! + figures[`create3x${largeWorkers}ControlPlaneCpuMs`]!);
+  }
+
+  // Per-stage table: every stage any run reported, in the order of the first run that has it.
+  const stageNames: string[] = [];
+  for (const m of [...boots, ...small.runs, ...(large?.runs ?? [])]) for (const s of m.stages) if (!stageNames.includes(s.stage)) stageNames.push(s.stage);
+  const cell = (value: number | undefined) => (value === undefined ? '-' : `${seconds(value)} s`);
+  const stageTable: BenchTable = {
+    title: 'stages (median seconds; controlplane/* are sub-stages of controlplane)',
+    columns: ['stage', 'boot (management start)', 'create 3+2', ...(large ? [`create 3+${largeWorkers}`] : [])],
+    rows: stageNames.map((name) => [name, cell(stageMedian(boots, name)), cell(stageMedian(small.runs, name)), ...(large ? [cell(stageMedian(large.runs, name))] : [])]),
+  };
+  const summary: BenchTable = {
+    title: 'per run (medians)',
+    columns: ['run', 'ok/runs', 'wall', 'CLI CPU', 'CLI CPU share', 'CLI peak RSS', 'control plane CPU', 'control plane RSS', 'destroy'],
+    rows: [
+      ['boot (management start)', `${boots.length}/${bootRuns}`, cell(figures.bootMs), cell(figures.bootCliCpuMs), '-', `${formatNumber(figures.bootCliPeakRssMiB!)} MiB`, '-', '-', '-'],
+      ...[small, ...(large ? [large] : [])].map((f) => {
+        const ok = f.runs.filter((r) => !r.failure);
+        const cliCpu = medianOf(f.runs, (m) => m.cliCpuMs);
+        const cpCpu = medianOf(f.runs, (m) => m.controlPlaneCpuMs);
+        return [
+          `create ${f.label}`,
+          `${ok.length}/${f.runs.length}`,
+          ok.length ? cell(medianOf(ok, (m) => m.wallMs)) : 'failed',
+          cell(cliCpu),
+          `${formatNumber((100 * cliCpu) / (cliCpu + cpCpu))} %`,
+          `${formatNumber(mib(medianOf(f.runs, (m) => m.cliPeakRssBytes)))} MiB`,
+          cell(cpCpu),
+          `${formatNumber(mib(medianOf(f.runs, (m) => m.controlPlaneRssBytes)))} MiB`,
+          f.destroyMs.length ? cell(median(f.destroyMs)) : 'failed',
+        ];
+      }),
+    ],
+  };
+  notes.push(
+    'Baseline: `management start` boots the same control plane (etcd, kube-apiserver, CRDs, 4 provider managers) a create boots in its controlplane stage.',
+    'CLI CPU share = CLI utime+stime / (CLI + every control-plane process), from /proc; the control plane keeps running after an inmemory create, its CPU is read right after the CLI exits.',
+    `Runs: boot ${bootRuns}, create 3+2 ${createRuns}, create 3+${largeWorkers} ${large ? 1 : 0}. Single runs on a shared 2-core machine are noisy; read the ratios.`,
+  );
+  if (large && okLarge.length > 0) notes.push(`3+${largeWorkers}: completed with ${median(large.readyNodes)} Ready nodes; nothing broke.`);
+  return {
+    name: 'create',
+    figures,
+    ratios,
+    versions: { provisioner: cliVersion },
+    tables: [summary, stageTable],
+    notes,
+  };
+}
