@@ -1,7 +1,8 @@
 /** File helpers of the asset store: atomic writes, content hashes, reads that tolerate absence. */
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { writeFileAtomic as writeAtomically } from '../files.js';
 
 export function sha256(content: string): string {
   return createHash('sha256').update(content).digest('hex');
@@ -17,25 +18,8 @@ export async function readIfExists(file: string): Promise<string | undefined> {
   }
 }
 
-/**
- * Writes `content` to `file` atomically: a temporary file in the same directory,
- * flushed to disk, then renamed over the target. A reader sees the old file or the
- * new one, never half of one.
- */
+/** Writes `file` atomically (src/files.ts), creating its directory first. */
 export async function writeFileAtomic(file: string, content: string, mode = 0o644): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-  const handle = await open(temp, 'w', mode);
-  try {
-    await handle.writeFile(content, 'utf8');
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await rename(temp, file);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
+  await writeAtomically(file, content, mode);
 }

@@ -4,8 +4,9 @@
  * A re-run reads it to resume: stages that completed are not repeated unless they are
  * idempotent re-applies; the run count shows how many attempts an install took.
  */
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { writeFileAtomic } from '../files.js';
 
 export type StageState = 'running' | 'succeeded' | 'failed' | 'interrupted';
 
@@ -96,8 +97,6 @@ export class Journal {
 
   private async save(): Promise<void> {
     await mkdir(path.dirname(this.file), { recursive: true });
-    const tmp = `${this.file}.tmp-${process.pid}`;
-    await writeFile(tmp, JSON.stringify(this.data, null, 2) + '\n');
-    await rename(tmp, this.file);
+    await writeFileAtomic(this.file, JSON.stringify(this.data, null, 2) + '\n');
   }
 }

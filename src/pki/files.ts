@@ -2,9 +2,8 @@
  * PEM files on disk: atomic writes (temp file in the same directory, fsync, rename) with
  * explicit modes — private keys 0600, certificates and public keys 0644 — and loading back.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { CertificateAndKey } from './certificates.js';
 
 /** Mode of private key files and kubeconfigs: owner read/write only. */
@@ -14,31 +13,9 @@ export const publicFileMode = 0o644;
 /** Mode of directories that hold private keys. */
 export const privateDirMode = 0o700;
 
-/**
- * Writes `data` to `path` so that a reader sees the old content or the new, never a part:
- * a temp file beside it is written, chmod-ed to `mode` (explicitly, so umask cannot widen
- * or narrow it), fsync-ed, then renamed over `path`.
- */
-export async function writeFileAtomic(path: string, data: string | Uint8Array, mode: number): Promise<void> {
-  const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
-  const handle = await open(temp, 'wx', mode);
-  try {
-    await handle.chmod(mode);
-    await handle.writeFile(data);
-    await handle.sync();
-  } catch (error) {
-    await handle.close();
-    await rm(temp, { force: true });
-    throw error;
-  }
-  await handle.close();
-  try {
-    await rename(temp, path);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
-}
+/** Atomic writes live in src/files.ts, shared with every module that keeps state. */
+export { writeFileAtomic } from '../files.js';
+import { writeFileAtomic } from '../files.js';
 
 /** Paths of a certificate and its private key. */
 export interface CertKeyFiles {

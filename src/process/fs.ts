@@ -1,35 +1,6 @@
-/** Small file helpers for pidfiles and the lock. (process/ stays independent of pki/, so it has its own.) */
-import { randomBytes } from 'node:crypto';
-import { open, readFile, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+/** Small file helpers for pidfiles and the lock; the atomic write is the shared one in src/files.ts. */
 
-/** Writes `path` via a temp file in the same directory, fsync and rename: readers never see a part. */
-export async function writeFileAtomic(path: string, data: string, mode = 0o644): Promise<void> {
-  const temp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
-  const handle = await open(temp, 'wx', mode);
-  try {
-    await handle.writeFile(data);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await rename(temp, path);
-  } catch (error) {
-    await rm(temp, { force: true });
-    throw error;
-  }
-}
-
-/** File content, or undefined when the file does not exist. */
-export async function readIfExists(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch (error) {
-    if (isErrno(error, 'ENOENT')) return undefined;
-    throw error;
-  }
-}
+export { readIfExists, writeFileAtomic } from '../files.js';
 
 export function isErrno(error: unknown, code: string): boolean {
   return error instanceof Error && (error as NodeJS.ErrnoException).code === code;
