@@ -68,6 +68,11 @@ export interface ObjectEvent {
   blocking?: { condition: string; reason?: string; message?: string };
   /** Parent object for tree rendering, as `Kind/name`. */
   parent?: string;
+  /**
+   * The object is gone (deleted and finalized): views drop it, so a deletion is seen
+   * to progress. The other fields repeat its last state. Default: false.
+   */
+  deleted?: boolean;
 }
 
 /** A result the user asked for (a path, a table) — rendered on stdout. */

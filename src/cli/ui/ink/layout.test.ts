@@ -23,7 +23,7 @@ describe('LiveModel', () => {
     expect([ready.pid, ready.logTail, ready.exitCode, ready.restarts]).toEqual([11, undefined, undefined, 1]);
   });
 
-  it('ignores repeated object states, and stops an object clock when it becomes ready', () => {
+  it('ignores repeated object states, stops an object clock when it becomes ready, and drops deleted objects', () => {
     let clock = 1_000;
     const model = new LiveModel('info', () => clock);
     model.apply(obj('Machine', 'm1', { phase: 'Pending' }));
@@ -36,14 +36,21 @@ describe('LiveModel', () => {
     clock = 9_000;
     model.apply(obj('Machine', 'm1', { phase: 'Running', ready: true, blocking: undefined }));
     expect(model.objects.get('Machine/ns/m1')).toMatchObject({ firstSeen: 1_000, readyAt: 5_000 });
+    model.apply(obj('Machine', 'm1', { phase: 'Deleting', deleted: true }));
+    expect(model.objects.has('Machine/ns/m1')).toBe(false);
   });
 
-  it('filters logs by level and keeps warnings apart from the latest info line', () => {
+  it('filters logs by level, keeps warnings apart from the latest info line, and folds repeats', () => {
     const model = new LiveModel('warn', () => 0);
     model.apply({ type: 'log', level: 'info', message: 'hidden at warn' });
     model.apply({ type: 'log', level: 'error', message: 'bad', fields: { code: 7 } });
     expect(model.lastInfo).toBeUndefined();
-    expect(model.problems).toEqual([{ level: 'error', text: 'bad code=7' }]);
+    model.apply({ type: 'log', level: 'error', message: 'bad', fields: { code: 7 } });
+    model.apply({ type: 'log', level: 'warn', message: 'bad', fields: { code: 7 } });
+    expect(model.problems).toEqual([
+      { level: 'error', text: 'bad code=7', repeats: 2 },
+      { level: 'warn', text: 'bad code=7' },
+    ]);
   });
 });
 

@@ -261,10 +261,10 @@ const ObjectLine = memo(function ObjectLine({ object: o, branch, showNamespace, 
   );
 });
 
-const LogLineView = memo(function LogLineView({ line: { level, text: full } }: { line: LogLine }) {
+const LogLineView = memo(function LogLineView({ line: { level, text: full, repeats } }: { line: LogLine }) {
   // One row each: a multi-line message shows its first line.
   const newline = full.indexOf('\n');
-  const text = newline === -1 ? full : `${full.slice(0, newline)} …`;
+  const text = `${repeats ? `(${repeats}×) ` : ''}${newline === -1 ? full : `${full.slice(0, newline)} …`}`;
   switch (level) {
     case 'error':
       return (

@@ -55,6 +55,8 @@ export interface ProgressView {
 export interface LogLine {
   level: LogLevel;
   text: string;
+  /** How many times in a row it was logged; a repeated warning takes one line. */
+  repeats?: number;
 }
 
 /** How many warn/error lines the live view shows, and how many the model keeps for the summary. */
@@ -139,6 +141,10 @@ export class LiveModel {
 
   private applyObject(e: ObjectEvent): void {
     const key = objectKey(e.kind, e.namespace, e.name);
+    if (e.deleted) {
+      if (this.objects.delete(key)) this.version++;
+      return;
+    }
     const previous = this.objects.get(key);
     if (previous && sameObjectState(previous, e)) return;
     const now = this.now();
@@ -175,6 +181,13 @@ export class LiveModel {
     const fields = e.fields ? ' ' + Object.entries(e.fields).map(([k, v]) => `${k}=${v}`).join(' ') : '';
     const line: LogLine = { level: e.level, text: `${e.message}${fields}` };
     if (e.level === 'warn' || e.level === 'error') {
+      const previous = this.problems.at(-1);
+      if (previous && previous.level === line.level && previous.text === line.text) {
+        // Replaced, not mutated: the view memoizes on line objects.
+        this.problems[this.problems.length - 1] = { ...previous, repeats: (previous.repeats ?? 1) + 1 };
+        this.version++;
+        return;
+      }
       this.problems.push(line);
       if (this.problems.length > keptProblemLogs) {
         this.problems.shift();

@@ -199,7 +199,8 @@ describe('InkRenderer', () => {
     // 1 s of events at one frame per 100 ms: the first frame, then ten ticks.
     expect(renderer.frames).toBeLessThanOrEqual(11);
     expect(ui.allFrames().length).toBeLessThanOrEqual(11);
-    vi.advanceTimersByTime(100);
+    clock += 2_000;
+    vi.advanceTimersByTime(2_000);
     const frame = ui.lastFrame();
     expect(frame).toContain('Phase49');
     // The tree is cut to the terminal: 40 rows, not 201.

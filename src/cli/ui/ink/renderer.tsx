@@ -2,7 +2,10 @@
  * The TTY renderer: a live ink view on stderr for long commands, results as plain
  * text on stdout. Events only update the model; frames are drawn on a fixed tick (at
  * most one per `frameMs`), so thousands of events a second cost one map update each
- * and ten frames.
+ * and ten frames. A frame is not cheap — ink lays out and re-renders the whole view,
+ * 5 to 45 ms measured on a loaded 2-core machine — so frames are also spaced to at
+ * least `costFactor` times what the last one took, and an idle view (only a spinner
+ * and clocks moving) redraws every `animationMs`.
  *
  * The view mounts on the first event that has something live to show (a stage, a
  * process, an object, unfinished progress). Until then log lines print as plain lines,
@@ -43,11 +46,14 @@ export interface InkRendererOptions {
   /** Shortest time between two frames. Default: 100 ms. */
   frameMs?: number;
   /**
-   * Time between frames when nothing changed but something animates (a spinner): each
-   * frame re-lays out the whole view, so idle animation is kept slow. Default: 200 ms.
+   * Time between frames when nothing changed but something animates (a spinner, a
+   * running clock); also the spinner's step. Default: 500 ms.
    */
   animationMs?: number;
 }
+
+/** Frames are at least this many times their own cost apart: rendering takes at most ~1/4 of a core. */
+const costFactor = 4;
 
 type LiveEvent = Extract<ProvisionerEvent, { type: 'stage' | 'process' | 'object' | 'progress' }>;
 
@@ -62,6 +68,8 @@ export class InkRenderer implements EventSink {
   private readonly frameMs: number;
   private readonly animationMs: number;
   private drawnAt = 0;
+  /** Real time the last frame took to render, in ms. */
+  private drawCost = 0;
   private surface: LiveSurface | undefined;
   private ticker: NodeJS.Timeout | undefined;
   private drawnVersion = -1;
@@ -76,7 +84,7 @@ export class InkRenderer implements EventSink {
     this.now = options.now ?? (() => performance.now());
     this.rows = options.rows ?? (() => 24);
     this.frameMs = options.frameMs ?? 100;
-    this.animationMs = options.animationMs ?? 200;
+    this.animationMs = options.animationMs ?? 500;
     this.model = new LiveModel(options.logLevel, this.now);
   }
 
@@ -132,8 +140,11 @@ export class InkRenderer implements EventSink {
   }
 
   private tick(): void {
+    // Half a tick of slack: interval timers fire a little early or late.
+    const since = this.now() - this.drawnAt + this.frameMs / 2;
+    if (since < this.drawCost * costFactor) return;
     if (this.model.version !== this.drawnVersion) this.draw();
-    else if (this.now() - this.drawnAt >= this.animationMs - this.frameMs / 2 && this.model.animating) this.draw();
+    else if (since >= this.animationMs && this.model.animating) this.draw();
   }
 
   private draw(): void {
@@ -141,7 +152,9 @@ export class InkRenderer implements EventSink {
     this.drawnVersion = this.model.version;
     this.drawnAt = this.now();
     this.frames++;
+    const started = performance.now();
     this.surface.rerender(this.view());
+    this.drawCost = performance.now() - started;
   }
 
   private view(): React.ReactElement {

@@ -58,7 +58,7 @@ export function formatSummary(model: LiveModel, now: number): string {
 
   if (model.problems.length > 0) {
     const lines = model.droppedProblems > 0 ? [`(${model.droppedProblems} earlier warnings not kept)`] : [];
-    for (const l of model.problems) lines.push(`${l.level === 'error' ? 'ERROR' : 'WARN'} ${l.text}`);
+    for (const l of model.problems) lines.push(`${l.level === 'error' ? 'ERROR' : 'WARN'} ${l.repeats ? `(${l.repeats}×) ` : ''}${l.text}`);
     sections.push(lines);
   }
 
