@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import type { ControlPlanePki } from '../pki/index.js';
+import type { ArgMap } from '../process/args.js';
+import { apiServerArgs, controllerArgs, controllerEnv, etcdArgs } from './components.js';
+
+const files = (name: string) => ({ certFile: `/pki/${name}.crt`, keyFile: `/pki/${name}.key` });
+// Only the file paths are read by the arg builders; no keys are generated for this test.
+const pki: ControlPlanePki = {
+  dir: '/pki',
+  caCertPem: 'CA',
+  ca: files('ca'),
+  apiServer: files('apiserver'),
+  admin: files('admin'),
+  serviceAccount: { privateKeyFile: '/pki/sa.key', publicKeyFile: '/pki/sa.pub' },
+  etcdCa: files('etcd/ca'),
+  etcdServer: files('etcd/server'),
+  apiServerEtcdClient: files('apiserver-etcd-client'),
+  webhooks: {},
+  generated: [],
+};
+
+/** Every value of a flag whose name says it listens, binds or advertises. */
+function addressFlags(args: ArgMap): [string, string][] {
+  return Object.entries(args)
+    .filter(([name]) => /listen|bind|advertise|addr|address|url|servers|issuer/.test(name))
+    .map(([name, value]) => [name, String(value)]);
+}
+
+function hostsOf(value: string): string[] {
+  return value.split(',').flatMap((part) => {
+    const withoutName = part.includes('=') ? part.slice(part.indexOf('=') + 1) : part;
+    const match = /^(?:[a-z]+:\/\/)?(\[[^\]]+\]|[^:/]+)/.exec(withoutName);
+    return match?.[1] ? [match[1]] : [];
+  });
+}
+
+describe('etcdArgs', () => {
+  const args = etcdArgs(pki, '/data/etcd', { client: 2379, peer: 2380, metrics: 2381 });
+
+  it('listens and advertises on 127.0.0.1 only', () => {
+    const flags = addressFlags(args);
+    expect(flags.map(([name]) => name).sort()).toEqual(
+      ['advertise-client-urls', 'initial-advertise-peer-urls', 'listen-client-urls', 'listen-metrics-urls', 'listen-peer-urls'].sort(),
+    );
+    for (const [, value] of flags) for (const host of hostsOf(value)) expect(host).toBe('127.0.0.1');
+    expect(args['listen-client-urls']).toBe('https://127.0.0.1:2379');
+    expect(args['initial-cluster']).toBe('provisioner=http://127.0.0.1:2380');
+  });
+
+  it('keeps fsync on and requires client certs', () => {
+    expect(Object.keys(args).some((k) => k.includes('unsafe-no-fsync'))).toBe(false);
+    expect(args['client-cert-auth']).toBe(true);
+    expect(args['data-dir']).toBe('/data/etcd');
+  });
+
+  it('lets overrides win', () => {
+    const overridden = etcdArgs(pki, '/data/etcd', { client: 1, peer: 2, metrics: 3 }, { 'log-level': 'debug', 'quota-backend-bytes': 1024 });
+    expect(overridden['log-level']).toBe('debug');
+    expect(overridden['quota-backend-bytes']).toBe(1024);
+  });
+});
+
+describe('apiServerArgs', () => {
+  const args = apiServerArgs(pki, 2379, { secure: 6443 });
+
+  it('binds, advertises and reaches etcd on 127.0.0.1 only', () => {
+    expect(args['bind-address']).toBe('127.0.0.1');
+    expect(args['advertise-address']).toBe('127.0.0.1');
+    expect(args['etcd-servers']).toBe('https://127.0.0.1:2379');
+    for (const [, value] of addressFlags(args)) for (const host of hostsOf(value)) expect(host).toBe('127.0.0.1');
+    expect(args['secure-port']).toBe(6443);
+  });
+
+  it('uses the PKI files and RBAC', () => {
+    expect(args['client-ca-file']).toBe('/pki/ca.crt');
+    expect(args['etcd-certfile']).toBe('/pki/apiserver-etcd-client.crt');
+    expect(args['service-account-signing-key-file']).toBe('/pki/sa.key');
+    expect(args['authorization-mode']).toBe('RBAC');
+    expect(args.profiling).toBe(false);
+  });
+
+  it('lets overrides win', () => {
+    expect(apiServerArgs(pki, 2379, { secure: 6443 }, { 'authorization-mode': 'Node,RBAC', v: 4 })).toMatchObject({ 'authorization-mode': 'Node,RBAC', v: 4 });
+  });
+});
+
+describe('controllerArgs', () => {
+  it('serves health and diagnostics on 127.0.0.1, without leader election', () => {
+    const args = controllerArgs('/kubeconfig', '/certs', { webhook: 9443, health: 9440, diagnostics: 8443 });
+    expect(args['health-addr']).toBe('127.0.0.1:9440');
+    expect(args['diagnostics-address']).toBe('127.0.0.1:8443');
+    expect(args['webhook-port']).toBe(9443);
+    expect(args['leader-elect']).toBe(false);
+    for (const [, value] of addressFlags(args)) for (const host of hostsOf(value)) expect(host).toBe('127.0.0.1');
+    // No gates given: no empty --feature-gates flag.
+    expect('feature-gates' in args).toBe(false);
+  });
+
+  it('renders feature gates sorted by name', () => {
+    const args = controllerArgs('/k', '/c', { webhook: 1, health: 2, diagnostics: 3 }, { MachinePool: true, ClusterTopology: false, KubeadmBootstrapFormatIgnition: true });
+    expect(args['feature-gates']).toBe('ClusterTopology=false,KubeadmBootstrapFormatIgnition=true,MachinePool=true');
+  });
+
+  it('lets overrides win, including over feature gates', () => {
+    const args = controllerArgs('/k', '/c', { webhook: 1, health: 2, diagnostics: 3 }, { A: true }, { 'leader-elect': true, 'feature-gates': 'B=true' });
+    expect(args['leader-elect']).toBe(true);
+    expect(args['feature-gates']).toBe('B=true');
+  });
+
+  it('gives controllers a loopback bind address', () => {
+    expect(controllerEnv()).toMatchObject({ PROVISIONER_BIND_ADDRESS: '127.0.0.1', POD_IP: '127.0.0.1' });
+  });
+});
