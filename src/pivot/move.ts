@@ -10,7 +10,7 @@
  * the source unpaused); after that, only forward. The Clusters stay paused (spec.paused)
  * in both places while objects are in flight, so no controller acts on a half-moved set.
  */
-import { ExternalError, UsageError, messageOf } from '../errors.js';
+import { ExternalError, InterruptedError, UsageError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
 import { defaultRetryPolicy, forEachLimit, realSleep, withRetry } from '../apply/concurrency.js';
@@ -295,6 +295,10 @@ export async function runPivot(options: PivotEngineOptions): Promise<PivotJourna
   const { source, target, journal, sink, signal, dir } = options;
   const concurrency = Math.max(1, options.concurrency ?? 8);
   const advance = async (phase: PivotPhase) => {
+    // An interrupt stops the bounded loops early without an error: never record a phase as complete then.
+    if (signal?.aborted) {
+      throw new InterruptedError(`The pivot was interrupted before ${phase}`, { hint: 'Run `provisioner pivot` again to resume it, or with --rollback to undo it.' });
+    }
     journal.phase = phase;
     delete journal.lastError;
     await writePivotJournal(dir, journal);
@@ -463,6 +467,7 @@ export async function rollbackPivot(options: Omit<PivotEngineOptions, 'afterPhas
     await removeFinalizersAndDelete(target, entry, signal);
     deleted++;
   });
+  if (signal?.aborted) throw new InterruptedError('The rollback was interrupted', { hint: 'Run `provisioner pivot --rollback` again to finish it.' });
   await setPaused(source, journal, false, signal);
   journal.rolledBack = true;
   journal.phase = 'planned';
