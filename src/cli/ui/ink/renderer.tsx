@@ -68,7 +68,7 @@ export class InkRenderer implements EventSink {
   private readonly frameMs: number;
   private readonly animationMs: number;
   private drawnAt = 0;
-  /** Real time the last frame took to render, in ms. */
+  /** Time the last frame took to render, in ms. */
   private drawCost = 0;
   private surface: LiveSurface | undefined;
   private ticker: NodeJS.Timeout | undefined;
@@ -92,10 +92,10 @@ export class InkRenderer implements EventSink {
     if (this.fallback) return this.fallback.emit(event);
     if (event.type === 'result') return this.writeResult(event.text.endsWith('\n') ? event.text : `${event.text}\n`);
     if (!this.surface && !startsLiveView(event)) {
-      if (event.type === 'log' && levelRank[event.level] >= levelRank[this.options.logLevel]) {
-        const line = formatPlain(event);
-        if (line !== undefined) this.options.stderr.write(`${line}\n`);
-      }
+      // Nothing live yet: logs (and finished progress) as plain lines, as without a terminal.
+      if (event.type === 'log' && levelRank[event.level] < levelRank[this.options.logLevel]) return;
+      const line = formatPlain(event);
+      if (line !== undefined) this.options.stderr.write(`${line}\n`);
       return;
     }
     this.model.apply(event);
@@ -152,9 +152,8 @@ export class InkRenderer implements EventSink {
     this.drawnVersion = this.model.version;
     this.drawnAt = this.now();
     this.frames++;
-    const started = performance.now();
     this.surface.rerender(this.view());
-    this.drawCost = performance.now() - started;
+    this.drawCost = this.now() - this.drawnAt;
   }
 
   private view(): React.ReactElement {
