@@ -39,7 +39,7 @@ export async function runUserHooks(hooks: readonly UserHook[], context: HookCont
     const logFile = path.join(logDir, `${context.stage}-${index + 1}.log`);
     const started = performance.now();
     log(context.events, 'info', `Running ${context.stage} hook ${hook.path}`);
-    const result = await execa(executable, [...hook.args], {
+    const subprocess = execa(executable, [...hook.args], {
       cwd: context.dir,
       env: buildChildEnv({
         extra: { PROVISIONER_STAGE: context.stage, PROVISIONER_DIR: context.dir, KUBECONFIG: context.kubeconfig },
@@ -51,12 +51,31 @@ export async function runUserHooks(hooks: readonly UserHook[], context: HookCont
       timeout: hook.timeoutMs,
       reject: false,
       ...(context.signal ? { cancelSignal: context.signal } : {}),
+      // Its own process group, so a timeout or Ctrl-C stops the hook's children too: a
+      // child (`sleep`, `kubectl wait`) holds the output pipe, and the stage would wait for it.
+      detached: true,
     });
+    let timedOut = false;
+    const stopGroup = () => {
+      try {
+        if (subprocess.pid !== undefined) process.kill(-subprocess.pid, 'SIGKILL');
+      } catch {
+        // The group is already gone.
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      stopGroup();
+    }, hook.timeoutMs);
+    context.signal?.addEventListener('abort', stopGroup, { once: true });
+    const result = await subprocess;
+    clearTimeout(timer);
+    context.signal?.removeEventListener('abort', stopGroup);
     await writeFile(logFile, typeof result.all === 'string' ? result.all : '', { mode: 0o600 });
     const output = await readLogTail(logFile, tailLines);
     const took = Math.round(performance.now() - started);
     if (result.failed) {
-      const why = result.timedOut
+      const why = result.timedOut || timedOut
         ? `did not finish within ${Math.round(hook.timeoutMs / 1000)} s`
         : result.isCanceled
           ? 'was interrupted'
