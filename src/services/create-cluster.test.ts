@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import { validateInstallConfigText } from '../config/index.js';
+import type { KubeObject } from '../kube/client.js';
+import { allPlatformRules, generateManifests } from '../platforms/index.js';
+import { countMachines, parseDurationMs, partitionByStage } from './create-cluster.js';
+
+/** An inmemory install config: 3 control-plane machines, pools of 2 and 4 workers; the rest defaulted. */
+const installConfig = `apiVersion: provisioner.dev/v1alpha1
+kind: InstallConfig
+metadata:
+  name: demo
+kubernetesVersion: v1.36.3
+machinePools:
+  - name: control-plane
+    quantity: 3
+    roles: [etcd, controlPlane]
+  - name: worker
+    quantity: 2
+    roles: [worker]
+  - name: gpu
+    quantity: 4
+    roles: [worker]
+platform:
+  inmemory: {}
+`;
+
+function generatedObjects(): KubeObject[] {
+  const config = validateInstallConfigText(installConfig, { extraRules: allPlatformRules() }).config;
+  return generateManifests(config).manifests.map((m) => m.object as KubeObject);
+}
+
+const names = (objects: KubeObject[]) => objects.map((o) => `${o.kind}/${o.metadata.name}`).sort();
+
+describe('partitionByStage', () => {
+  it('puts each generated object in its stage, losing none', () => {
+    const objects = generatedObjects();
+    const staged = partitionByStage(objects);
+    expect(staged.infrastructure.map((o) => o.kind).sort()).toEqual(['Cluster', 'DevCluster', 'Namespace']);
+    expect(staged.controlPlane.map((o) => o.kind).sort()).toEqual(['DevMachineTemplate', 'KubeadmControlPlane']);
+    const kcp = staged.controlPlane.find((o) => o.kind === 'KubeadmControlPlane');
+    const cpTemplate = staged.controlPlane.find((o) => o.kind === 'DevMachineTemplate');
+    expect((kcp?.spec as { machineTemplate: { spec: { infrastructureRef: { name: string } } } }).machineTemplate.spec.infrastructureRef.name).toBe(cpTemplate?.metadata.name);
+    expect(staged.workers.map((o) => o.kind).sort()).toEqual([
+      'DevMachineTemplate',
+      'DevMachineTemplate',
+      'KubeadmConfigTemplate',
+      'KubeadmConfigTemplate',
+      'MachineDeployment',
+      'MachineDeployment',
+    ]);
+    expect(staged.workers.filter((o) => o.kind === 'MachineDeployment').map((o) => o.metadata.name).sort()).toEqual(['demo-gpu', 'demo-worker']);
+    expect(names([...staged.infrastructure, ...staged.controlPlane, ...staged.workers])).toEqual(names(objects));
+  });
+
+  it('keeps the input order within a stage', () => {
+    const objects = generatedObjects();
+    const staged = partitionByStage(objects);
+    for (const part of [staged.infrastructure, staged.controlPlane, staged.workers]) {
+      const positions = part.map((o) => objects.indexOf(o));
+      expect(positions).toEqual([...positions].sort((a, b) => a - b));
+    }
+  });
+
+  it('places user-added Secrets and ConfigMaps with the infrastructure', () => {
+    const secret: KubeObject = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'demo' } };
+    const configMap: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'addons', namespace: 'demo' } };
+    const staged = partitionByStage([secret, configMap]);
+    expect(staged.infrastructure).toEqual([secret, configMap]);
+    expect(staged.workers).toEqual([]);
+  });
+});
+
+describe('countMachines', () => {
+  it('adds control-plane replicas and every MachineDeployment replicas', () => {
+    expect(countMachines(generatedObjects())).toBe(3 + 2 + 4);
+  });
+
+  it('counts a missing replicas field as 1 and ignores other kinds', () => {
+    const objects: KubeObject[] = [
+      { apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2', kind: 'KubeadmControlPlane', metadata: { name: 'cp' }, spec: {} },
+      { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineDeployment', metadata: { name: 'md' }, spec: { replicas: 0 } },
+      { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet', metadata: { name: 'ms' }, spec: { replicas: 7 } },
+    ];
+    expect(countMachines(objects)).toBe(1);
+  });
+});
+
+describe('parseDurationMs', () => {
+  it.each([
+    ['10m', 600_000],
+    ['90s', 90_000],
+    ['1h30m', 5_400_000],
+    ['1h0m5s', 3_605_000],
+    ['250ms', 250],
+    ['1.5s', 1_500],
+    ['2h', 7_200_000],
+  ])('%s is %d ms', (text, ms) => {
+    expect(parseDurationMs(text)).toBe(ms);
+  });
+});
