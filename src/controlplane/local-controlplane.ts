@@ -66,6 +66,8 @@ export interface Ports {
 const etcdStartTimeoutMs = 60_000;
 const apiServerStartTimeoutMs = 120_000;
 const controllerStartTimeoutMs = 120_000;
+/** Pause between readiness probes: short, since every component answers within seconds. */
+const probeIntervalMs = 100;
 /** Attempts when a port we picked was taken before the child could bind it. */
 const portAttempts = 3;
 
@@ -130,6 +132,9 @@ export class LocalControlPlane {
 
     // Until this start finishes, what runs here is half a control plane: never "already running".
     await rm(layout.startedFile, { force: true });
+    // Parsing the providers' manifests (about 4 MB of YAML) overlaps the etcd and API server boot.
+    const componentsLoading = Promise.all(this.options.providers.map((p) => loadComponents(p.provider, p.namespace, p.componentsFile)));
+    componentsLoading.catch(() => {}); // awaited below; a failure surfaces there
     const stale = await stopStale(layout.stateDir, { events });
     if (stale.length > 0) log(events, 'warn', `Stopped ${stale.length} process(es) left running by an earlier command: ${stale.map((e) => e.name).join(', ')}`);
 
@@ -176,7 +181,7 @@ export class LocalControlPlane {
       this.client?.close();
       this.client = KubeClient.fromFile(layout.kubeconfig);
 
-      const components = await Promise.all(this.options.providers.map((p) => loadComponents(p.provider, p.namespace, p.componentsFile)));
+      const components = await componentsLoading;
       const endpoints = this.webhookEndpoints(ports);
       const crds = await this.stage('crds', () => installCrds(this.kube, components, endpoints, caPem, signal ? { signal } : {}));
       log(events, 'debug', `${crds.length} CRDs established`);
@@ -241,6 +246,7 @@ export class LocalControlPlane {
       logDir: this.layout.logDir,
       readiness,
       startTimeoutMs,
+      probeIntervalMs,
       detached: this.options.detached ?? false,
       stateDir: this.layout.stateDir,
       ports,
