@@ -129,8 +129,9 @@ export async function waitFor(client: KubeClient, options: WaitOptions): Promise
           reevaluate();
         },
         () => {
-          // The server ends watches after a while; start again from a fresh list.
-          if (!settled) void startWatch(kind).catch((error: unknown) => finish(error));
+          // The server ends watches after a while; start again from a fresh list, and judge
+          // that list: it holds what changed while no watch ran.
+          if (!settled) void startWatch(kind).then(reevaluate, (error: unknown) => finish(error));
         },
       );
       if (settled) stop();

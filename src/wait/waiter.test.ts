@@ -1,0 +1,261 @@
+import { describe, expect, it, vi } from 'vitest';
+import { InterruptedError, MachinesError, InfrastructureError, type ProvisionerError } from '../errors.js';
+import { RecordingSink, type ObjectEvent } from '../events.js';
+import type { KubeClient, KubeObject, WatchPhase } from '../kube/client.js';
+import { waitFor, type Snapshot, type Verdict, type WaitOptions } from './waiter.js';
+
+const apiVersion = 'example.com/v1';
+const kind = 'Thing';
+
+interface FakeWatch {
+  path: string;
+  onEvent: (phase: WatchPhase, obj: KubeObject) => void;
+  onDone: (error?: Error) => void;
+  stopped: boolean;
+}
+
+/** The three KubeClient methods waitFor calls, with watches the test drives by hand. */
+class FakeClient {
+  /** What the next list returns. */
+  listed: KubeObject[] = [];
+  lists = 0;
+  readonly watches: FakeWatch[] = [];
+
+  list(): Promise<KubeObject[]> {
+    this.lists += 1;
+    return Promise.resolve(this.listed.map((o) => structuredClone(o)));
+  }
+  collectionPath(api: string, k: string, namespace?: string): Promise<string> {
+    return Promise.resolve(`/apis/${api}/namespaces/${namespace ?? ''}/${k.toLowerCase()}s`);
+  }
+  watch(path: string, _query: unknown, onEvent: FakeWatch['onEvent'], onDone: FakeWatch['onDone']): Promise<() => void> {
+    const watch: FakeWatch = { path, onEvent, onDone, stopped: false };
+    this.watches.push(watch);
+    return Promise.resolve(() => {
+      watch.stopped = true;
+    });
+  }
+  /** The current (latest) watch; waits for it to be started. */
+  async current(count = 1): Promise<FakeWatch> {
+    await vi.waitFor(() => expect(this.watches.length).toBeGreaterThanOrEqual(count));
+    return this.watches[this.watches.length - 1]!;
+  }
+  /** waitFor only uses list/collectionPath/watch; a full KubeClient needs a server, so this fake stands in. */
+  asKubeClient(): KubeClient {
+    return this as unknown as KubeClient;
+  }
+}
+
+function thing(name: string, phase: string, resourceVersion = '1'): KubeObject {
+  return { apiVersion, kind, metadata: { name, namespace: 'ns', resourceVersion }, status: { phase } };
+}
+
+/** Done when every Thing is in phase Done, failed when one is Failed; shows each Thing's phase. */
+function evaluate(snapshot: Snapshot): Verdict {
+  const things = [...(snapshot.get(`${apiVersion}/${kind}`)?.values() ?? [])];
+  const objects: ObjectEvent[] = things.map((t) => {
+    const phase = (t.status as { phase: string }).phase;
+    return { type: 'object', kind, namespace: 'ns', name: t.metadata.name, phase, ready: phase === 'Done' };
+  });
+  const failed = things.find((t) => (t.status as { phase: string }).phase === 'Failed');
+  if (failed) return { state: 'failed', objects, error: new MachinesError(`${failed.metadata.name} failed`) };
+  if (things.length > 0 && objects.every((o) => o.ready)) return { state: 'done', objects };
+  return { state: 'waiting', objects };
+}
+
+function options(sink: RecordingSink, extra: Partial<WaitOptions> = {}): WaitOptions {
+  return {
+    what: 'things',
+    kinds: [{ apiVersion, kind, namespace: 'ns' }],
+    evaluate,
+    noProgressTimeoutMs: 10_000,
+    onStall: (last, stalledMs) => new InfrastructureError(`stalled ${stalledMs} ms with ${last.objects.length} objects`),
+    events: sink,
+    ...extra,
+  };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error('expected the wait to fail');
+    },
+    (error: unknown) => error,
+  );
+}
+
+describe('waitFor', () => {
+  it('lists, watches the kind collection, and resolves when a MODIFIED event makes the evaluator say done', async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending')];
+    const wait = waitFor(client.asKubeClient(), options(new RecordingSink()));
+    const watch = await client.current();
+    expect(watch.path).toBe('/apis/example.com/v1/namespaces/ns/things');
+    watch.onEvent('MODIFIED', thing('a', 'Done', '2'));
+    const verdict = await wait;
+    expect(verdict.state).toBe('done');
+    expect(verdict.objects).toEqual([{ type: 'object', kind, namespace: 'ns', name: 'a', phase: 'Done', ready: true }]);
+    expect(watch.stopped).toBe(true);
+  });
+
+  it('resolves at once when the listed objects are already done', async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Done')];
+    await expect(waitFor(client.asKubeClient(), options(new RecordingSink()))).resolves.toMatchObject({ state: 'done' });
+  });
+
+  it("rejects at once with the evaluator's error on a failed verdict", async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending'), thing('b', 'Pending')];
+    const wait = waitFor(client.asKubeClient(), options(new RecordingSink()));
+    const watch = await client.current();
+    const started = Date.now();
+    watch.onEvent('MODIFIED', thing('b', 'Failed', '2'));
+    const error = await rejection(wait);
+    expect(error).toBeInstanceOf(MachinesError);
+    expect((error as Error).message).toBe('b failed');
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(watch.stopped).toBe(true);
+  });
+
+  it("rejects with onStall's error when nothing changes for noProgressTimeoutMs", async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending')];
+    const onStall = vi.fn((last: Verdict, stalledMs: number): ProvisionerError => new InfrastructureError(`stalled ${stalledMs} ms on ${last.objects[0]?.name}`));
+    const started = Date.now();
+    const wait = waitFor(client.asKubeClient(), options(new RecordingSink(), { noProgressTimeoutMs: 200, onStall }));
+    const watch = await client.current();
+    // A change invisible to the user (resourceVersion only) is not progress.
+    watch.onEvent('MODIFIED', thing('a', 'Pending', '2'));
+    const error = await rejection(wait);
+    expect(error).toBeInstanceOf(InfrastructureError);
+    expect((error as Error).message).toMatch(/^stalled \d+ ms on a$/);
+    expect(onStall).toHaveBeenCalledTimes(1);
+    expect(onStall.mock.calls[0]?.[1]).toBeGreaterThanOrEqual(190);
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(190);
+    expect(took).toBeLessThan(2_000);
+    expect(watch.stopped).toBe(true);
+  });
+
+  it('does not stall while the visible state keeps changing', async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'step-0')];
+    const onStall = vi.fn((): ProvisionerError => new InfrastructureError('stalled'));
+    let settled = false;
+    const wait = waitFor(client.asKubeClient(), options(new RecordingSink(), { noProgressTimeoutMs: 200, onStall })).finally(() => (settled = true));
+    const watch = await client.current();
+    // A change every 100 ms for 500 ms: more than twice the 200 ms no-progress timeout in total.
+    for (let step = 1; step <= 5; step++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(settled).toBe(false);
+      watch.onEvent('MODIFIED', thing('a', `step-${step}`, String(step + 1)));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(settled).toBe(false);
+    watch.onEvent('MODIFIED', thing('a', 'Done', '9'));
+    await expect(wait).resolves.toMatchObject({ state: 'done' });
+    expect(onStall).not.toHaveBeenCalled();
+  });
+
+  it("emits an object event only when an object's view changes", async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending'), thing('b', 'Pending')];
+    const sink = new RecordingSink();
+    const wait = waitFor(client.asKubeClient(), options(sink));
+    const watch = await client.current();
+    await vi.waitFor(() => expect(sink.ofType('object')).toHaveLength(2));
+    watch.onEvent('MODIFIED', thing('a', 'Pending', '2')); // same view: nothing emitted
+    watch.onEvent('MODIFIED', thing('b', 'Running', '2')); // b changed: one event
+    expect(sink.ofType('object').map((o) => `${o.name}:${o.phase}`)).toEqual(['a:Pending', 'b:Pending', 'b:Running']);
+    watch.onEvent('ADDED', thing('c', 'Done'));
+    watch.onEvent('DELETED', thing('b', 'Running', '3'));
+    watch.onEvent('MODIFIED', thing('a', 'Done', '3'));
+    await wait;
+    expect(sink.ofType('object').map((o) => `${o.name}:${o.phase}`)).toEqual(['a:Pending', 'b:Pending', 'b:Running', 'c:Done', 'a:Done']);
+  });
+
+  it('ignores BOOKMARK and ERROR events', async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending')];
+    const sink = new RecordingSink();
+    const wait = waitFor(client.asKubeClient(), options(sink));
+    const watch = await client.current();
+    watch.onEvent('BOOKMARK', { apiVersion, kind, metadata: { name: '', resourceVersion: '5' } });
+    watch.onEvent('ERROR', thing('a', 'Done'));
+    expect(sink.ofType('object').map((o) => o.phase)).toEqual(['Pending']);
+    watch.onEvent('MODIFIED', thing('a', 'Done', '6'));
+    await expect(wait).resolves.toMatchObject({ state: 'done' });
+  });
+
+  it('restarts a watch that ends by listing again, replacing what it knew', async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending'), thing('gone', 'Pending')];
+    const sink = new RecordingSink();
+    const wait = waitFor(client.asKubeClient(), options(sink));
+    const first = await client.current(1);
+    expect(client.lists).toBe(1);
+    // While no watch runs, 'gone' is deleted and 'a' finishes: only a new list shows it.
+    client.listed = [thing('a', 'Done', '7')];
+    first.onDone();
+    const second = await client.current(2);
+    expect(second).not.toBe(first);
+    expect(client.lists).toBe(2);
+    // The fresh list is judged without waiting for another event, with 'gone' forgotten.
+    const verdict = await wait;
+    expect(verdict.objects.map((o) => o.name)).toEqual(['a']);
+    expect(second.stopped).toBe(true);
+  });
+
+  it('fails when restarting the watch fails', async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending')];
+    const wait = waitFor(client.asKubeClient(), options(new RecordingSink()));
+    const watch = await client.current();
+    client.list = () => Promise.reject(new InfrastructureError('api server gone'));
+    watch.onDone();
+    await expect(wait).rejects.toThrow('api server gone');
+  });
+
+  it('rejects with InterruptedError on an already aborted signal, without listing', async () => {
+    const client = new FakeClient();
+    const controller = new AbortController();
+    controller.abort();
+    const error = await rejection(waitFor(client.asKubeClient(), options(new RecordingSink(), { signal: controller.signal })));
+    expect(error).toBeInstanceOf(InterruptedError);
+    expect((error as Error).message).toBe('Interrupted while waiting for things');
+    expect(client.lists).toBe(0);
+  });
+
+  it('rejects with InterruptedError when the signal aborts during the wait, stopping the watch', async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending')];
+    const controller = new AbortController();
+    const wait = waitFor(client.asKubeClient(), options(new RecordingSink(), { signal: controller.signal }));
+    const watch = await client.current();
+    controller.abort();
+    expect(await rejection(wait)).toBeInstanceOf(InterruptedError);
+    expect(watch.stopped).toBe(true);
+  });
+
+  it('fails at once when the fatal promise rejects', async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending')];
+    let crash: (error: Error) => void = () => undefined;
+    const fatal = new Promise<never>((_resolve, reject) => (crash = reject));
+    const wait = waitFor(client.asKubeClient(), options(new RecordingSink(), { fatal }));
+    const watch = await client.current();
+    const controllerCrashed = new InfrastructureError('capi-controller-manager crashed 5 times');
+    crash(controllerCrashed);
+    expect(await rejection(wait)).toBe(controllerCrashed);
+    expect(watch.stopped).toBe(true);
+  });
+
+  it('fails with what the evaluator throws', async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending')];
+    const broken = new TypeError('bad object');
+    const wait = waitFor(client.asKubeClient(), options(new RecordingSink(), { evaluate: () => { throw broken; } }));
+    expect(await rejection(wait)).toBe(broken);
+  });
+});
