@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject, OwnerReference } from '../kube/client.js';
-import { copyBody, keyOf, orderByOwners, remapOwnerReferences, sameContent, selectObjects } from './graph.js';
+import { contentDifference, copyBody, keyOf, orderByOwners, remapOwnerReferences, sameContent, selectObjects } from './graph.js';
 
 function obj(kind: string, name: string, uid: string, owners: string[] = [], extra: Partial<KubeObject> = {}, labels: Record<string, string> = {}): KubeObject {
   const ownerReferences: OwnerReference[] = owners.map((o) => ({ apiVersion: 'x/v1', kind: 'Owner', name: o, uid: o }));
@@ -90,5 +90,15 @@ describe('selectObjects', () => {
     const only = selectObjects({ clusters: [cluster], candidates: [machine, other], secretsAndConfigMaps: secrets, onlyTheseClusters: true });
     expect(only.objects.map(keyOf)).not.toContain(keyOf(other));
     expect(only.objects.map((o) => o.metadata.name)).toContain('m');
+  });
+});
+
+describe('contentDifference', () => {
+  it('names the first differing path, and nothing for equal content in another key order', () => {
+    const a = obj('Machine', 'm', 'u1', [], { spec: { clusterName: 'c', version: 'v1' } }, { x: '1' });
+    const b = obj('Machine', 'm', 'u2', [], { spec: { version: 'v1', clusterName: 'c' } }, { x: '1' });
+    expect(contentDifference(a, b)).toBeUndefined();
+    expect(contentDifference(a, { ...b, spec: { clusterName: 'c', version: 'v2' } })).toBe('spec.version');
+    expect(contentDifference(a, { ...b, metadata: { ...b.metadata, labels: { x: '2' } } })).toBe('labels.x');
   });
 });

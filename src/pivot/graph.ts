@@ -204,7 +204,23 @@ function canonical(value: unknown): unknown {
 }
 
 export function sameContent(source: KubeObject, target: KubeObject, ignorePaused = false): boolean {
-  return JSON.stringify(normalizeForCompare(source, ignorePaused)) === JSON.stringify(normalizeForCompare(target, ignorePaused));
+  return contentDifference(source, target, ignorePaused) === undefined;
+}
+
+/** The first path (e.g. `spec.replicas`, `labels.a`) at which the compared content differs; undefined when equal. */
+export function contentDifference(source: KubeObject, target: KubeObject, ignorePaused = false): string | undefined {
+  const walk = (a: unknown, b: unknown, at: string): string | undefined => {
+    if (a && b && typeof a === 'object' && typeof b === 'object' && Array.isArray(a) === Array.isArray(b)) {
+      const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+      for (const key of keys) {
+        const found = walk((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key], at ? `${at}.${key}` : key);
+        if (found !== undefined) return found;
+      }
+      return undefined;
+    }
+    return JSON.stringify(a) === JSON.stringify(b) ? undefined : at || '(root)';
+  };
+  return walk(normalizeForCompare(source, ignorePaused), normalizeForCompare(target, ignorePaused), '');
 }
 
 /** Objects per kind, in the order of first appearance: the dry-run plan. */

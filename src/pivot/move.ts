@@ -16,13 +16,13 @@ import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.j
 import { defaultRetryPolicy, forEachLimit, realSleep, withRetry } from '../apply/concurrency.js';
 import {
   clusterctlLabel,
+  contentDifference,
   copyBody,
   countByKind,
   groupOf,
   keyOf,
   orderByOwners,
   remapOwnerReferences,
-  sameContent,
   selectObjects,
   type ObjectRef,
 } from './graph.js';
@@ -317,7 +317,7 @@ export async function runPivot(options: PivotEngineOptions): Promise<PivotJourna
       await advance('copied');
     }
     if (at('verified')) {
-      await verifyAll(source, target, journal, concurrency);
+      await verifyAll(options, concurrency);
       await advance('verified');
     }
     if (at('source-deleted')) {
@@ -339,19 +339,30 @@ export async function runPivot(options: PivotEngineOptions): Promise<PivotJourna
 
 /** Copies every object, tier by tier (owners first), `concurrency` at once; records each target UID. */
 async function copyAll(options: PivotEngineOptions, concurrency: number): Promise<void> {
-  const { source, target, journal, sink, signal, dir } = options;
+  const { target, journal, sink, signal } = options;
   const targetUidOf = new Map(journal.objects.filter((o) => o.targetUid).map((o) => [o.sourceUid, o.targetUid!]));
-  const tiers = new Map<number, JournalObject[]>();
-  for (const o of journal.objects) tiers.set(o.tier, [...(tiers.get(o.tier) ?? []), o]);
-  const total = journal.objects.length;
-  let copied = 0;
-  const incomplete: JournalObject[] = [];
   // The namespaces first, as clusterctl does; they stay in the target even on a rollback (they may hold other things).
   for (const namespace of [...new Set(journal.objects.map((o) => o.namespace).filter((n): n is string => !!n))].sort()) {
     if (!(await target.get({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }))) {
       await retrying(`Namespace ${namespace}`, () => target.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }), signal);
     }
   }
+  const copied = await copyEntries(options, journal.objects, concurrency, targetUidOf);
+  log(sink, 'info', `Copied ${copied} object(s) to the target`);
+}
+
+/**
+ * Creates (or updates: server-side apply) `entries` in the target from their current source
+ * content, tier by tier, with status through the status subresource and owner references
+ * remapped; journals the target UIDs after each tier. Returns how many were copied.
+ */
+async function copyEntries(options: PivotEngineOptions, entries: readonly JournalObject[], concurrency: number, targetUidOf: Map<string, string>): Promise<number> {
+  const { source, target, journal, sink, signal, dir } = options;
+  const tiers = new Map<number, JournalObject[]>();
+  for (const o of entries) tiers.set(o.tier, [...(tiers.get(o.tier) ?? []), o]);
+  const total = entries.length;
+  let copied = 0;
+  const incomplete: JournalObject[] = [];
   const progress = (done = false) => sink.emit({ type: 'progress', task: 'pivot:copy', label: 'Copying objects to the target', current: copied, total, unit: 'objects', ...(done ? { done } : {}) });
   for (const tier of [...tiers.keys()].sort((a, b) => a - b)) {
     await forEachLimit(
@@ -391,28 +402,50 @@ async function copyAll(options: PivotEngineOptions, concurrency: number): Promis
     await retrying(keyOf(entry), () => target.mergePatch(asRef(entry) as KubeObject, { metadata: { ownerReferences: refs } }), signal);
   }
   progress(true);
-  log(sink, 'info', `Copied ${copied} object(s) to the target`);
+  return copied;
 }
 
-/** Every object is in the target with the source's content and owner references remapped. */
-async function verifyAll(source: KubeClient, target: KubeClient, journal: PivotJournal, concurrency: number): Promise<void> {
+/** Rounds of re-copying objects that changed in the source after their copy (a reconcile in flight when the pause landed). */
+const verifyRounds = 3;
+
+/**
+ * Every object is in the target with the source's content and owner references remapped.
+ * An object whose source changed after it was copied (a controller's reconcile that was
+ * in flight when the pause landed) is copied again, up to `verifyRounds` times.
+ */
+async function verifyAll(options: PivotEngineOptions, concurrency: number): Promise<void> {
+  const { source, target, journal, sink, signal } = options;
   const targetUidOf = new Map(journal.objects.filter((o) => o.targetUid).map((o) => [o.sourceUid, o.targetUid!]));
-  const problems: string[] = [];
-  await forEachLimit(journal.objects, concurrency, async (entry) => {
-    if (entry.preexisting) return;
-    const [from, to] = await Promise.all([source.get<KubeObject>(asRef(entry)), target.get<KubeObject>(asRef(entry))]);
-    if (!to) return void problems.push(`${keyOf(entry)} is missing in the target`);
-    if (!from) return void problems.push(`${keyOf(entry)} is missing in the source`);
-    if (!sameContent(from, to, from.kind === 'Cluster')) problems.push(`${keyOf(entry)} differs between source and target`);
-    const expected = remapOwnerReferences(from.metadata.ownerReferences, targetUidOf).refs.map((r) => r.uid).sort();
-    const actual = (to.metadata.ownerReferences ?? []).map((r) => r.uid).sort();
-    if (JSON.stringify(expected) !== JSON.stringify(actual)) problems.push(`${keyOf(entry)} has owner references ${actual.join(',')} in the target, expected ${expected.join(',')}`);
-  });
-  if (problems.length > 0) {
-    throw new ExternalError(`${problems.length} object(s) did not verify in the target`, {
-      details: problems.sort(),
-      hint: 'Run pivot again to copy them again, or `provisioner pivot --rollback` to undo the move; the source is unchanged (paused).',
+  let pending = journal.objects.filter((o) => !o.preexisting);
+  for (let round = 1; ; round++) {
+    const problems: string[] = [];
+    const stale: JournalObject[] = [];
+    await forEachLimit(pending, concurrency, async (entry) => {
+      const [from, to] = await Promise.all([source.get<KubeObject>(asRef(entry)), target.get<KubeObject>(asRef(entry))]);
+      if (!from) return void problems.push(`${keyOf(entry)} is missing in the source`);
+      if (!to) {
+        stale.push(entry);
+        return void problems.push(`${keyOf(entry)} is missing in the target`);
+      }
+      const difference = contentDifference(from, to, from.kind === 'Cluster');
+      const expected = remapOwnerReferences(from.metadata.ownerReferences, targetUidOf).refs.map((r) => r.uid).sort();
+      const actual = (to.metadata.ownerReferences ?? []).map((r) => r.uid).sort();
+      const ownersDiffer = JSON.stringify(expected) !== JSON.stringify(actual);
+      if (difference !== undefined || ownersDiffer) {
+        stale.push(entry);
+        problems.push(`${keyOf(entry)} ${difference !== undefined ? `differs at ${difference}` : `has owners ${actual.join(',')}, expected ${expected.join(',')}`}`);
+      }
     });
+    if (problems.length === 0) return;
+    if (round >= verifyRounds || stale.length < problems.length) {
+      throw new ExternalError(`${problems.length} object(s) did not verify in the target`, {
+        details: problems.sort(),
+        hint: 'Run pivot again to copy them again, or `provisioner pivot --rollback` to undo the move; the source still holds everything (paused).',
+      });
+    }
+    log(sink, 'info', `${stale.length} object(s) changed in the source after their copy (e.g. ${problems[0]}); copying them again`);
+    await copyEntries({ ...options, signal }, stale, concurrency, targetUidOf);
+    pending = stale;
   }
 }
 

@@ -1,0 +1,289 @@
+/**
+ * Pivot benchmark: move time of sets of objects shaped like clusters of 3 control-plane +
+ * 10 and 3 + 100 worker machines (per machine a Machine, DevMachine, KubeadmConfig and
+ * bootstrap-data Secret; per cluster the Cluster, DevCluster, KubeadmControlPlane, two
+ * DevMachineTemplates, KubeadmConfigTemplate, MachineDeployment, MachineSet and the
+ * cluster's Secrets), created directly (no machine is provisioned), between two real local
+ * control planes from the bundle, in the same run:
+ *
+ *  - ours: `provisioner pivot --cluster <name>` (the service: plan, preflight, pause,
+ *    copy 8 at a time, verify, delete, unpause);
+ *  - baseline: `clusterctl move --kubeconfig <src> --to-kubeconfig <dst> -n <ns>` (the
+ *    bundled clusterctl).
+ *
+ * Every set is seeded paused with the status clusterctl requires before it moves anything
+ * (infrastructure provisioned, control plane initialized, a nodeRef on every Machine), then
+ * unpaused right before the move (clusterctl refuses a paused Cluster). After each move every
+ * seeded object is compared with its pre-move content (spec/data/labels, paused aside) and
+ * owner references are checked to point at target UIDs. Medians of `runs` runs, the order
+ * of the two tools alternating between runs. If clusterctl refuses, its exact message is reported.
+ *
+ * Run: `npm run bench -- pivot` (prints the table, writes bench-results/pivot.json).
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
+import { ensureBinaries } from '../../src/embedded/cache.js';
+import { messageOf } from '../../src/errors.js';
+import { nullSink, RecordingSink } from '../../src/events.js';
+import type { KubeClient, KubeObject } from '../../src/kube/client.js';
+import { sameContent } from '../../src/pivot/graph.js';
+import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { pivot } from '../../src/services/pivot.js';
+import { cliVersion } from '../../src/version.js';
+import { formatNumber, median, type BenchRecord } from './record.js';
+
+const shapes = [
+  { controlPlane: 3, workers: 10 },
+  { controlPlane: 3, workers: 100 },
+] as const;
+/** Runs per shape and tool; medians are reported. */
+const runs = 3;
+const capi = 'cluster.x-k8s.io/v1beta2';
+const infra = 'infrastructure.cluster.x-k8s.io/v1beta2';
+const bootstrap = 'bootstrap.cluster.x-k8s.io/v1beta2';
+const controlPlaneApi = 'controlplane.cluster.x-k8s.io/v1beta2';
+
+interface Seeded {
+  namespace: string;
+  name: string;
+  /** Every object as it is in the source right after seeding (with UIDs). */
+  objects: KubeObject[];
+}
+
+type Owner = { apiVersion: string; kind: string; name: string; uid: string };
+const ownerRef = (o: KubeObject, controller = true) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, uid: o.metadata.uid!, controller });
+
+/** Creates one cluster's objects in `namespace`, paused, with the status clusterctl checks. */
+async function seedCluster(kube: KubeClient, namespace: string, shape: { controlPlane: number; workers: number }): Promise<Seeded> {
+  const name = namespace;
+  const labels = { 'cluster.x-k8s.io/cluster-name': name };
+  const meta = (objName: string, extra: { labels?: Record<string, string>; ownerReferences?: Owner[] } = {}) => ({
+    name: objName,
+    namespace,
+    labels: { ...labels, ...(extra.labels ?? {}) },
+    ...(extra.ownerReferences ? { ownerReferences: extra.ownerReferences } : {}),
+  });
+  const objects: KubeObject[] = [];
+  const create = async (obj: KubeObject, status?: unknown): Promise<KubeObject> => {
+    let created = await kube.apply(obj);
+    if (status !== undefined) created = await kube.applyStatus({ ...created, status });
+    objects.push(created);
+    return created;
+  };
+  await kube.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
+  const cluster = await create(
+    {
+      apiVersion: capi,
+      kind: 'Cluster',
+      metadata: meta(name),
+      spec: {
+        paused: true,
+        clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] }, services: { cidrBlocks: ['10.128.0.0/12'] } },
+        controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: `${name}-cp` },
+        infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevCluster', name },
+      },
+    },
+    {
+      initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true },
+      conditions: [{ type: 'ControlPlaneInitialized', status: 'True', reason: 'Initialized', message: 'seeded by the benchmark', lastTransitionTime: new Date().toISOString() }],
+    },
+  );
+  const clusterOwner = [ownerRef(cluster)];
+  await create({ apiVersion: infra, kind: 'DevCluster', metadata: meta(name, { ownerReferences: clusterOwner }), spec: { backend: { inMemory: {} } } }, { initialization: { provisioned: true } });
+  const template = (n: string) => ({ apiVersion: infra, kind: 'DevMachineTemplate', metadata: meta(n, { ownerReferences: clusterOwner }), spec: { template: { spec: { backend: { inMemory: {} } } } } });
+  await create(template(`${name}-cp`));
+  await create(template(`${name}-worker`));
+  await create({ apiVersion: bootstrap, kind: 'KubeadmConfigTemplate', metadata: meta(`${name}-worker`, { ownerReferences: clusterOwner }), spec: { template: { spec: { format: 'cloud-config' } } } });
+  const kcp = await create(
+    {
+      apiVersion: controlPlaneApi,
+      kind: 'KubeadmControlPlane',
+      metadata: meta(`${name}-cp`, { ownerReferences: clusterOwner }),
+      spec: { replicas: shape.controlPlane, version: 'v1.36.3', machineTemplate: { spec: { infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevMachineTemplate', name: `${name}-cp` } } }, kubeadmConfigSpec: { format: 'cloud-config' } },
+    },
+    { initialization: { controlPlaneInitialized: true } },
+  );
+  const workerLabels = { 'cluster.x-k8s.io/deployment-name': `${name}-worker` };
+  const machineTemplate = {
+    metadata: { labels: { ...labels, ...workerLabels } },
+    spec: {
+      clusterName: name,
+      version: 'v1.36.3',
+      bootstrap: { configRef: { apiGroup: 'bootstrap.cluster.x-k8s.io', kind: 'KubeadmConfigTemplate', name: `${name}-worker` } },
+      infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevMachineTemplate', name: `${name}-worker` },
+    },
+  };
+  const md = await create({
+    apiVersion: capi,
+    kind: 'MachineDeployment',
+    metadata: meta(`${name}-worker`, { ownerReferences: clusterOwner }),
+    spec: { clusterName: name, replicas: shape.workers, selector: { matchLabels: { ...labels, ...workerLabels } }, template: machineTemplate },
+  });
+  const ms = await create({
+    apiVersion: capi,
+    kind: 'MachineSet',
+    metadata: meta(`${name}-worker-1`, { labels: workerLabels, ownerReferences: [ownerRef(md)] }),
+    spec: { clusterName: name, replicas: shape.workers, selector: { matchLabels: { ...labels, ...workerLabels } }, template: machineTemplate },
+  });
+  for (const suffix of ['kubeconfig', 'ca', 'etcd', 'sa', 'proxy']) {
+    await create({ apiVersion: 'v1', kind: 'Secret', metadata: meta(`${name}-${suffix}`, { ownerReferences: [ownerRef(suffix === 'kubeconfig' ? cluster : kcp)] }), type: 'cluster.x-k8s.io/secret', data: { value: Buffer.from(`${suffix}-data`).toString('base64') } });
+  }
+  const machine = async (machineName: string, owner: KubeObject, extraLabels: Record<string, string>) => {
+    const m = await create(
+      {
+        apiVersion: capi,
+        kind: 'Machine',
+        metadata: meta(machineName, { labels: extraLabels, ownerReferences: [ownerRef(owner)] }),
+        spec: {
+          clusterName: name,
+          version: 'v1.36.3',
+          bootstrap: { dataSecretName: machineName },
+          infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevMachine', name: machineName },
+        },
+      },
+      { nodeRef: { name: machineName } },
+    );
+    const config = await create({ apiVersion: bootstrap, kind: 'KubeadmConfig', metadata: meta(machineName, { labels: extraLabels, ownerReferences: [ownerRef(m)] }), spec: { format: 'cloud-config' } }, { dataSecretName: machineName });
+    await create({ apiVersion: infra, kind: 'DevMachine', metadata: meta(machineName, { labels: extraLabels, ownerReferences: [ownerRef(m)] }), spec: { backend: { inMemory: {} } } });
+    await create({ apiVersion: 'v1', kind: 'Secret', metadata: meta(machineName, { ownerReferences: [ownerRef(config)] }), type: 'cluster.x-k8s.io/secret', data: { value: Buffer.from(`bootstrap-${machineName}`).toString('base64') } });
+  };
+  const tasks: (() => Promise<void>)[] = [];
+  for (let i = 0; i < shape.controlPlane; i++) tasks.push(() => machine(`${name}-cp-${i}`, kcp, { 'cluster.x-k8s.io/control-plane': '' }));
+  for (let i = 0; i < shape.workers; i++) tasks.push(() => machine(`${name}-worker-${i}`, ms, workerLabels));
+  // Eight at a time: seeding is not what is measured.
+  for (let i = 0; i < tasks.length; i += 8) await Promise.all(tasks.slice(i, i + 8).map((t) => t()));
+  return { namespace, name, objects };
+}
+
+/** Objects missing in the target, differing from their pre-move content, with owners not remapped to target UIDs, or left in the source. */
+async function check(source: KubeClient, target: KubeClient, seeded: Seeded): Promise<{ moved: number; problems: string[] }> {
+  const problems: string[] = [];
+  const targetUids = new Set<string>();
+  const moved: KubeObject[] = [];
+  for (const before of seeded.objects) {
+    const ref = { apiVersion: before.apiVersion, kind: before.kind, metadata: { name: before.metadata.name, namespace: seeded.namespace } };
+    const after = await target.get<KubeObject>(ref);
+    if (!after) {
+      problems.push(`${before.kind} ${before.metadata.name} missing in the target`);
+      continue;
+    }
+    targetUids.add(after.metadata.uid!);
+    moved.push(after);
+    if (!sameContent(before, after, true)) problems.push(`${before.kind} ${before.metadata.name} differs`);
+    if (await source.get(ref)) problems.push(`${before.kind} ${before.metadata.name} left in the source`);
+  }
+  for (const after of moved) {
+    for (const r of after.metadata.ownerReferences ?? []) if (!targetUids.has(r.uid)) problems.push(`${after.kind} ${after.metadata.name} owner ${r.kind} ${r.name} not remapped`);
+  }
+  return { moved: moved.length, problems };
+}
+
+async function unpause(kube: KubeClient, seeded: Seeded, paused: boolean): Promise<void> {
+  await kube.mergePatch({ apiVersion: capi, kind: 'Cluster', metadata: { name: seeded.name, namespace: seeded.namespace } }, { spec: { paused } });
+}
+
+async function timed(task: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await task();
+  return performance.now() - start;
+}
+
+export async function run(): Promise<BenchRecord> {
+  const abort = new AbortController();
+  const dirs = await Promise.all([mkdtemp(path.join(os.tmpdir(), 'bench-pivot-src-')), mkdtemp(path.join(os.tmpdir(), 'bench-pivot-dst-'))]);
+  const started: LocalControlPlane[] = [];
+  try {
+    const clusterctl = (await ensureBinaries(['clusterctl'], { sink: nullSink })).clusterctl!;
+    const clusterctlVersion = (await promisify(execFile)(clusterctl, ['version', '-o', 'short'], { env: { ...process.env, CLUSTERCTL_DISABLE_VERSIONCHECK: 'true' } })).stdout.trim();
+    for (const dir of dirs) {
+      const cp = await prepareLocalControlPlane({ dir, detached: false, sink: nullSink, signal: abort.signal });
+      await cp.start();
+      started.push(cp);
+    }
+    const [source, target] = started as [LocalControlPlane, LocalControlPlane];
+    const figures: Record<string, number> = {};
+    const ratios: Record<string, number> = {};
+    const rows: (string | number)[][] = [];
+    const notes: string[] = [];
+    let clusterctlRefusal: string | undefined;
+
+    for (const shape of shapes) {
+      const label = `${shape.controlPlane}+${shape.workers}`;
+      const ours: number[] = [];
+      const theirs: number[] = [];
+      const problems = { ours: 0, clusterctl: 0 };
+      let objects = 0;
+      for (let i = 0; i < runs; i++) {
+        const order = i % 2 === 0 ? (['ours', 'clusterctl'] as const) : (['clusterctl', 'ours'] as const);
+        for (const tool of order) {
+          if (tool === 'clusterctl' && clusterctlRefusal) continue;
+          const seeded = await seedCluster(source.kube, `pv-${shape.workers}-${i}-${tool === 'ours' ? 'o' : 'c'}`, shape);
+          objects = seeded.objects.length;
+          await unpause(source.kube, seeded, false);
+          const oursSink = new RecordingSink();
+          let ms: number;
+          try {
+            ms =
+              tool === 'ours'
+                ? await timed(() => pivot({ dir: dirs[0]!, toKubeconfig: target.kubeconfig, clusterName: seeded.name, sink: oursSink, signal: abort.signal }))
+                : await timed(() =>
+                    promisify(execFile)(clusterctl, ['move', '--kubeconfig', source.kubeconfig, '--to-kubeconfig', target.kubeconfig, '-n', seeded.namespace], {
+                      env: { ...process.env, CLUSTERCTL_DISABLE_VERSIONCHECK: 'true' },
+                      maxBuffer: 64 * 1024 * 1024,
+                    }),
+                  );
+          } catch (error) {
+            if (tool === 'ours') {
+              const details = (error as { details?: readonly string[] }).details ?? [];
+              throw new Error(`${messageOf(error)}${details.length ? `: ${details.slice(0, 8).join('; ')}` : ''}`, { cause: error });
+            }
+            const e = error as { stderr?: string; stdout?: string };
+            clusterctlRefusal = (e.stderr || e.stdout || messageOf(error)).trim();
+            notes.push(`clusterctl move refused (${label}): ${clusterctlRefusal}`);
+            continue;
+          }
+          for (const event of oursSink.ofType('log')) if (/copying them again/.test(event.message)) notes.push(`ours ${label} run ${i + 1}: ${event.message}`);
+          const result = await check(source.kube, target.kube, seeded);
+          problems[tool] += result.problems.length;
+          if (result.problems.length > 0) notes.push(`${tool} ${label} run ${i + 1}: ${result.problems.length} problem(s), e.g. ${result.problems.slice(0, 3).join('; ')}`);
+          (tool === 'ours' ? ours : theirs).push(ms);
+          // Keep the target's controllers off the moved copies: they would load later runs.
+          await unpause(target.kube, seeded, true).catch(() => {});
+        }
+      }
+      const oursMs = median(ours);
+      figures[`ours.${label}.objects`] = objects;
+      figures[`ours.${label}.moveMs`] = Math.round(oursMs);
+      figures[`ours.${label}.problems`] = problems.ours;
+      rows.push([`provisioner pivot`, label, objects, formatNumber(oursMs), problems.ours]);
+      if (theirs.length > 0) {
+        const theirsMs = median(theirs);
+        figures[`clusterctl.${label}.moveMs`] = Math.round(theirsMs);
+        figures[`clusterctl.${label}.problems`] = problems.clusterctl;
+        ratios[`${label}.oursOverClusterctl`] = Math.round((oursMs / theirsMs) * 1000) / 1000;
+        rows.push([`clusterctl move`, label, objects, formatNumber(theirsMs), problems.clusterctl]);
+      }
+    }
+    notes.unshift(
+      `Medians of ${runs} runs per tool and shape, alternating which tool goes first; both move between the same two local control planes (all bundled providers running).`,
+      'A ratio below 1 means provisioner pivot was faster. "problems" counts objects missing in the target, differing from their pre-move content (spec/data/labels, Cluster spec.paused aside), with an owner reference not pointing at a target UID, or left in the source.',
+      'Ours keeps copies\' status (status subresource) and verifies before deleting; clusterctl also waits for every object to be ready to move (block-move annotations) before it copies.',
+    );
+    return {
+      name: 'pivot',
+      figures,
+      ratios,
+      versions: { provisioner: cliVersion, clusterctl: clusterctlVersion },
+      tables: [{ title: `move time, median of ${runs} runs`, columns: ['tool', 'machines (cp+workers)', 'objects', 'median ms', 'problems'], rows }],
+      notes,
+    };
+  } finally {
+    for (const cp of started.reverse()) await cp.stop().catch(() => {});
+    abort.abort();
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  }
+}
