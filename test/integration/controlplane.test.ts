@@ -8,7 +8,7 @@
 import { createServer, type Server } from 'node:net';
 import { readFile } from 'node:fs/promises';
 import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { LocalControlPlane, Ports } from '../../src/controlplane/local-controlplane.js';
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { RecordingSink, type ProcessEvent } from '../../src/events.js';
@@ -125,10 +125,21 @@ describe('local control plane with the real binaries', () => {
     return cp;
   };
 
+  /** Why the boot failed (a missing bundle: loadCatalog's error and hint): every test then fails with it, none is skipped. */
+  let bootError: unknown;
+
   beforeAll(async () => {
     dir = await tempInstallDir('cp');
-    cp = await prepareLocalControlPlane({ dir, detached: false, sink, signal: abort.signal });
-    await cp.start();
+    try {
+      cp = await prepareLocalControlPlane({ dir, detached: false, sink, signal: abort.signal });
+      await cp.start();
+    } catch (error) {
+      bootError = error;
+    }
+  });
+
+  beforeEach(() => {
+    if (bootError) throw bootError;
   });
 
   afterAll(async () => {

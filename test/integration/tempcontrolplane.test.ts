@@ -11,7 +11,7 @@ import { execa, type ResultPromise } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/embedded/catalog.js';
 import { pidfilePath } from '../../src/process/pidfile.js';
-import { aliveRecorded, expectedProcessCount, recordedProcesses, removeInstallDir, stateDirOf, stillAliveAfter, tempInstallDir, waitFor } from './support/controlplane.js';
+import { aliveRecorded, GiveUp, expectedProcessCount, recordedProcesses, removeInstallDir, stateDirOf, stillAliveAfter, tempInstallDir, waitFor } from './support/controlplane.js';
 
 const fixture = path.join(packageRoot, 'test', 'fixtures', 'boot-temp-controlplane.ts');
 /** How long the children may take to die after their parent: the brief's ~5 s. */
@@ -38,7 +38,7 @@ async function whileRunning(fixtureRun: Fixture, what: string, check: () => Prom
   void fixtureRun.child.then(() => (exited = true));
   await waitFor(what, async () => {
     if (await check()) return true;
-    if (exited) throw new Error(`the fixture exited first:\n${fixtureRun.stderr()}\n${fixtureRun.stdout().slice(-2000)}`);
+    if (exited) throw new GiveUp(`the fixture exited first:\n${fixtureRun.stderr()}\n${fixtureRun.stdout().slice(-2000)}`);
     return false;
   }, timeoutMs);
 }

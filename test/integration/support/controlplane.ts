@@ -32,7 +32,13 @@ export async function aliveRecorded(dir: string): Promise<PidfileEntry[]> {
   return (await recordedProcesses(dir)).filter((e) => isAlive(e));
 }
 
-/** Polls `check` every 100 ms until it returns a value other than undefined/false, or throws after `timeoutMs`. */
+/** Thrown by a `waitFor` check to stop waiting at once (e.g. the process it waits on exited). */
+export class GiveUp extends Error {}
+
+/**
+ * Polls `check` every 100 ms until it returns a value other than undefined/false, or throws after
+ * `timeoutMs`. A check that throws is retried (the last error is reported on timeout), except GiveUp.
+ */
 export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
@@ -41,6 +47,7 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
       const value = await check();
       if (value !== undefined && value !== false) return value;
     } catch (error) {
+      if (error instanceof GiveUp) throw error;
       lastError = error;
     }
     if (Date.now() >= deadline) {
