@@ -84,11 +84,13 @@ function createArgs(dir: string, ...extra: string[]): string[] {
 
 /** Runs `create cluster` once no other in-memory cluster holds the provider's listener port. */
 async function createCluster(dir: string, ...extra: string[]) {
+  await kubectl(); // throws with the bundle hint, at once, when the bundle is missing
   await waitForInMemoryPort(portWaitMs);
   return cli(createArgs(dir, ...extra), createTimeoutMs);
 }
 
 async function startCreate(dir: string): Promise<BackgroundCli> {
+  await kubectl();
   await waitForInMemoryPort(portWaitMs);
   const run = startCli(createArgs(dir), createTimeoutMs);
   background.push(run);
