@@ -81,7 +81,7 @@ describe('KubeClient against a local https server', () => {
         })();
       };
       const watch = await startWatch();
-      await expect.poll(() => watch.done.length).toBe(1);
+      await expect.poll(() => watch.done.length, { timeout: 5_000 }).toBe(1);
       expect(watch.events).toEqual([
         ['ADDED', 'first'],
         ['MODIFIED', 'second'],
@@ -103,7 +103,7 @@ describe('KubeClient against a local https server', () => {
         // Left open: the client closes it.
       };
       const watch = await startWatch();
-      await expect.poll(() => watch.done.length).toBe(1);
+      await expect.poll(() => watch.done.length, { timeout: 5_000 }).toBe(1);
       const [error] = watch.done;
       expect(error).toBeInstanceOf(KubeApiError);
       expect(error).toMatchObject({ statusCode: 410, reason: 'Expired' });
@@ -118,7 +118,7 @@ describe('KubeClient against a local https server', () => {
         response.writeHead(403, { 'content-type': 'application/json' }).end('{"kind":"Status","reason":"Forbidden"}');
       };
       const watch = await startWatch();
-      await expect.poll(() => watch.done.length).toBe(1);
+      await expect.poll(() => watch.done.length, { timeout: 5_000 }).toBe(1);
       expect(watch.done[0]).toBeInstanceOf(KubeApiError);
       expect((watch.done[0] as KubeApiError).statusCode).toBe(403);
     });
@@ -131,7 +131,7 @@ describe('KubeClient against a local https server', () => {
         open = response;
       };
       const watch = await startWatch();
-      await expect.poll(() => watch.events.length).toBe(1);
+      await expect.poll(() => watch.events.length, { timeout: 5_000 }).toBe(1);
       watch.stop();
       if (!open?.destroyed) open?.end(eventLine('ADDED', thing('two')));
       await sleep(200);

@@ -37,7 +37,7 @@ class FakeClient {
   }
   /** The current (latest) watch; waits for it to be started. */
   async current(count = 1): Promise<FakeWatch> {
-    await vi.waitFor(() => expect(this.watches.length).toBeGreaterThanOrEqual(count));
+    await vi.waitFor(() => expect(this.watches.length).toBeGreaterThanOrEqual(count), { timeout: 5_000 });
     return this.watches[this.watches.length - 1]!;
   }
   /** waitFor only uses list/collectionPath/watch; a full KubeClient needs a server, so this fake stands in. */
@@ -139,23 +139,51 @@ describe('waitFor', () => {
   });
 
   it('does not stall while the visible state keeps changing', async () => {
-    const client = new FakeClient();
-    client.listed = [thing('a', 'step-0')];
-    const onStall = vi.fn((): ProvisionerError => new InfrastructureError('stalled'));
-    let settled = false;
-    const wait = waitFor(client.asKubeClient(), options(new RecordingSink(), { noProgressTimeoutMs: 200, onStall })).finally(() => (settled = true));
-    const watch = await client.current();
-    // A change every 100 ms for 500 ms: more than twice the 200 ms no-progress timeout in total.
-    for (let step = 1; step <= 5; step++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+    // Fake clocks: under load a real 100 ms timer can fire late enough to look like a stall.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const client = new FakeClient();
+      client.listed = [thing('a', 'step-0')];
+      const onStall = vi.fn((): ProvisionerError => new InfrastructureError('stalled'));
+      let settled = false;
+      const wait = waitFor(client.asKubeClient(), options(new RecordingSink(), { noProgressTimeoutMs: 200, onStall })).finally(() => (settled = true));
+      await vi.advanceTimersByTimeAsync(0);
+      const watch = client.watches[0];
+      expect(watch).toBeDefined();
+      // A change every 100 ms for 500 ms: more than twice the 200 ms no-progress timeout in total.
+      for (let step = 1; step <= 5; step++) {
+        await vi.advanceTimersByTimeAsync(100);
+        expect(settled).toBe(false);
+        watch?.onEvent('MODIFIED', thing('a', `step-${step}`, String(step + 1)));
+      }
+      await vi.advanceTimersByTimeAsync(150);
       expect(settled).toBe(false);
-      watch.onEvent('MODIFIED', thing('a', `step-${step}`, String(step + 1)));
+      watch?.onEvent('MODIFIED', thing('a', 'Done', '9'));
+      await expect(wait).resolves.toMatchObject({ state: 'done' });
+      expect(onStall).not.toHaveBeenCalled();
+    } finally {
+      vi.useRealTimers();
     }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(settled).toBe(false);
-    watch.onEvent('MODIFIED', thing('a', 'Done', '9'));
-    await expect(wait).resolves.toMatchObject({ state: 'done' });
-    expect(onStall).not.toHaveBeenCalled();
+  });
+
+  it('stalls 200 ms after the last change, not 200 ms after the start', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const client = new FakeClient();
+      client.listed = [thing('a', 'step-0')];
+      let settled = false;
+      const wait = waitFor(client.asKubeClient(), options(new RecordingSink(), { noProgressTimeoutMs: 200 })).finally(() => (settled = true));
+      const failure = rejection(wait);
+      await vi.advanceTimersByTimeAsync(150);
+      client.watches[0]?.onEvent('MODIFIED', thing('a', 'step-1', '2'));
+      await vi.advanceTimersByTimeAsync(199);
+      expect(settled).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(settled).toBe(true);
+      expect(((await failure) as Error).message).toBe('stalled 200 ms with 1 objects');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("emits an object event only when an object's view changes", async () => {
@@ -164,7 +192,7 @@ describe('waitFor', () => {
     const sink = new RecordingSink();
     const wait = waitFor(client.asKubeClient(), options(sink));
     const watch = await client.current();
-    await vi.waitFor(() => expect(sink.ofType('object')).toHaveLength(2));
+    await vi.waitFor(() => expect(sink.ofType('object')).toHaveLength(2), { timeout: 5_000 });
     watch.onEvent('MODIFIED', thing('a', 'Pending', '2')); // same view: nothing emitted
     watch.onEvent('MODIFIED', thing('b', 'Running', '2')); // b changed: one event
     expect(sink.ofType('object').map((o) => `${o.name}:${o.phase}`)).toEqual(['a:Pending', 'b:Pending', 'b:Running']);
