@@ -68,9 +68,12 @@ export async function runUserHooks(hooks: readonly UserHook[], context: HookCont
       stopGroup();
     }, hook.timeoutMs);
     context.signal?.addEventListener('abort', stopGroup, { once: true });
+    // A detached child outlives us unless stopped: execa's own cleanup skips detached children.
+    process.once('exit', stopGroup);
     const result = await subprocess;
     clearTimeout(timer);
     context.signal?.removeEventListener('abort', stopGroup);
+    process.removeListener('exit', stopGroup);
     await writeFile(logFile, typeof result.all === 'string' ? result.all : '', { mode: 0o600 });
     const output = await readLogTail(logFile, tailLines);
     const took = Math.round(performance.now() - started);
