@@ -8,19 +8,28 @@
  * a straight move, a failure injected after `copied` then resumed, and a rollback.
  * Fails (never skips) when the bundle has not been built: run `npm run bundle` first.
  */
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { access, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { execa } from 'execa';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
+import { controlPlaneLayout } from '../../src/controlplane/layout.js';
+import { controlPlaneStatus, type LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
+import { packageRoot } from '../../src/embedded/catalog.js';
 import { ExternalError } from '../../src/errors.js';
 import { RecordingSink } from '../../src/events.js';
-import type { KubeClient, KubeObject } from '../../src/kube/client.js';
+import { KubeClient, type KubeObject } from '../../src/kube/client.js';
 import { sameContent } from '../../src/pivot/graph.js';
 import { readPivotJournal } from '../../src/pivot/journal.js';
 import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
 import { pivot } from '../../src/services/pivot.js';
+import { removeInstallDir } from './support/controlplane.js';
+
+/** The CLI from its sources (no build step): `node --import tsx src/main.ts ...`. */
+function cli(args: string[]) {
+  return execa(process.execPath, ['--import', 'tsx', path.join(packageRoot, 'src', 'main.ts'), ...args], { cwd: packageRoot, reject: false, timeout: 300_000 });
+}
 
 const goldenDir = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../fixtures/golden/inmemory/default/cluster-api');
 
@@ -187,5 +196,40 @@ describe('pivot between two real control planes', () => {
     const again = await run('move-c');
     expect(again.action).toBe('moved');
     await expectMoved('move-c', seeded, new Map());
+  });
+
+  it('through the CLI, from an in-memory install\'s detached control plane: moved, and the source stopped with its data kept', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'pivot-inmemory-'));
+    try {
+      const start = await cli(['management', 'start', '--dir', dir]);
+      expect(start.exitCode, start.stderr).toBe(0);
+      // What makes it the in-memory platform's control plane (its machines live in its controllers).
+      await writeFile(path.join(dir, 'install-config.yaml'), 'apiVersion: v1\nmetadata:\n  name: move-d\nplatform:\n  inmemory: {}\n');
+      const kube = KubeClient.fromFile(controlPlaneLayout(dir).kubeconfig);
+      try {
+        await seed(kube, 'move-d');
+      } finally {
+        kube.close();
+      }
+      const dry = await cli(['pivot', '--dir', dir, '--to-kubeconfig', target.kubeconfig, '--dry-run']);
+      expect(dry.exitCode, dry.stderr).toBe(0);
+      expect(dry.stdout).toMatch(/tier 1: .*Cluster/);
+      const moved = await cli(['pivot', '--dir', dir, '--to-kubeconfig', target.kubeconfig, '--output', 'json']);
+      expect(moved.exitCode, moved.stderr).toBe(0);
+      const result = moved.stdout
+        .split('\n')
+        .filter((l) => l.trim())
+        .map((l) => JSON.parse(l) as { type: string; kind?: string; data?: { sourceStopped?: boolean; clusters?: string[] } })
+        .find((e) => e.type === 'result');
+      expect(result?.kind).toBe('pivot-moved');
+      expect(result?.data?.clusters).toEqual(['move-d/move-d']);
+      expect(result?.data?.sourceStopped).toBe(true);
+      expect((await controlPlaneStatus(dir)).processes.filter((p) => p.running).map((p) => p.name)).toEqual([]);
+      await access(controlPlaneLayout(dir).etcdDataDir); // the data stays for destroy bootstrap
+      const cluster = await target.kube.get<KubeObject>({ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name: 'move-d', namespace: 'move-d' } });
+      expect((cluster!['spec'] as { paused?: boolean }).paused ?? false).toBe(false);
+    } finally {
+      await removeInstallDir(dir);
+    }
   });
 });
