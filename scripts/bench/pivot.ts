@@ -40,8 +40,8 @@ const shapes = [
   { controlPlane: 3, workers: 10 },
   { controlPlane: 3, workers: 100 },
 ] as const;
-/** Runs per shape and tool; medians are reported. */
-const runs = 3;
+/** Runs per shape and tool; medians are reported. Default 3; `BENCH_PIVOT_RUNS` overrides it for a quick look. */
+const runs = Math.max(1, Number(process.env['BENCH_PIVOT_RUNS']) || 3);
 const capi = 'cluster.x-k8s.io/v1beta2';
 const infra = 'infrastructure.cluster.x-k8s.io/v1beta2';
 const bootstrap = 'bootstrap.cluster.x-k8s.io/v1beta2';

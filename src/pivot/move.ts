@@ -466,17 +466,33 @@ async function forEachTierReversed(entries: readonly JournalObject[], concurrenc
   for (const tier of tiers) await forEachLimit(entries.filter((e) => e.tier === tier), concurrency, fn, signal);
 }
 
+/** Tells CAPI controllers that a deletion is a move, not a teardown (no infrastructure cleanup), as clusterctl does. */
+export const deleteForMoveAnnotation = 'clusterctl.cluster.x-k8s.io/delete-for-move';
+
+/**
+ * Deletes an object and makes sure it is gone: delete first, then drop the finalizers (once
+ * the deletion has started no controller can add one back; a paused controller that re-adds
+ * its finalizer before the delete would leave the object terminating forever).
+ */
 async function removeFinalizersAndDelete(client: KubeClient, entry: ObjectRef & { sourceUid?: string }, signal?: AbortSignal): Promise<void> {
   const ref = asRef(entry) as KubeObject;
   await retrying(keyOf(entry), async () => {
-    try {
+    for (let attempt = 0; attempt < 20; attempt++) {
       const live = await client.get<KubeObject>(ref);
       if (!live) return;
-      if ((live.metadata.finalizers ?? []).length > 0) await client.mergePatch(ref, { metadata: { finalizers: null } });
-      await client.delete(ref);
-    } catch (error) {
-      if (!(error instanceof KubeApiError && error.isNotFound)) throw error;
+      try {
+        if (!live.metadata.deletionTimestamp) {
+          await client.mergePatch(ref, { metadata: { annotations: { [deleteForMoveAnnotation]: '' } } });
+          await client.delete(ref);
+        } else if ((live.metadata.finalizers ?? []).length > 0) {
+          await client.mergePatch(ref, { metadata: { finalizers: null } });
+        }
+      } catch (error) {
+        if (!(error instanceof KubeApiError && error.isNotFound)) throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, attempt === 0 ? 0 : 100));
     }
+    throw new ExternalError(`${keyOf(entry)} is still there after its deletion`, { hint: 'Check what holds it (finalizers), then run pivot again.' });
   }, signal);
 }
 
