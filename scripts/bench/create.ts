@@ -14,12 +14,12 @@
  * Every created cluster is destroyed (timed as well) and its dir removed.
  *
  * Runs (medians): PROVISIONER_BENCH_BOOT_RUNS (default 3), PROVISIONER_BENCH_CREATE_RUNS
- * (default 1: one 3+2 create takes ~1.5–2 min on 2 cores), PROVISIONER_BENCH_LARGE_WORKERS
- * (default 100; 0 skips the large run).
+ * (default 3; one 3+2 create takes ~2–3 min on 2 cores), PROVISIONER_BENCH_LARGE_WORKERS
+ * (default 100, one run of ~10 min; 0 skips it). The whole benchmark takes ~25 min.
  *
  * Run: `npm run bench -- create` (prints the table, writes bench-results/create.json).
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { controlPlaneLayout } from '../../src/controlplane/layout.js';
@@ -29,7 +29,7 @@ import { cli, editInstallConfig, ensureBuilt, getNodes, procStats, startCli, wai
 import { formatNumber, median, type BenchRecord, type BenchTable } from './record.js';
 
 const bootRuns = positiveEnv('PROVISIONER_BENCH_BOOT_RUNS', 3);
-const createRuns = positiveEnv('PROVISIONER_BENCH_CREATE_RUNS', 1);
+const createRuns = positiveEnv('PROVISIONER_BENCH_CREATE_RUNS', 3);
 const largeWorkers = positiveEnv('PROVISIONER_BENCH_LARGE_WORKERS', 100, true);
 /** Wall-clock limit of one run; the CLI's own no-progress timeout (10 min) normally ends a stuck one first. */
 const runLimitMs = 60 * 60_000;
@@ -56,6 +56,8 @@ interface Measured {
   /** CPU of the control-plane processes (they start during the run, so their total is what the run cost). */
   controlPlaneCpuMs: number;
   controlPlaneRssBytes: number;
+  /** Each control-plane process at the CLI's end: CPU since it started, current RSS. */
+  processes: { name: string; cpuMs: number; rssBytes: number }[];
   stages: StageTiming[];
   /** The failed stage and its message, or the error event, when the run failed. */
   failure?: string;
@@ -90,14 +92,13 @@ async function measure(dir: string, args: readonly string[]): Promise<Measured> 
     .filter((l) => l.trim().startsWith('{'))
     .map((l) => JSON.parse(l) as JsonEvent);
   const stages = events.filter((e) => e.type === 'stage' && e.state === 'succeeded' && e.durationMs !== undefined).map((e) => ({ stage: e.stage!, durationMs: e.durationMs! }));
-  let controlPlaneCpuMs = 0;
-  let controlPlaneRssBytes = 0;
+  const processes: Measured['processes'] = [];
   for (const entry of await readPidfiles(controlPlaneLayout(dir).stateDir)) {
     if (!isAlive(entry)) continue;
-    const stats = await procStats(entry.pid);
-    controlPlaneCpuMs += stats?.cpuMs ?? 0;
-    controlPlaneRssBytes += await currentRss(entry.pid);
+    processes.push({ name: entry.name, cpuMs: (await procStats(entry.pid))?.cpuMs ?? 0, rssBytes: await currentRss(entry.pid) });
   }
+  const controlPlaneCpuMs = processes.reduce((n, p) => n + p.cpuMs, 0);
+  const controlPlaneRssBytes = processes.reduce((n, p) => n + p.rssBytes, 0);
   const failedStage = events.find((e) => e.type === 'stage' && e.state === 'failed');
   const error = events.find((e) => e.type === 'error');
   const failure =
@@ -106,12 +107,31 @@ async function measure(dir: string, args: readonly string[]): Promise<Measured> 
       : [failedStage ? `stage ${failedStage.stage} failed: ${failedStage.message ?? ''}` : undefined, error ? `error: ${error.message ?? ''} ${(error.details ?? []).slice(0, 3).join('; ')}` : undefined, `exit ${run.exitCode ?? run.signal}`]
           .filter(Boolean)
           .join(' | ');
-  return { wallMs: run.durationMs, exitCode: run.exitCode, cliCpuMs, cliPeakRssBytes, controlPlaneCpuMs, controlPlaneRssBytes, stages, run, ...(failure ? { failure } : {}) };
+  return { wallMs: run.durationMs, exitCode: run.exitCode, cliCpuMs, cliPeakRssBytes, controlPlaneCpuMs, controlPlaneRssBytes, processes, stages, run, ...(failure ? { failure } : {}) };
 }
 
 async function currentRss(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+}
+
+/** Error lines (klog `E…`) per process log of `dir`, with the most frequent `err=` text: what strained first. */
+async function controllerErrors(dir: string): Promise<string[]> {
+  const logDir = controlPlaneLayout(dir).logDir;
+  const found: string[] = [];
+  for (const name of (await readdir(logDir).catch(() => [] as string[])).filter((n) => n.endsWith('.log')).sort()) {
+    const lines = (await readFile(path.join(logDir, name), 'utf8')).split('\n').filter((l) => /^E\d{4} /.test(l));
+    if (lines.length === 0) continue;
+    const counts = new Map<string, number>();
+    for (const line of lines) {
+      // Without object names and ids, so the same failure on 100 machines counts as one kind.
+      const err = (/err="([^"]{0,200})/.exec(line)?.[1] ?? line.slice(30, 130)).replace(/[a-z0-9]+(-[a-z0-9]+)+/g, '<name>');
+      counts.set(err, (counts.get(err) ?? 0) + 1);
+    }
+    const [top, n] = [...counts].sort((a, b) => b[1] - a[1])[0]!;
+    found.push(`${name.replace(/\.log$/, '')} ${lines.length} (most: ${n}× "${top.slice(0, 120)}")`);
+  }
+  return found;
 }
 
 async function scratchDir(prefix: string): Promise<string> {
@@ -164,6 +184,8 @@ async function createInstall(controlPlane: number, workers: number, runs: number
       await waitForInMemoryPort(15 * 60_000);
       const measured = await measure(dir, ['create', 'cluster']);
       figures.runs.push(measured);
+      const errors = await controllerErrors(dir);
+      if (errors.length) notes.push(`create ${label} run ${i + 1}: error lines in the logs: ${errors.join('; ')}`);
       if (measured.failure) notes.push(`create ${label} run ${i + 1} failed first at: ${measured.failure}`);
       else {
         const nodes = await getNodes(path.join(dir, 'auth', 'kubeconfig')).catch((error: unknown) => {
@@ -280,18 +302,32 @@ export async function run(): Promise<BenchRecord> {
       }),
     ],
   };
+  // Where the CPU and memory go: each control-plane process at the end of the last run of each create.
+  const creates = [small, ...(large ? [large] : [])];
+  const processNames = [...new Set(creates.flatMap((f) => f.runs.at(-1)?.processes.map((p) => p.name) ?? []))];
+  const processTable: BenchTable = {
+    title: 'control-plane processes at the end of the last run (CPU since start / RSS)',
+    columns: ['process', ...creates.map((f) => `create ${f.label}`)],
+    rows: processNames.map((name) => [
+      name,
+      ...creates.map((f) => {
+        const p = f.runs.at(-1)?.processes.find((x) => x.name === name);
+        return p ? `${seconds(p.cpuMs)} s / ${formatNumber(mib(p.rssBytes))} MiB` : '-';
+      }),
+    ]),
+  };
   notes.push(
     'Baseline: `management start` boots the same control plane (etcd, kube-apiserver, CRDs, 4 provider managers) a create boots in its controlplane stage.',
     'CLI CPU share = CLI utime+stime / (CLI + every control-plane process), from /proc; the control plane keeps running after an inmemory create, its CPU is read right after the CLI exits.',
     `Runs: boot ${bootRuns}, create 3+2 ${createRuns}, create 3+${largeWorkers} ${large ? 1 : 0}. Single runs on a shared 2-core machine are noisy; read the ratios.`,
   );
-  if (large && okLarge.length > 0) notes.push(`3+${largeWorkers}: completed with ${median(large.readyNodes)} Ready nodes; nothing broke.`);
+  if (large && okLarge.length > 0) notes.push(`3+${largeWorkers}: completed with ${median(large.readyNodes)} Ready nodes; see the error-line notes and the process table for what strained.`);
   return {
     name: 'create',
     figures,
     ratios,
     versions: { provisioner: cliVersion },
-    tables: [summary, stageTable],
+    tables: [summary, stageTable, processTable],
     notes,
   };
 }

@@ -2,7 +2,8 @@
  * `create cluster` end to end, as a new user runs it: `node bin/provisioner.js` with the
  * real bundled binaries on the in-memory platform, then `kubectl` on the new cluster, then
  * `destroy cluster`. Faults: a failing user hook, SIGKILL of the CLI during the machines,
- * SIGINT during the wait, bad input. dist/ is rebuilt first when older than src/.
+ * SIGINT during the wait, bad input, webhook ports taken while the control plane starts.
+ * dist/ is rebuilt first when older than src/.
  *
  * Fails (never skips) without the bundle: every CLI run then exits 4, and the kubectl
  * lookup throws with the bundle hint. Each group cleans up after itself before the next
