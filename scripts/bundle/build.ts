@@ -205,7 +205,8 @@ async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: s
   const patchedWrapper = await preparePatchedWrapper(recipe.wrapper, cacheRoot);
   const args = ['build', '-trimpath', '-ldflags', ldflags];
   const hash = createHash('sha256');
-  hash.update(JSON.stringify({ builderRevision, recipe, ldflags, sourcePatches, addedFiles, goVersion, env: goEnv(), target: `${process.platform}/${process.arch}` }));
+  // The patched wrapper's directory name is a hash of exactly the patches this wrapper's modules take.
+  hash.update(JSON.stringify({ builderRevision, recipe, ldflags, patched: patchedWrapper ? path.basename(patchedWrapper) : 'none', goVersion, env: goEnv(), target: `${process.platform}/${process.arch}` }));
   for (const file of await wrapperInputs(recipe.wrapper)) hash.update(file).update(await readFile(file));
   const key = hash.digest('hex').slice(0, 32);
   const dir = path.join(cacheRoot, key);

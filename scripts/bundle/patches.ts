@@ -66,6 +66,16 @@ export const sourcePatches: readonly SourcePatch[] = [
         replace: `net.Listen("tcp", provisionerListenAddress(options.DebugPort, "${inMemoryDebugPortEnv}"))`,
       },
       {
+        // Upstream leaves a TODO here: the next port is never checked. Two local management
+        // clusters each run a mux over the same range, so the second one's first cluster
+        // would be published on a port the first one serves.
+        find: '\t// TODO: check the port is actually free. If not try the next one\n\n\tm.portIndex++\n\treturn port, nil',
+        replace:
+          '\tfor !provisionerPortFree(port) {\n\t\tport++\n\t\tif port > m.maxPort {\n' +
+          '\t\t\treturn -1, pkgerrors.Errorf("no more free ports in the %d-%d range", m.minPort, m.maxPort)\n\t\t}\n\t}\n' +
+          '\tm.portIndex = port + 1\n\treturn port, nil',
+      },
+      {
         find: 'net.Listen("tcp", fmt.Sprintf(":%d", wcl.Port()))',
         replace: 'net.Listen("tcp", provisionerListenAddress(wcl.Port(), ""))',
         count: 2,
@@ -97,6 +107,16 @@ func provisionerListenAddress(port int32, portEnv string) string {
 		}
 	}
 	return net.JoinHostPort(os.Getenv("${bindAddressEnv}"), strconv.Itoa(int(port)))
+}
+
+// provisionerPortFree reports whether this process can listen on port now.
+func provisionerPortFree(port int32) bool {
+	l, err := net.Listen("tcp", provisionerListenAddress(port, ""))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
 }
 `,
   },
