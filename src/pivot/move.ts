@@ -147,6 +147,12 @@ export interface PivotEngineOptions {
    * objects since the plan) and checks it against the target. Default: the planned set.
    */
   replan?: () => Promise<JournalObject[]>;
+  /**
+   * Runs after the source let go of the objects and before the target's controllers take
+   * them (the in-memory platform stops the source here, so that its endpoint listeners are
+   * free for the target's provider). Runs again on a resume from `source-deleted`. Default none.
+   */
+  beforeUnpause?: () => Promise<void>;
 }
 
 /** A new journal for a plan. */
@@ -325,6 +331,7 @@ export async function runPivot(options: PivotEngineOptions): Promise<PivotJourna
       await advance('source-deleted');
     }
     if (at('unpaused')) {
+      await options.beforeUnpause?.();
       await setPaused(target, journal, false, signal);
       await advance('unpaused');
     }

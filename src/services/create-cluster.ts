@@ -21,10 +21,10 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
 import type { InstallConfig } from '../config/index.js';
-import { ConfigError, InfrastructureError, ProvisionerError, messageOf } from '../errors.js';
+import { ConfigError, InfrastructureError, MachinesError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
-import { KubeApiError, describeRef, type KubeClient, type KubeObject } from '../kube/client.js';
+import { KubeApiError, KubeClient, describeRef, type KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
 import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
 import { acquireDirLock } from '../process/lock.js';
@@ -33,7 +33,9 @@ import { capiGroup, clusterKinds, clusterReady, infrastructureReady, stallError 
 import { waitFor } from '../wait/waiter.js';
 import { applyObjects, dryRunObjects } from './apply-objects.js';
 import { createManifests } from './manifests.js';
-import { attachExternalManagement, attachLocalControlPlane, recordedExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
+import { attachExternalManagement, attachLocalControlPlane, checkManagementCluster, recordedExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
+import { readPivotJournal } from '../pivot/journal.js';
+import { isUnfinished, pivotFrom } from './pivot.js';
 
 export interface CreateClusterRequest {
   dir: string;
@@ -45,6 +47,11 @@ export interface CreateClusterRequest {
   noProgressTimeoutMs?: number;
   /** Use this existing management cluster instead of a local control plane. Default: none (local). */
   managementKubeconfig?: string;
+  /**
+   * Once the cluster is healthy, move its Cluster API objects into this lasting management
+   * cluster (see services/pivot.ts) and wait until it manages the cluster. Default: none (no pivot).
+   */
+  pivotTo?: string;
 }
 
 export interface CreateClusterResult {
@@ -54,6 +61,8 @@ export interface CreateClusterResult {
   controlPlaneRunning: boolean;
   resumed: boolean;
   stages: { name: string; durationMs: number }[];
+  /** The management cluster the objects were moved into (`pivotTo`), once the move is done. */
+  pivotedTo?: string;
 }
 
 /** Where the final state of every CAPI object is written (never a Secret's data). */
@@ -111,11 +120,29 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
 
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
     if (external) keepRunning = false;
-    controlPlane = (await stage('controlplane', () =>
-      external
-        ? attachExternalManagement(external, dir, infrastructureKinds(objects))
-        : attachLocalControlPlane({ dir, detached: keepRunning, sink, signal }),
-    ))!;
+    const pivotTo = request.pivotTo ? path.resolve(request.pivotTo) : undefined;
+    const pendingPivot = await readPivotJournal(dir);
+    if (pivotTo && external && path.resolve(external) !== pivotTo) {
+      throw new UsageError(`This install is managed by the cluster of ${external}; --pivot-to moves a cluster from its local control plane only`, {
+        hint: 'Run without --pivot-to, or use `clusterctl move` between the two management clusters.',
+      });
+    }
+
+    // A move in flight goes first: the source may already have let go of objects, so nothing may be re-applied to it.
+    if (!request.dryRun && !external && isUnfinished(pendingPivot)) {
+      log(sink, 'info', `An unfinished pivot (phase ${pendingPivot.phase}) is resumed before anything else`);
+      controlPlane = (await stage('controlplane', () => attachLocalControlPlane({ dir, detached: keepRunning, sink, signal })))!;
+      const pivoted = await pivotStages(pivotTo ?? pendingPivot.targetKubeconfig);
+      await journal.complete();
+      return { kubeconfig: path.join(dir, 'auth', 'kubeconfig'), managementKubeconfig: pivoted, controlPlaneRunning: false, resumed, stages: timings, pivotedTo: pivoted };
+    }
+
+    controlPlane = (await stage('controlplane', async () => {
+      if (external) return attachExternalManagement(external, dir, infrastructureKinds(objects));
+      // The target of a pivot is checked before anything is created: a missing provider there is known now, not after the cluster is up.
+      if (pivotTo && !request.dryRun) (await checkManagementCluster(pivotTo, infrastructureKinds(objects))).close();
+      return attachLocalControlPlane({ dir, detached: keepRunning, sink, signal });
+    }))!;
     const client = controlPlane.client;
     const hookContext = (name: string) => ({ stage: name, dir, kubeconfig: controlPlane!.kubeconfig, events: sink, signal });
 
@@ -136,9 +163,9 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     }
 
     const byStage = partitionByStage(objects);
+    const noProgressTimeoutMs = request.noProgressTimeoutMs;
     await stage('hooks/pre-provision', () => runUserHooks(userHooks(config, 'preProvision'), hookContext('pre-provision')), { skipIfDone: true });
     await stage('infrastructure', () => applyObjects(client, byStage.infrastructure, applyRequest));
-    const noProgressTimeoutMs = request.noProgressTimeoutMs;
     await stage('wait-infrastructure', () =>
       waitFor(client, {
         what: 'the infrastructure',
@@ -169,8 +196,51 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     );
     await stage('hooks/post-provision', () => runUserHooks(userHooks(config, 'postProvision'), hookContext('post-provision')), { skipIfDone: true });
     const kubeconfig = (await stage('hand-off', () => handOff(client, dir, clusterName, namespace)))!;
+    if (pivotTo && external) {
+      log(sink, 'info', `The cluster is already managed by the cluster of ${external}: nothing to pivot`);
+    } else if (pivotTo) {
+      const pivoted = await pivotStages(pivotTo);
+      await journal.complete();
+      return { kubeconfig, managementKubeconfig: pivoted, controlPlaneRunning: false, resumed, stages: timings, pivotedTo: pivoted };
+    }
     await journal.complete();
     return { kubeconfig, managementKubeconfig: controlPlane.kubeconfig, controlPlaneRunning: keepRunning, resumed, stages: timings };
+
+    /**
+     * pivot: the journaled move into `target` (services/pivot.ts), which on the in-memory
+     * platform stops the local control plane before the target takes over; then
+     * wait-pivoted: until the target reports the cluster healthy and the workload cluster's
+     * API answers with every node Ready, served by whoever manages it now.
+     */
+    async function pivotStages(target: string): Promise<string> {
+      const source = controlPlane!;
+      const moved = (await stage('pivot', () => pivotFrom({ dir, toKubeconfig: target, source, inmemory: config.platform.inmemory !== undefined, sink, signal })))!;
+      if (moved.sourceStopped || config.platform.inmemory === undefined) {
+        // Stopped by the move (in-memory), or a temporary control plane that has nothing left to manage.
+        if (!moved.sourceStopped) await source.stop();
+        controlPlane = undefined;
+        keepRunning = false;
+      }
+      await stage('wait-pivoted', async () => {
+        const managed = KubeClient.fromFile(target);
+        try {
+          await waitFor(managed, {
+            what: `the cluster under its new management (${managed.server})`,
+            kinds: clusterKinds(namespace),
+            evaluate: clusterReady(clusterName, expectedMachines),
+            onStall: (last, ms) => stallError('the cluster under its new management', last, ms, 'machines'),
+            events: sink,
+            signal,
+            ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
+          });
+          await waitForReadyNodes(path.join(dir, 'auth', 'kubeconfig'), expectedMachines, { sink, signal, noProgressTimeoutMs: noProgressTimeoutMs ?? 10 * 60_000 });
+        } finally {
+          managed.close();
+        }
+      });
+      log(sink, 'info', `The cluster is managed by ${path.resolve(target)} from now on; destroy cluster and wait-for use it`);
+      return path.resolve(target);
+    }
   } catch (error) {
     if (shouldGather(error)) await gatherAfterFailure(dir, controlPlane?.client, sink);
     throw error;
@@ -180,6 +250,48 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     if (controlPlane && !keepRunning) await controlPlane.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the local control plane: ${messageOf(error)}`));
     else controlPlane?.client.close();
     await lock.release();
+  }
+}
+
+/**
+ * Polls the workload cluster's own API (through the kubeconfig handed off to the user)
+ * until `expected` nodes are Ready. After a pivot this proves the endpoint is served by
+ * the new management side, which the copied Cluster API status alone cannot show. It
+ * polls because the workload API may refuse connections while its server moves; it fails
+ * after `noProgressTimeoutMs` without a change in the count of Ready nodes (or in the error).
+ */
+export async function waitForReadyNodes(kubeconfig: string, expected: number, options: { sink: EventSink; signal: AbortSignal; noProgressTimeoutMs: number; pollMs?: number }): Promise<void> {
+  const workload = KubeClient.fromFile(kubeconfig);
+  let last = '';
+  let changedAt = Date.now();
+  try {
+    for (;;) {
+      options.signal.throwIfAborted();
+      let seen: string;
+      try {
+        const nodes = await workload.list<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>('v1', 'Node');
+        const ready = nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
+        if (ready >= expected) {
+          log(options.sink, 'info', `The workload cluster's API answers with ${ready} Ready node(s)`);
+          return;
+        }
+        seen = `${ready} of ${expected} node(s) Ready`;
+      } catch (error) {
+        seen = `the workload cluster's API at ${workload.server} does not answer: ${messageOf(error)}`;
+      }
+      if (seen !== last) {
+        log(options.sink, 'info', `Waiting: ${seen}`);
+        last = seen;
+        changedAt = Date.now();
+      } else if (Date.now() - changedAt > options.noProgressTimeoutMs) {
+        throw new MachinesError(`No progress for ${Math.round(options.noProgressTimeoutMs / 1000)} s: ${seen}`, {
+          hint: 'Run `provisioner gather bootstrap` and read the infrastructure provider\'s log of the management cluster; then run `create cluster` again to resume.',
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 1000));
+    }
+  } finally {
+    workload.close();
   }
 }
 

@@ -19,6 +19,7 @@ import { EnvironmentError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import type { KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
+import { pivotJournalPath } from '../pivot/journal.js';
 import { acquireDirLock } from '../process/lock.js';
 import { capiGroup, clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
 import { waitFor } from '../wait/waiter.js';
@@ -47,7 +48,7 @@ async function exists(file: string): Promise<boolean> {
 /** Local state removed once nothing is left to manage. The user's files (install config, manifests) stay. */
 async function removeLocalState(dir: string): Promise<void> {
   const layout = controlPlaneLayout(dir);
-  for (const target of [layout.stateDir, Journal.path(dir), path.join(dir, finalStateFile), path.join(dir, 'auth'), layout.logDir]) {
+  for (const target of [layout.stateDir, Journal.path(dir), pivotJournalPath(dir), path.join(dir, finalStateFile), path.join(dir, 'auth'), layout.logDir]) {
     await rm(target, { recursive: true, force: true });
   }
 }

@@ -103,15 +103,11 @@ const requiredKinds: readonly { apiVersion: string; kind: string; provider: stri
 ];
 
 /**
- * Uses an existing management cluster (any conformant Kubernetes with the providers
- * installed) instead of a local control plane: checks that every kind the manifests need
- * is served there, naming each missing provider, and records it for later commands.
+ * Checks that an existing management cluster (any conformant Kubernetes with the providers
+ * installed) is reachable and serves every kind the manifests need, naming each missing
+ * provider. Returns a client of it; throws an ExternalError otherwise.
  */
-export async function attachExternalManagement(
-  kubeconfig: string,
-  dir: string,
-  infrastructure: readonly { apiVersion: string; kind: string }[],
-): Promise<AttachedControlPlane> {
+export async function checkManagementCluster(kubeconfig: string, infrastructure: readonly { apiVersion: string; kind: string }[]): Promise<KubeClient> {
   const client = KubeClient.fromFile(path.resolve(kubeconfig));
   try {
     await client.raw('/readyz');
@@ -131,10 +127,28 @@ export async function attachExternalManagement(
     client.close();
     throw new ExternalError(`The management cluster in ${kubeconfig} lacks ${missing.length} kind(s) the manifests need`, {
       details: missing,
-      hint: 'Install the missing providers there (for example with `clusterctl init`), or run without --management-kubeconfig to use a local control plane.',
+      hint: 'Install the missing providers there (for example with `clusterctl init`, or use `provisioner management start`), or run without it to use a local control plane.',
     });
   }
+  return client;
+}
+
+/** Records the management cluster of this install directory for later commands (destroy, wait-for, create again). */
+export async function recordExternalManagement(dir: string, kubeconfig: string): Promise<void> {
   await mkdir(path.dirname(externalManagementFile(dir)), { recursive: true });
   await writeFile(externalManagementFile(dir), JSON.stringify({ kubeconfig: path.resolve(kubeconfig) }, null, 2) + '\n');
+}
+
+/**
+ * Uses an existing management cluster instead of a local control plane: checks it (see
+ * checkManagementCluster) and records it for later commands.
+ */
+export async function attachExternalManagement(
+  kubeconfig: string,
+  dir: string,
+  infrastructure: readonly { apiVersion: string; kind: string }[],
+): Promise<AttachedControlPlane> {
+  const client = await checkManagementCluster(kubeconfig, infrastructure);
+  await recordExternalManagement(dir, kubeconfig);
   return { client, kubeconfig: path.resolve(kubeconfig), adopted: true, fatal: new Promise<never>(() => {}), stop: async () => client.close() };
 }

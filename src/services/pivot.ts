@@ -23,7 +23,7 @@ import { countByKind } from '../pivot/graph.js';
 import { phaseIndex, readPivotJournal, writePivotJournal, type PivotJournal, type PivotPhase } from '../pivot/journal.js';
 import { coreKinds, describePlan, discoverMoveKinds, journalFor, planMove, preflight, rollbackPivot, runPivot } from '../pivot/move.js';
 import { acquireDirLock } from '../process/lock.js';
-import { attachLocalControlPlane, type AttachedControlPlane } from './local-controlplane.js';
+import { attachLocalControlPlane, recordExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
 
 export interface PivotRequest {
   dir: string;
@@ -84,22 +84,88 @@ export async function pivot(request: PivotRequest): Promise<PivotResult> {
     throw new UsageError(`No local control plane data in ${dir}: there is nothing to pivot`, { hint: 'Run `provisioner create cluster --dir` first, or pass the install directory that holds the cluster.' });
   }
   const lock = await acquireDirLock(dir, { command: 'pivot', events: sink });
-  const target = KubeClient.fromFile(toKubeconfig);
-  let source: AttachedControlPlane | undefined;
   const inmemory = await isInmemory(dir);
+  let source: AttachedControlPlane | undefined;
   try {
-    let journal = await readPivotJournal(dir);
-    const unfinished = journal !== undefined && journal.phase !== 'done' && !journal.rolledBack;
-    if (unfinished && journal!.targetServer !== target.server) {
-      throw new UsageError(`An unfinished pivot of ${dir} targets ${journal!.targetServer}, not ${target.server}`, {
-        hint: `Finish it with --to-kubeconfig ${journal!.targetKubeconfig}, or undo it with --rollback and that kubeconfig.`,
+    const journal = await readPivotJournal(dir);
+    if (request.rollback && !isUnfinished(journal)) throw new UsageError(`No unfinished pivot in ${dir} to roll back`, { hint: 'Nothing to do; `provisioner pivot` starts a move.' });
+    await checkSameTarget(dir, journal, toKubeconfig);
+    source = await attachLocalControlPlane({ dir, detached: inmemory, sink, signal });
+    const result = await pivotFrom({ ...request, dir, toKubeconfig, source, inmemory });
+    if (result.sourceStopped) source = undefined;
+    return result;
+  } finally {
+    if (source) {
+      // A control plane that manages simulated machines stays up; otherwise stop what this command started.
+      if (inmemory) source.client.close();
+      else await source.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the local control plane: ${messageOf(error)}`));
+    }
+    await lock.release();
+  }
+}
+
+/** A pivot journal with work left: neither done nor rolled back. */
+export function isUnfinished(journal: PivotJournal | undefined): journal is PivotJournal {
+  return journal !== undefined && journal.phase !== 'done' && !journal.rolledBack;
+}
+
+/** An unfinished move may only be resumed into the cluster it started to fill. */
+async function checkSameTarget(dir: string, journal: PivotJournal | undefined, toKubeconfig: string): Promise<void> {
+  if (!isUnfinished(journal)) return;
+  const target = KubeClient.fromFile(toKubeconfig);
+  try {
+    if (journal.targetServer !== target.server) {
+      throw new UsageError(`An unfinished pivot of ${dir} targets ${journal.targetServer}, not ${target.server}`, {
+        hint: `Finish it with --to-kubeconfig ${journal.targetKubeconfig}, or undo it with --rollback and that kubeconfig.`,
       });
     }
-    if (request.rollback && !unfinished) throw new UsageError(`No unfinished pivot in ${dir} to roll back`, { hint: 'Nothing to do; `provisioner pivot` starts a move.' });
+  } finally {
+    target.close();
+  }
+}
 
-    source = await attachLocalControlPlane({ dir, detached: inmemory, sink, signal });
+export interface PivotFromRequest extends Omit<PivotRequest, 'dir'> {
+  /** Absolute install directory, whose lock the caller holds. */
+  dir: string;
+  /** The running source: the install's local control plane. */
+  source: AttachedControlPlane;
+  /** The install runs on the in-memory platform (its machines live in the source's provider process). */
+  inmemory: boolean;
+}
+
+/**
+ * The move itself, from a source control plane the caller attached and under the caller's
+ * directory lock (`pivot` and `create cluster --pivot-to` share it). On the in-memory
+ * platform the source is stopped once it holds no Cluster, before the target unpauses, so
+ * that the target's in-memory provider can serve the cluster's endpoint on its port; the
+ * source's data stays (`destroy bootstrap` removes it). A finished move records the target
+ * as the install's management cluster, so `destroy cluster`, `wait-for` and `create
+ * cluster` work against it from then on.
+ */
+export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult> {
+  const { dir, sink, signal, source, inmemory } = request;
+  const toKubeconfig = path.resolve(request.toKubeconfig);
+  await checkSameTarget(dir, await readPivotJournal(dir), toKubeconfig);
+  const target = KubeClient.fromFile(toKubeconfig);
+  let sourceStopped = false;
+  const stopSourceIfEmpty = async () => {
+    if (!inmemory || sourceStopped) return;
+    const left = await source.client.list<KubeObject>('cluster.x-k8s.io/v1beta2', 'Cluster');
+    if (left.length > 0) {
+      log(sink, 'warn', `The local control plane still manages ${left.length} other Cluster(s), so it keeps running; the moved cluster's endpoint stays with it until it stops`);
+      return;
+    }
+    await source.stop();
+    await stopRecordedControlPlane(dir, sink);
+    sourceStopped = true;
+    log(sink, 'info', `The local control plane of ${dir} manages no cluster any more and was stopped, so the target's provider can take over the cluster's endpoint; its data stays (destroy bootstrap removes it)`);
+  };
+  try {
+    let journal = await readPivotJournal(dir);
+    const unfinished = isUnfinished(journal);
 
     if (request.rollback) {
+      if (!unfinished) throw new UsageError(`No unfinished pivot in ${dir} to roll back`, { hint: 'Nothing to do; `provisioner pivot` starts a move.' });
       const { deleted } = await rollbackPivot({ source: source.client, target, dir, journal: journal!, sink, signal, ...(request.concurrency ? { concurrency: request.concurrency } : {}) });
       return {
         action: 'rolled-back',
@@ -139,47 +205,38 @@ export async function pivot(request: PivotRequest): Promise<PivotResult> {
       await writePivotJournal(dir, journal);
     }
 
-    const attached = source;
     const moving = journal!;
     const replan = async () => {
-      const again = await planMove(attached.client, { ...(request.clusterName !== undefined ? { clusterName: request.clusterName } : {}), ...(request.concurrency ? { concurrency: request.concurrency } : {}) });
+      const again = await planMove(source.client, { ...(request.clusterName !== undefined ? { clusterName: request.clusterName } : {}), ...(request.concurrency ? { concurrency: request.concurrency } : {}) });
       const next = journalFor(again, { kubeconfig: moving.targetKubeconfig, server: moving.targetServer });
       // Only the recorded Clusters: one created meanwhile is not part of this move.
       const recorded = new Set(moving.clusters.map((c) => `${c.namespace}/${c.name}`));
       const objects = next.objects.filter((o) => o.global || recorded.has(`${o.namespace ?? ''}/${o.name}`) || o.kind !== 'Cluster');
-      await preflight(attached.client, target, { ...moving, objects }, again.kinds);
+      await preflight(source.client, target, { ...moving, objects }, again.kinds);
       if (objects.length !== moving.objects.length) log(sink, 'info', `After pausing, ${objects.length} object(s) move (planned ${moving.objects.length})`);
       return objects;
     };
     await runPivot({
       replan,
+      beforeUnpause: stopSourceIfEmpty,
       source: source.client,
       target,
       dir,
-      journal: journal!,
+      journal: moving,
       sink,
       signal,
       ...(request.concurrency ? { concurrency: request.concurrency } : {}),
       ...(request.afterPhase ? { afterPhase: request.afterPhase } : {}),
     });
-
-    let sourceStopped = false;
-    if (inmemory) {
-      const left = await source.client.list<KubeObject>('cluster.x-k8s.io/v1beta2', 'Cluster');
-      if (left.length === 0) {
-        await source.stop();
-        source = undefined;
-        await stopRecordedControlPlane(dir, sink);
-        sourceStopped = true;
-        log(sink, 'info', `The local control plane of ${dir} manages no cluster any more and was stopped; its data stays (destroy bootstrap removes it)`);
-      }
-    }
+    // A move finished earlier (journal done) on a resume still stops an in-memory source left running.
+    await stopSourceIfEmpty();
+    await recordExternalManagement(dir, toKubeconfig);
     return {
       action: 'moved',
-      phase: journal!.phase,
-      kinds: kindsOf(journal!),
-      clusters: clusterNames(journal!),
-      lines: [`moved ${journal!.objects.length} object(s) of ${clusterNames(journal!).join(', ')} to ${target.server}`],
+      phase: moving.phase,
+      kinds: kindsOf(moving),
+      clusters: clusterNames(moving),
+      lines: [`moved ${moving.objects.length} object(s) of ${clusterNames(moving).join(', ')} to ${target.server}`],
       ...(resumedFrom ? { resumedFrom } : {}),
       sourceStopped,
     };
@@ -187,16 +244,10 @@ export async function pivot(request: PivotRequest): Promise<PivotResult> {
     if (error instanceof ProvisionerError) throw error;
     throw new ExternalError(`The pivot failed: ${messageOf(error)}`, {
       cause: error,
-      hint: 'Run `provisioner pivot` again to resume from where it stopped, or `provisioner pivot --rollback` to undo it; the journal is in .provisioner/pivot.json.',
+      hint: 'Run the same command again to resume from where it stopped, or `provisioner pivot --rollback` to undo it; the journal is in .provisioner/pivot.json.',
     });
   } finally {
-    if (source) {
-      // A control plane that manages simulated machines stays up; otherwise stop what this command started.
-      if (inmemory) source.client.close();
-      else await source.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the local control plane: ${messageOf(error)}`));
-    }
     target.close();
-    await lock.release();
   }
 }
 

@@ -7,6 +7,7 @@ import { formatDuration } from '../ui/plain.js';
 interface CreateClusterFlags {
   dir: string;
   managementKubeconfig?: string;
+  pivotTo?: string;
   dryRun: boolean;
   noProgressTimeout?: number;
 }
@@ -26,6 +27,15 @@ export function registerCreateCluster(create: Command, run: Runner): void {
       new Option('--management-kubeconfig <path>', 'run against this existing management cluster (any conformant Kubernetes with the providers installed) instead of a local control plane')
         .env('PROVISIONER_MANAGEMENT_KUBECONFIG'),
     )
+    // Default: none; the cluster stays with the control plane that created it.
+    .addOption(
+      new Option(
+        '--pivot-to <kubeconfig>',
+        'once the cluster is healthy, move its Cluster API objects into this lasting management cluster (e.g. one from `provisioner management start`) and stop the local control plane',
+      )
+        .env('PROVISIONER_PIVOT_TO')
+        .conflicts('managementKubeconfig'),
+    )
     .addOption(new Option('--dry-run', 'validate every manifest against the real CRDs and webhooks and stop; apply nothing').env('PROVISIONER_DRY_RUN').default(false))
     .addOption(
       new Option('--no-progress-timeout <minutes>', 'fail a wait stage after this long without any observable change (default: 10)')
@@ -37,7 +47,8 @@ export function registerCreateCluster(create: Command, run: Runner): void {
       '\nRun it again after an interrupt or a failure: it resumes from .provisioner/journal.json.\n' +
         'Outputs: auth/kubeconfig (the new cluster, 0600), auth/management.kubeconfig (its local manager),\n' +
         '.provisioner/cluster-state.yaml (final state of every Cluster API object), logs/ (one log per process).\n' +
-        '\nExample:\n  provisioner create install-config --dir ./demo --name demo --platform inmemory\n  provisioner create cluster --dir ./demo\n  kubectl --kubeconfig ./demo/auth/kubeconfig get nodes',
+        '\nExamples:\n  provisioner create install-config --dir ./demo --name demo --platform inmemory\n  provisioner create cluster --dir ./demo\n  kubectl --kubeconfig ./demo/auth/kubeconfig get nodes\n' +
+        '\n  # create, then hand the cluster to a lasting management cluster:\n  provisioner management start --dir ./mgmt\n  provisioner create cluster --dir ./demo --pivot-to ./mgmt/auth/management.kubeconfig',
     )
     .action(
       run<CreateClusterFlags>(async (options, ctx) => {
@@ -47,6 +58,7 @@ export function registerCreateCluster(create: Command, run: Runner): void {
           signal: ctx.signal,
           dryRun: options.dryRun,
           ...(options.managementKubeconfig ? { managementKubeconfig: options.managementKubeconfig } : {}),
+          ...(options.pivotTo ? { pivotTo: options.pivotTo } : {}),
           ...(options.noProgressTimeout ? { noProgressTimeoutMs: options.noProgressTimeout * 60_000 } : {}),
         });
         if (options.dryRun) return;
@@ -58,7 +70,9 @@ export function registerCreateCluster(create: Command, run: Runner): void {
           text: result.kubeconfig,
           data: result,
         });
-        if (result.controlPlaneRunning) {
+        if (result.pivotedTo) {
+          ctx.sink.emit({ type: 'log', level: 'info', message: `The cluster is managed by the cluster of ${result.pivotedTo} now; the local control plane is stopped (\`provisioner destroy bootstrap\` removes its data).` });
+        } else if (result.controlPlaneRunning) {
           ctx.sink.emit({
             type: 'log',
             level: 'info',
