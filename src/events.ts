@@ -36,6 +36,8 @@ export interface StageEvent {
   /** Set when the stage ended. */
   durationMs?: number;
   message?: string;
+  /** Set when the stage ended, where counted: Kubernetes API requests (watch starts included) this process made during it. */
+  requests?: number;
 }
 
 /** A supervised process changed state. */

@@ -5,7 +5,8 @@
  *    table shows how much of a create is boot and how much is provisioning;
  *  - the acceptance install (3 control-plane + 2 workers): wall time, per-stage timings
  *    from the `stage` events of `--output json`, the CLI's own CPU time and share of all
- *    the CPU spent (CLI + control-plane processes), and the CLI's peak RSS;
+ *    the CPU spent (CLI + control-plane processes), the CLI's peak RSS, and its Kubernetes API
+ *    request rate per stage (the `requests` of each stage event), the wait stages above all;
  *  - the same at 3 + 100 workers (install-config.yaml edited), to see what breaks first.
  *
  * The CLI's CPU and peak RSS come from /proc/<pid>/stat (utime + stime) and
@@ -45,6 +46,8 @@ function positiveEnv(name: string, fallback: number, zeroAllowed = false): numbe
 interface StageTiming {
   stage: string;
   durationMs: number;
+  /** Kubernetes API requests the CLI made during the stage (from the stage event). */
+  requests?: number;
 }
 
 interface Measured {
@@ -69,6 +72,7 @@ interface JsonEvent {
   stage?: string;
   state?: string;
   durationMs?: number;
+  requests?: number;
   message?: string;
   details?: string[];
 }
@@ -91,7 +95,7 @@ async function measure(dir: string, args: readonly string[]): Promise<Measured> 
     .split('\n')
     .filter((l) => l.trim().startsWith('{'))
     .map((l) => JSON.parse(l) as JsonEvent);
-  const stages = events.filter((e) => e.type === 'stage' && e.state === 'succeeded' && e.durationMs !== undefined).map((e) => ({ stage: e.stage!, durationMs: e.durationMs! }));
+  const stages = events.filter((e) => e.type === 'stage' && e.state === 'succeeded' && e.durationMs !== undefined).map((e) => ({ stage: e.stage!, durationMs: e.durationMs!, ...(e.requests !== undefined ? { requests: e.requests } : {}) }));
   const processes: Measured['processes'] = [];
   for (const entry of await readPidfiles(controlPlaneLayout(dir).stateDir)) {
     if (!isAlive(entry)) continue;
@@ -209,6 +213,15 @@ function medianOf(runs: readonly Measured[], pick: (m: Measured) => number): num
   return median(runs.map(pick));
 }
 
+/** The CLI's API requests per second during `stage`, median over runs that report it. */
+function requestRate(runs: readonly Measured[], stage: string): number | undefined {
+  const rates = runs
+    .map((r) => r.stages.find((s) => s.stage === stage))
+    .filter((s): s is StageTiming & { requests: number } => s?.requests !== undefined && s.durationMs > 0)
+    .map((s) => s.requests / (s.durationMs / 1000));
+  return rates.length ? median(rates) : undefined;
+}
+
 function stageMedian(runs: readonly Measured[], stage: string): number | undefined {
   const values = runs.map((r) => r.stages.find((s) => s.stage === stage)?.durationMs).filter((v): v is number => v !== undefined);
   return values.length ? median(values) : undefined;
@@ -247,6 +260,8 @@ export async function run(): Promise<BenchRecord> {
     create3x2CliPeakRssMiB: mib(medianOf(okSmall, (m) => m.cliPeakRssBytes)),
     create3x2ControlPlaneRssMiB: mib(medianOf(okSmall, (m) => m.controlPlaneRssBytes)),
     destroy3x2Ms: median(small.destroyMs),
+    create3x2WaitClusterRequestsPerSec: requestRate(okSmall, 'wait-cluster') ?? Number.NaN,
+    create3x2WaitInfrastructureRequestsPerSec: requestRate(okSmall, 'wait-infrastructure') ?? Number.NaN,
   };
   if (large) {
     Object.assign(figures, {
@@ -257,6 +272,7 @@ export async function run(): Promise<BenchRecord> {
       [`create3x${largeWorkers}ControlPlaneRssMiB`]: mib(medianOf(large.runs, (m) => m.controlPlaneRssBytes)),
       [`create3x${largeWorkers}ReadyNodes`]: median(large.readyNodes),
       [`destroy3x${largeWorkers}Ms`]: median(large.destroyMs),
+      [`create3x${largeWorkers}WaitClusterRequestsPerSec`]: requestRate(large.runs, 'wait-cluster') ?? Number.NaN,
     });
   }
   const ratios: Record<string, number> = {
@@ -274,10 +290,17 @@ export async function run(): Promise<BenchRecord> {
   const stageNames: string[] = [];
   for (const m of [...boots, ...small.runs, ...(large?.runs ?? [])]) for (const s of m.stages) if (!stageNames.includes(s.stage)) stageNames.push(s.stage);
   const cell = (value: number | undefined) => (value === undefined ? '-' : `${seconds(value)} s`);
+  const rate = (value: number | undefined) => (value === undefined ? '-' : formatNumber(value));
   const stageTable: BenchTable = {
     title: 'stages (median seconds; controlplane/* are sub-stages of controlplane)',
-    columns: ['stage', 'boot (management start)', 'create 3+2', ...(large ? [`create 3+${largeWorkers}`] : [])],
-    rows: stageNames.map((name) => [name, cell(stageMedian(boots, name)), cell(stageMedian(small.runs, name)), ...(large ? [cell(stageMedian(large.runs, name))] : [])]),
+    columns: ['stage', 'boot (management start)', 'create 3+2', 'CLI API req/s 3+2', ...(large ? [`create 3+${largeWorkers}`, `CLI API req/s 3+${largeWorkers}`] : [])],
+    rows: stageNames.map((name) => [
+      name,
+      cell(stageMedian(boots, name)),
+      cell(stageMedian(small.runs, name)),
+      rate(requestRate(small.runs, name)),
+      ...(large ? [cell(stageMedian(large.runs, name)), rate(requestRate(large.runs, name))] : []),
+    ]),
   };
   const summary: BenchTable = {
     title: 'per run (medians)',

@@ -135,6 +135,12 @@ interface RequestOptions {
   object?: string;
 }
 
+/** Kubernetes API requests made by every client of this process so far (each watch start is one). */
+let requestsMade = 0;
+export function apiRequestsMade(): number {
+  return requestsMade;
+}
+
 /**
  * A cluster client. Requests go over Node's https with the kubeconfig's credentials,
  * as raw JSON: the client library's typed models drop fields they do not know (such
@@ -263,6 +269,7 @@ export class KubeClient {
     const cluster = this.config.getCurrentCluster();
     if (!cluster) throw new KubeApiError(0, 'NoCluster', 'kubeconfig has no current cluster');
     const url = new URL(apiPath, cluster.server);
+    requestsMade++;
     // The server closes the watch after timeoutSeconds; callers re-list and watch again.
     for (const [key, value] of Object.entries({ timeoutSeconds: watchTimeoutSeconds, ...query, watch: true })) {
       if (value !== undefined) url.searchParams.set(key, String(value));
@@ -359,6 +366,7 @@ export class KubeClient {
    */
   private async request(options: RequestOptions, text = false): Promise<unknown> {
     for (let attempt = 1; ; attempt++) {
+      requestsMade++;
       try {
         return await this.requestOnce(options, text);
       } catch (error) {

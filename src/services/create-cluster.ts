@@ -24,7 +24,7 @@ import type { InstallConfig } from '../config/index.js';
 import { ConfigError, InfrastructureError, MachinesError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
-import { KubeApiError, KubeClient, describeRef, type KubeObject } from '../kube/client.js';
+import { KubeApiError, KubeClient, apiRequestsMade, describeRef, type KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
 import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
 import { acquireDirLock } from '../process/lock.js';
@@ -89,6 +89,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
       }
       signal.throwIfAborted();
       const started = performance.now();
+      const requestsBefore = apiRequestsMade();
       sink.emit({ type: 'stage', stage: name, state: 'started' });
       if (!request.dryRun) await journal.start(name);
       try {
@@ -96,7 +97,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
         const durationMs = performance.now() - started;
         timings.push({ name, durationMs });
         if (!request.dryRun) await journal.finish(name, 'succeeded', durationMs);
-        sink.emit({ type: 'stage', stage: name, state: 'succeeded', durationMs });
+        sink.emit({ type: 'stage', stage: name, state: 'succeeded', durationMs, requests: apiRequestsMade() - requestsBefore });
         return result;
       } catch (error) {
         const durationMs = performance.now() - started;
