@@ -21,7 +21,7 @@ import { ExternalError } from '../../src/errors.js';
 import { RecordingSink } from '../../src/events.js';
 import { KubeClient, type KubeObject } from '../../src/kube/client.js';
 import { sameContent } from '../../src/pivot/graph.js';
-import { readPivotJournal } from '../../src/pivot/journal.js';
+import { pivotJournalPath, readPivotJournal } from '../../src/pivot/journal.js';
 import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
 import { pivot } from '../../src/services/pivot.js';
 import { removeInstallDir } from './support/controlplane.js';
@@ -196,6 +196,65 @@ describe('pivot between two real control planes', () => {
     const again = await run('move-c');
     expect(again.action).toBe('moved');
     await expectMoved('move-c', seeded, new Map());
+  });
+
+  // A crash right after each phase is journaled: running again finishes the move.
+  for (const [i, phase] of (['paused', 'verified', 'source-deleted', 'unpaused'] as const).entries()) {
+    it(`resumes after a failure injected after \`${phase}\`: no object lost or duplicated`, async () => {
+      const name = `resume-${i}`;
+      const seeded = await seed(source.kube, name);
+      let paused = new Map<string, KubeObject>();
+      await expect(
+        run(name, {
+          afterPhase: async (at) => {
+            if (at === 'paused') paused = await snapshot(seeded);
+            if (at === phase) throw new Error(`injected after ${phase}`);
+          },
+        }),
+      ).rejects.toBeInstanceOf(ExternalError);
+      expect((await readPivotJournal(sourceDir))?.phase).toBe(phase);
+      const result = await run(name);
+      expect(result.action).toBe('moved');
+      expect(result.resumedFrom).toBe(phase);
+      await expectMoved(name, seeded, paused);
+    });
+  }
+
+  it('resumes a crash between a create in the target and its journal record: the copy is recognised by its source UID, not duplicated', async () => {
+    const seeded = await seed(source.kube, 'move-e');
+    await expect(run('move-e', { afterPhase: (phase) => { if (phase === 'copied') throw new Error('injected'); } })).rejects.toBeInstanceOf(ExternalError);
+    // As if the process died after the target accepted these creates but before the journal said so.
+    const journal = (await readPivotJournal(sourceDir))!;
+    const forgotten = journal.objects.filter((o) => !o.global).slice(0, 3);
+    for (const o of forgotten) delete o.targetUid;
+    journal.phase = 'paused';
+    await writeFile(pivotJournalPath(sourceDir), JSON.stringify(journal, null, 2));
+    const before = await snapshot(seeded);
+    const result = await run('move-e');
+    expect(result.action).toBe('moved');
+    expect(result.resumedFrom).toBe('paused');
+    await expectMoved('move-e', seeded, before);
+  });
+
+  it('rolls back after a failure injected after `paused` and after `verified`; refuses once the source was deleted', async () => {
+    for (const [name, phase] of [['move-f', 'paused'], ['move-g', 'verified']] as const) {
+      const seeded = await seed(source.kube, name);
+      await expect(run(name, { afterPhase: (at) => { if (at === phase) throw new Error('injected'); } })).rejects.toBeInstanceOf(ExternalError);
+      const result = await run(name, { rollback: true });
+      expect(result.action).toBe('rolled-back');
+      const cluster = await getObject(source.kube, seeded.find((o) => o.kind === 'Cluster')!);
+      expect((cluster!['spec'] as { paused?: boolean }).paused ?? false, `${name} unpaused`).toBe(false);
+      for (const o of seeded) {
+        expect(await getObject(target.kube, o), `${o.kind} ${o.metadata.name} left in the target`).toBeUndefined();
+        expect(await getObject(source.kube, o), `${o.kind} ${o.metadata.name} still in the source`).toBeDefined();
+      }
+    }
+    const seeded = await seed(source.kube, 'move-h');
+    await expect(run('move-h', { afterPhase: (at) => { if (at === 'source-deleted') throw new Error('injected'); } })).rejects.toBeInstanceOf(ExternalError);
+    await expect(run('move-h', { rollback: true })).rejects.toThrow(/cannot be rolled back/);
+    const result = await run('move-h');
+    expect(result.action).toBe('moved');
+    await expectMoved('move-h', seeded, new Map());
   });
 
   it('through the CLI, from an in-memory install\'s detached control plane: moved, and the source stopped with its data kept', async () => {

@@ -1,0 +1,150 @@
+/**
+ * The pivot acceptance, as a user runs it with `node bin/provisioner.js` and the real
+ * bundled binaries: `management start --dir M` (a lasting management cluster), then
+ * `create cluster --dir D --pivot-to M/auth/management.kubeconfig` on the in-memory
+ * platform (3 control-plane + 2 workers). The first create is killed with SIGKILL at a
+ * random point of the move (0–1.5 s after its journal appears); the second resumes it.
+ * Afterwards D's local control plane is gone, the cluster is Available and managed from
+ * M — M's in-memory provider serves the workload API that D's used to — and scaling the
+ * MachineDeployment in M brings a new machine and node. `destroy cluster` then deletes
+ * it from M. Fails (never skips) without the bundle.
+ */
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PivotJournal } from '../../src/pivot/journal.js';
+import { aliveRecorded, killRecorded, waitFor } from '../integration/support/controlplane.js';
+import { cli, ensureBuilt, getNodes, kubectl, processesMentioning, readJournal, startCli, type BackgroundCli } from './support/cli.js';
+
+const createTimeoutMs = 900_000;
+const stallMinutes = '5';
+const commandTimeoutMs = 300_000;
+
+let base = '';
+let mgmt = '';
+let dir = '';
+let background: BackgroundCli | undefined;
+
+const mgmtKubeconfig = () => path.join(mgmt, 'auth', 'management.kubeconfig');
+
+/** `kubectl --kubeconfig M ...` with JSON output, parsed. */
+async function inManagement<T>(...args: string[]): Promise<T> {
+  const run = await execa(await kubectl(), ['--kubeconfig', mgmtKubeconfig(), ...args, '-o', 'json', '--request-timeout=30s'], { reject: false, timeout: 60_000 });
+  if (run.exitCode !== 0) throw new Error(`kubectl ${args.join(' ')} exited ${run.exitCode}: ${run.stderr}`);
+  return JSON.parse(run.stdout) as T;
+}
+
+interface Listed {
+  items: { metadata: { name: string }; status?: { phase?: string; nodeRef?: { name: string }; conditions?: { type: string; status: string }[] } }[];
+}
+
+async function readPivot(): Promise<PivotJournal | undefined> {
+  try {
+    return JSON.parse(await readFile(path.join(dir, '.provisioner', 'pivot.json'), 'utf8')) as PivotJournal;
+  } catch {
+    return undefined;
+  }
+}
+
+beforeAll(async () => {
+  await ensureBuilt();
+  await kubectl(); // throws with the bundle hint, at once, when the bundle is missing
+  base = await mkdtemp(path.join(os.tmpdir(), 'provisioner-e2e-pivot-'));
+  mgmt = path.join(base, 'M');
+  dir = path.join(base, 'D');
+});
+
+afterAll(async () => {
+  if (background && !background.ended()) background.child.kill('SIGKILL');
+  if (dir) await killRecorded(dir).catch(() => undefined);
+  if (mgmt) {
+    const stop = await cli(['management', 'stop', '--dir', mgmt], commandTimeoutMs).catch(() => undefined);
+    if (stop?.exitCode !== 0) process.stderr.write(`cleanup: management stop exited ${stop?.exitCode}: ${stop?.stderr}\n`);
+    await killRecorded(mgmt).catch(() => undefined);
+  }
+  if (base) await rm(base, { recursive: true, force: true });
+});
+
+describe('acceptance: management start, create cluster --pivot-to (3 + 2), SIGKILL during the move, resume, scale from the management cluster', () => {
+  let killedAt: string | undefined;
+  let created = false;
+
+  it('management start exits 0 and prints its kubeconfig', async () => {
+    const run = await cli(['management', 'start', '--dir', mgmt], commandTimeoutMs);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe(mgmtKubeconfig());
+  });
+
+  it('create cluster --pivot-to, killed with SIGKILL at a random point of the move, leaves an unfinished pivot journal', async () => {
+    const config = await cli(['create', 'install-config', '--dir', dir, '--name', 'moved', '--control-plane-replicas', '3', '--workers', '2'], 60_000);
+    expect(config.exitCode, config.stderr).toBe(0);
+    background = startCli(['create', 'cluster', '--dir', dir, '--no-progress-timeout', stallMinutes, '--pivot-to', mgmtKubeconfig()], createTimeoutMs);
+    await background.waitForStderr(/stage pivot started/, createTimeoutMs);
+    await waitFor('the pivot journal', () => readPivot(), 60_000);
+    await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 1500)));
+    expect(background.ended(), `the create ended before the kill:\n${background.stderr()}`).toBe(false);
+    background.child.kill('SIGKILL');
+    expect((await background.result()).signal).toBe('SIGKILL');
+    killedAt = (await readPivot())?.phase;
+    process.stderr.write(`e2e pivot: the first create was killed with the move's journal at phase ${killedAt}\n`);
+    expect(killedAt).toBeDefined();
+    expect((await readJournal(dir)).stages['pivot']?.state).toBe('running');
+  });
+
+  it('create cluster --pivot-to again resumes the move and exits 0; no process of the local control plane is left', async () => {
+    expect(killedAt, 'the first create was not killed during the move').toBeDefined();
+    const run = await cli(['create', 'cluster', '--dir', dir, '--no-progress-timeout', stallMinutes, '--pivot-to', mgmtKubeconfig()], createTimeoutMs);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe(path.join(dir, 'auth', 'kubeconfig'));
+    if (killedAt !== 'done') {
+      expect(run.stderr).toContain(`An unfinished pivot (phase ${killedAt}) is resumed before anything else`);
+      expect(run.stderr).toContain('stage wait-pivoted succeeded');
+    }
+    expect((await readPivot())?.phase).toBe('done');
+    expect((await readJournal(dir)).completedAt).toBeDefined();
+    expect((await aliveRecorded(dir)).map((e) => e.name)).toEqual([]);
+    expect(await processesMentioning(dir)).toEqual([]);
+    created = true;
+  });
+
+  it('the cluster is Available in the management cluster, with 5 Running machines, and its 5 nodes are Ready through auth/kubeconfig', async () => {
+    expect(created, 'create cluster did not finish').toBe(true);
+    const cluster = await inManagement<Listed['items'][number]>('get', 'cluster', 'moved', '-n', 'moved');
+    expect(cluster.status?.conditions?.find((c) => c.type === 'Available')?.status).toBe('True');
+    const machines = await inManagement<Listed>('get', 'machines', '-n', 'moved');
+    expect(machines.items.map((m) => m.status?.phase)).toEqual(Array(5).fill('Running'));
+    expect((await stat(path.join(dir, 'auth', 'kubeconfig'))).mode & 0o777).toBe(0o600);
+    const nodes = await getNodes(path.join(dir, 'auth', 'kubeconfig'));
+    expect(nodes.filter((n) => n.ready)).toHaveLength(5);
+  });
+
+  it('scaling the MachineDeployment in the management cluster brings a sixth machine and node', async () => {
+    expect(created, 'create cluster did not finish').toBe(true);
+    const scale = await execa(await kubectl(), ['--kubeconfig', mgmtKubeconfig(), '-n', 'moved', 'scale', 'machinedeployment', '--all', '--replicas', '3'], { reject: false });
+    expect(scale.exitCode, scale.stderr).toBe(0);
+    await waitFor(
+      'six Running machines with nodes in the management cluster',
+      async () => {
+        const machines = await inManagement<Listed>('get', 'machines', '-n', 'moved');
+        return machines.items.length === 6 && machines.items.every((m) => m.status?.phase === 'Running' && m.status.nodeRef);
+      },
+      300_000,
+    );
+    const nodes = await getNodes(path.join(dir, 'auth', 'kubeconfig'));
+    expect(nodes.filter((n) => n.ready)).toHaveLength(6);
+  });
+
+  it('destroy cluster deletes the cluster from the management cluster; destroy bootstrap removes the stopped local control plane', async () => {
+    expect(created, 'create cluster did not finish').toBe(true);
+    const destroy = await cli(['destroy', 'cluster', '--dir', dir], commandTimeoutMs);
+    expect(destroy.exitCode, destroy.stderr).toBe(0);
+    expect(destroy.stdout.trim()).toBe('destroyed moved/moved');
+    expect((await inManagement<Listed>('get', 'clusters', '-A')).items).toEqual([]);
+    const bootstrap = await cli(['destroy', 'bootstrap', '--dir', dir], commandTimeoutMs);
+    expect(bootstrap.exitCode, bootstrap.stderr).toBe(0);
+    await expect(stat(path.join(dir, '.provisioner', 'controlplane'))).rejects.toThrow();
+    await expect(stat(path.join(dir, '.provisioner', 'pivot.json'))).rejects.toThrow();
+  });
+});
