@@ -1,6 +1,6 @@
 /**
  * Pivot benchmark: move time of sets of objects shaped like clusters of 3 control-plane +
- * 10 and 3 + 100 worker machines (per machine a Machine, DevMachine, KubeadmConfig and
+ * 10, 3 + 100 and 3 + 1,000 worker machines (per machine a Machine, DevMachine, KubeadmConfig and
  * bootstrap-data Secret; per cluster the Cluster, DevCluster, KubeadmControlPlane, two
  * DevMachineTemplates, KubeadmConfigTemplate, MachineDeployment, MachineSet and the
  * cluster's Secrets), created directly (no machine is provisioned), between two real local
@@ -36,12 +36,15 @@ import { pivot } from '../../src/services/pivot.js';
 import { cliVersion } from '../../src/version.js';
 import { formatNumber, median, type BenchRecord } from './record.js';
 
+/** Runs per shape and tool; medians are reported. Default 3; `PROVISIONER_BENCH_PIVOT_RUNS` overrides it for a quick look. */
+const runs = Math.max(1, Number(process.env['PROVISIONER_BENCH_PIVOT_RUNS']) || 3);
+/** Runs of the 3 + 1,000 shape (about 4,000 objects; clusterctl takes minutes per move). Default 1; `PROVISIONER_BENCH_PIVOT_LARGE_RUNS` overrides it. */
+const largeRuns = Math.max(1, Number(process.env['PROVISIONER_BENCH_PIVOT_LARGE_RUNS']) || 1);
 const shapes = [
-  { controlPlane: 3, workers: 10 },
-  { controlPlane: 3, workers: 100 },
+  { controlPlane: 3, workers: 10, runs },
+  { controlPlane: 3, workers: 100, runs },
+  { controlPlane: 3, workers: 1000, runs: largeRuns },
 ] as const;
-/** Runs per shape and tool; medians are reported. Default 3; `BENCH_PIVOT_RUNS` overrides it for a quick look. */
-const runs = Math.max(1, Number(process.env['BENCH_PIVOT_RUNS']) || 3);
 const capi = 'cluster.x-k8s.io/v1beta2';
 const infra = 'infrastructure.cluster.x-k8s.io/v1beta2';
 const bootstrap = 'bootstrap.cluster.x-k8s.io/v1beta2';
@@ -224,7 +227,7 @@ export async function run(): Promise<BenchRecord> {
       const theirs: number[] = [];
       const problems = { ours: 0, clusterctl: 0 };
       let objects = 0;
-      for (let i = 0; i < runs; i++) {
+      for (let i = 0; i < shape.runs; i++) {
         const order = i % 2 === 0 ? (['ours', 'clusterctl'] as const) : (['clusterctl', 'ours'] as const);
         for (const tool of order) {
           if (tool === 'clusterctl' && clusterctlRefusal) continue;
@@ -266,17 +269,17 @@ export async function run(): Promise<BenchRecord> {
       figures[`ours.${label}.objects`] = objects;
       figures[`ours.${label}.moveMs`] = Math.round(oursMs);
       figures[`ours.${label}.problems`] = problems.ours;
-      rows.push([`provisioner pivot`, label, objects, formatNumber(oursMs), problems.ours]);
+      rows.push([`provisioner pivot`, label, objects, shape.runs, formatNumber(oursMs), problems.ours]);
       if (theirs.length > 0) {
         const theirsMs = median(theirs);
         figures[`clusterctl.${label}.moveMs`] = Math.round(theirsMs);
         figures[`clusterctl.${label}.problems`] = problems.clusterctl;
         ratios[`${label}.oursOverClusterctl`] = Math.round((oursMs / theirsMs) * 1000) / 1000;
-        rows.push([`clusterctl move`, label, objects, formatNumber(theirsMs), problems.clusterctl]);
+        rows.push([`clusterctl move`, label, objects, theirs.length, formatNumber(theirsMs), problems.clusterctl]);
       }
     }
     notes.unshift(
-      `Medians of ${runs} runs per tool and shape, alternating which tool goes first; both move between the same two local control planes (all bundled providers running).`,
+      `Medians of ${runs} runs per tool and shape (${largeRuns} at 3+1000), alternating which tool goes first; both move between the same two local control planes (all bundled providers running).`,
       'A ratio below 1 means provisioner pivot was faster. "problems" counts objects missing in the target, differing from their pre-move content (spec, data; labels and Cluster spec.paused aside, since the source controllers add labels while the set is unpaused), with an owner reference not pointing at a target UID, or left in the source.',
       'Ours keeps copies\' status (status subresource) and verifies before deleting; clusterctl also waits for every object to be ready to move (block-move annotations) before it copies.',
     );
@@ -285,7 +288,7 @@ export async function run(): Promise<BenchRecord> {
       figures,
       ratios,
       versions: { provisioner: cliVersion, clusterctl: clusterctlVersion },
-      tables: [{ title: `move time, median of ${runs} runs`, columns: ['tool', 'machines (cp+workers)', 'objects', 'median ms', 'problems'], rows }],
+      tables: [{ title: 'move time', columns: ['tool', 'machines (cp+workers)', 'objects', 'runs', 'median ms', 'problems'], rows }],
       notes,
     };
   } finally {
