@@ -29,11 +29,10 @@ import type { LocalControlPlane } from '../../src/controlplane/local-controlplan
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { messageOf } from '../../src/errors.js';
 import { nullSink, RecordingSink } from '../../src/events.js';
-import type { KubeClient, KubeObject } from '../../src/kube/client.js';
-import { contentDifference } from '../../src/pivot/graph.js';
 import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
 import { pivot } from '../../src/services/pivot.js';
 import { cliVersion } from '../../src/version.js';
+import { checkMoved, seedCluster, setClusterPaused } from '../../test/support/move-fixtures.js';
 import { formatNumber, median, type BenchRecord } from './record.js';
 
 /** Runs per shape and tool; medians are reported. Default 3; `PROVISIONER_BENCH_PIVOT_RUNS` overrides it for a quick look. */
@@ -45,156 +44,6 @@ const shapes = [
   { controlPlane: 3, workers: 100, runs },
   { controlPlane: 3, workers: 1000, runs: largeRuns },
 ] as const;
-const capi = 'cluster.x-k8s.io/v1beta2';
-const infra = 'infrastructure.cluster.x-k8s.io/v1beta2';
-const bootstrap = 'bootstrap.cluster.x-k8s.io/v1beta2';
-const controlPlaneApi = 'controlplane.cluster.x-k8s.io/v1beta2';
-
-interface Seeded {
-  namespace: string;
-  name: string;
-  /** Every object as it is in the source right after seeding (with UIDs). */
-  objects: KubeObject[];
-}
-
-type Owner = { apiVersion: string; kind: string; name: string; uid: string };
-const ownerRef = (o: KubeObject, controller = true) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, uid: o.metadata.uid!, controller });
-
-/** Creates one cluster's objects in `namespace`, paused, with the status clusterctl checks. */
-async function seedCluster(kube: KubeClient, namespace: string, shape: { controlPlane: number; workers: number }): Promise<Seeded> {
-  const name = namespace;
-  const labels = { 'cluster.x-k8s.io/cluster-name': name };
-  const meta = (objName: string, extra: { labels?: Record<string, string>; ownerReferences?: Owner[] } = {}) => ({
-    name: objName,
-    namespace,
-    labels: { ...labels, ...(extra.labels ?? {}) },
-    ...(extra.ownerReferences ? { ownerReferences: extra.ownerReferences } : {}),
-  });
-  const objects: KubeObject[] = [];
-  const create = async (obj: KubeObject, status?: unknown): Promise<KubeObject> => {
-    let created = await kube.apply(obj);
-    if (status !== undefined) created = await kube.applyStatus({ ...created, status });
-    objects.push(created);
-    return created;
-  };
-  await kube.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
-  const cluster = await create(
-    {
-      apiVersion: capi,
-      kind: 'Cluster',
-      metadata: meta(name),
-      spec: {
-        paused: true,
-        clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] }, services: { cidrBlocks: ['10.128.0.0/12'] } },
-        controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: `${name}-cp` },
-        infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevCluster', name },
-      },
-    },
-    {
-      initialization: { infrastructureProvisioned: true, controlPlaneInitialized: true },
-      conditions: [{ type: 'ControlPlaneInitialized', status: 'True', reason: 'Initialized', message: 'seeded by the benchmark', lastTransitionTime: new Date().toISOString() }],
-    },
-  );
-  const clusterOwner = [ownerRef(cluster)];
-  await create({ apiVersion: infra, kind: 'DevCluster', metadata: meta(name, { ownerReferences: clusterOwner }), spec: { backend: { inMemory: {} } } }, { initialization: { provisioned: true } });
-  const template = (n: string) => ({ apiVersion: infra, kind: 'DevMachineTemplate', metadata: meta(n, { ownerReferences: clusterOwner }), spec: { template: { spec: { backend: { inMemory: {} } } } } });
-  await create(template(`${name}-cp`));
-  await create(template(`${name}-worker`));
-  await create({ apiVersion: bootstrap, kind: 'KubeadmConfigTemplate', metadata: meta(`${name}-worker`, { ownerReferences: clusterOwner }), spec: { template: { spec: { format: 'cloud-config' } } } });
-  const kcp = await create(
-    {
-      apiVersion: controlPlaneApi,
-      kind: 'KubeadmControlPlane',
-      metadata: meta(`${name}-cp`, { ownerReferences: clusterOwner }),
-      spec: { replicas: shape.controlPlane, version: 'v1.36.3', machineTemplate: { spec: { infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevMachineTemplate', name: `${name}-cp` } } }, kubeadmConfigSpec: { format: 'cloud-config' } },
-    },
-    { initialization: { controlPlaneInitialized: true } },
-  );
-  const workerLabels = { 'cluster.x-k8s.io/deployment-name': `${name}-worker` };
-  const machineTemplate = {
-    metadata: { labels: { ...labels, ...workerLabels } },
-    spec: {
-      clusterName: name,
-      version: 'v1.36.3',
-      bootstrap: { configRef: { apiGroup: 'bootstrap.cluster.x-k8s.io', kind: 'KubeadmConfigTemplate', name: `${name}-worker` } },
-      infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevMachineTemplate', name: `${name}-worker` },
-    },
-  };
-  const md = await create({
-    apiVersion: capi,
-    kind: 'MachineDeployment',
-    metadata: meta(`${name}-worker`, { ownerReferences: clusterOwner }),
-    spec: { clusterName: name, replicas: shape.workers, selector: { matchLabels: { ...labels, ...workerLabels } }, template: machineTemplate },
-  });
-  const ms = await create({
-    apiVersion: capi,
-    kind: 'MachineSet',
-    metadata: meta(`${name}-worker-1`, { labels: workerLabels, ownerReferences: [ownerRef(md)] }),
-    spec: { clusterName: name, replicas: shape.workers, selector: { matchLabels: { ...labels, ...workerLabels } }, template: machineTemplate },
-  });
-  for (const suffix of ['kubeconfig', 'ca', 'etcd', 'sa', 'proxy']) {
-    await create({ apiVersion: 'v1', kind: 'Secret', metadata: meta(`${name}-${suffix}`, { ownerReferences: [ownerRef(suffix === 'kubeconfig' ? cluster : kcp)] }), type: 'cluster.x-k8s.io/secret', data: { value: Buffer.from(`${suffix}-data`).toString('base64') } });
-  }
-  const machine = async (machineName: string, owner: KubeObject, extraLabels: Record<string, string>) => {
-    const m = await create(
-      {
-        apiVersion: capi,
-        kind: 'Machine',
-        metadata: meta(machineName, { labels: extraLabels, ownerReferences: [ownerRef(owner)] }),
-        spec: {
-          clusterName: name,
-          version: 'v1.36.3',
-          bootstrap: { dataSecretName: machineName },
-          infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevMachine', name: machineName },
-        },
-      },
-      { nodeRef: { name: machineName } },
-    );
-    const config = await create({ apiVersion: bootstrap, kind: 'KubeadmConfig', metadata: meta(machineName, { labels: extraLabels, ownerReferences: [ownerRef(m)] }), spec: { format: 'cloud-config' } }, { dataSecretName: machineName });
-    await create({ apiVersion: infra, kind: 'DevMachine', metadata: meta(machineName, { labels: extraLabels, ownerReferences: [ownerRef(m)] }), spec: { backend: { inMemory: {} } } });
-    await create({ apiVersion: 'v1', kind: 'Secret', metadata: meta(machineName, { ownerReferences: [ownerRef(config)] }), type: 'cluster.x-k8s.io/secret', data: { value: Buffer.from(`bootstrap-${machineName}`).toString('base64') } });
-  };
-  const tasks: (() => Promise<void>)[] = [];
-  for (let i = 0; i < shape.controlPlane; i++) tasks.push(() => machine(`${name}-cp-${i}`, kcp, { 'cluster.x-k8s.io/control-plane': '' }));
-  for (let i = 0; i < shape.workers; i++) tasks.push(() => machine(`${name}-worker-${i}`, ms, workerLabels));
-  // Eight at a time: seeding is not what is measured.
-  for (let i = 0; i < tasks.length; i += 8) await Promise.all(tasks.slice(i, i + 8).map((t) => t()));
-  return { namespace, name, objects };
-}
-
-/** Objects missing in the target, differing from their pre-move content, with owners not remapped to target UIDs, or left in the source. */
-async function check(source: KubeClient, target: KubeClient, seeded: Seeded): Promise<{ moved: number; problems: string[] }> {
-  const problems: string[] = [];
-  const targetUids = new Set<string>();
-  const moved: KubeObject[] = [];
-  for (const before of seeded.objects) {
-    const ref = { apiVersion: before.apiVersion, kind: before.kind, metadata: { name: before.metadata.name, namespace: seeded.namespace } };
-    const after = await target.get<KubeObject>(ref);
-    if (!after) {
-      problems.push(`${before.kind} ${before.metadata.name} missing in the target`);
-      continue;
-    }
-    targetUids.add(after.metadata.uid!);
-    moved.push(after);
-    // Labels aside: the source's controllers label objects while the set is unpaused (clusterctl refuses a paused one), e.g. a Machine's `cluster.x-k8s.io/set-name`.
-    const difference = contentDifference(withoutLabels(before), withoutLabels(after), true);
-    if (difference !== undefined) problems.push(`${before.kind} ${before.metadata.name} differs at ${difference}`);
-    if (await source.get(ref)) problems.push(`${before.kind} ${before.metadata.name} left in the source`);
-  }
-  for (const after of moved) {
-    for (const r of after.metadata.ownerReferences ?? []) if (!targetUids.has(r.uid)) problems.push(`${after.kind} ${after.metadata.name} owner ${r.kind} ${r.name} not remapped`);
-  }
-  return { moved: moved.length, problems };
-}
-
-function withoutLabels(obj: KubeObject): KubeObject {
-  const { labels: _labels, ...metadata } = obj.metadata;
-  return { ...obj, metadata };
-}
-
-async function unpause(kube: KubeClient, seeded: Seeded, paused: boolean): Promise<void> {
-  await kube.mergePatch({ apiVersion: capi, kind: 'Cluster', metadata: { name: seeded.name, namespace: seeded.namespace } }, { spec: { paused } });
-}
 
 async function timed(task: () => Promise<unknown>): Promise<number> {
   const start = performance.now();
@@ -233,7 +82,7 @@ export async function run(): Promise<BenchRecord> {
           if (tool === 'clusterctl' && clusterctlRefusal) continue;
           const seeded = await seedCluster(source.kube, `pv-${shape.workers}-${i}-${tool === 'ours' ? 'o' : 'c'}`, shape);
           objects = seeded.objects.length;
-          await unpause(source.kube, seeded, false);
+          await setClusterPaused(source.kube, seeded, false);
           const oursSink = new RecordingSink();
           let ms: number;
           try {
@@ -257,12 +106,12 @@ export async function run(): Promise<BenchRecord> {
             continue;
           }
           for (const event of oursSink.ofType('log')) if (/copying them again/.test(event.message)) notes.push(`ours ${label} run ${i + 1}: ${event.message}`);
-          const result = await check(source.kube, target.kube, seeded);
+          const result = await checkMoved(source.kube, target.kube, seeded);
           problems[tool] += result.problems.length;
           if (result.problems.length > 0) notes.push(`${tool} ${label} run ${i + 1}: ${result.problems.length} problem(s), e.g. ${result.problems.slice(0, 3).join('; ')}`);
           (tool === 'ours' ? ours : theirs).push(ms);
           // Keep the target's controllers off the moved copies: they would load later runs.
-          await unpause(target.kube, seeded, true).catch(() => {});
+          await setClusterPaused(target.kube, seeded, true).catch(() => {});
         }
       }
       const oursMs = median(ours);

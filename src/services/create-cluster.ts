@@ -121,6 +121,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
 
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
     if (external) keepRunning = false;
+    const noProgressTimeoutMs = request.noProgressTimeoutMs;
     const pivotTo = request.pivotTo ? path.resolve(request.pivotTo) : undefined;
     const pendingPivot = await readPivotJournal(dir);
     if (pivotTo && external && path.resolve(external) !== pivotTo) {
@@ -164,7 +165,6 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     }
 
     const byStage = partitionByStage(objects);
-    const noProgressTimeoutMs = request.noProgressTimeoutMs;
     await stage('hooks/pre-provision', () => runUserHooks(userHooks(config, 'preProvision'), hookContext('pre-provision')), { skipIfDone: true });
     await stage('infrastructure', () => applyObjects(client, byStage.infrastructure, applyRequest));
     await stage('wait-infrastructure', () =>

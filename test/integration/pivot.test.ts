@@ -16,6 +16,7 @@ import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlPlaneLayout } from '../../src/controlplane/layout.js';
 import { controlPlaneStatus, type LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
+import { ensureBinaries } from '../../src/embedded/cache.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
 import { ExternalError } from '../../src/errors.js';
 import { RecordingSink } from '../../src/events.js';
@@ -24,6 +25,7 @@ import { sameContent } from '../../src/pivot/graph.js';
 import { pivotJournalPath, readPivotJournal } from '../../src/pivot/journal.js';
 import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
 import { pivot } from '../../src/services/pivot.js';
+import { checkMoved, seedCluster, setClusterPaused } from '../support/move-fixtures.js';
 import { removeInstallDir } from './support/controlplane.js';
 
 /** The CLI from its sources (no build step): `node --import tsx src/main.ts ...`. */
@@ -255,6 +257,23 @@ describe('pivot between two real control planes', () => {
     const result = await run('move-h');
     expect(result.action).toBe('moved');
     await expectMoved('move-h', seeded, new Map());
+  });
+
+  it('interoperates: the bundled `clusterctl move` moves a cluster from our local control plane into another, whole, owners remapped', async () => {
+    const clusterctl = (await ensureBinaries(['clusterctl'])).clusterctl!;
+    const seeded = await seedCluster(source.kube, 'ctl-move', { controlPlane: 3, workers: 2 });
+    // clusterctl refuses a paused Cluster; the seeded status is what it checks before it moves.
+    await setClusterPaused(source.kube, seeded, false);
+    const move = await execa(clusterctl, ['move', '--kubeconfig', source.kubeconfig, '--to-kubeconfig', target.kubeconfig, '-n', seeded.namespace], {
+      reject: false,
+      timeout: 300_000,
+      env: { CLUSTERCTL_DISABLE_VERSIONCHECK: 'true', HOME: sourceDir },
+    });
+    expect(move.exitCode, `${move.stdout}\n${move.stderr}`).toBe(0);
+    const result = await checkMoved(source.kube, target.kube, seeded);
+    expect(result.problems).toEqual([]);
+    expect(result.moved).toBe(seeded.objects.length);
+    await setClusterPaused(target.kube, seeded, true); // keep the target's controllers off it
   });
 
   it('through the CLI, from an in-memory install\'s detached control plane: moved, and the source stopped with its data kept', async () => {
