@@ -158,6 +158,13 @@ export class KubeClient {
     return new KubeClient(config);
   }
 
+  /** A client from kubeconfig text (e.g. a cluster's kubeconfig Secret), never written to disk. */
+  static fromText(kubeconfig: string): KubeClient {
+    const config = new k8s.KubeConfig();
+    config.loadFromString(kubeconfig);
+    return new KubeClient(config);
+  }
+
   get server(): string {
     return this.config.getCurrentCluster()?.server ?? '';
   }

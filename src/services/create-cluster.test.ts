@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { validateInstallConfigText } from '../config/index.js';
 import { MachinesError } from '../errors.js';
 import { RecordingSink } from '../events.js';
-import type { KubeObject } from '../kube/client.js';
+import { KubeClient, type KubeObject } from '../kube/client.js';
 import { createCertificateAuthority, issueCertificate } from '../pki/certificates.js';
 import { writeKubeconfig } from '../pki/kubeconfig.js';
 import { allPlatformRules, generateManifests } from '../platforms/index.js';
@@ -142,25 +142,29 @@ describe('waitForReadyNodes against a local https server standing in for the wor
   it('waits through refusals and partial readiness until every expected node is Ready', async () => {
     const api = await workloadApi((call) => (call < 2 ? 500 : call < 4 ? [readyNode('a', true), readyNode('b', false)] : [readyNode('a', true), readyNode('b', true)]));
     const sink = new RecordingSink();
+    const workload = KubeClient.fromFile(api.kubeconfig);
     try {
-      await waitForReadyNodes(api.kubeconfig, 2, { sink, signal: new AbortController().signal, noProgressTimeoutMs: 10_000, pollMs: 10 });
+      await waitForReadyNodes(workload, 2, { sink, signal: new AbortController().signal, noProgressTimeoutMs: 10_000, pollMs: 10 });
       expect(api.calls()).toBe(5);
       const messages = sink.ofType('log').map((e) => e.message);
       expect(messages.some((m) => m.includes('does not answer'))).toBe(true);
       expect(messages).toContain('Waiting: 1 of 2 node(s) Ready');
       expect(messages.at(-1)).toBe("The workload cluster's API answers with 2 Ready node(s)");
     } finally {
+      workload.close();
       await api.close();
     }
   });
 
   it('fails with a MachinesError naming what it saw once nothing changes for the no-progress timeout', async () => {
     const api = await workloadApi(() => [readyNode('a', true), readyNode('b', false)]);
+    const workload = KubeClient.fromText(await readFile(api.kubeconfig, 'utf8'));
     try {
-      const waiting = waitForReadyNodes(api.kubeconfig, 2, { sink: new RecordingSink(), signal: new AbortController().signal, noProgressTimeoutMs: 200, pollMs: 20 });
+      const waiting = waitForReadyNodes(workload, 2, { sink: new RecordingSink(), signal: new AbortController().signal, noProgressTimeoutMs: 200, pollMs: 20 });
       await expect(waiting).rejects.toBeInstanceOf(MachinesError);
       await expect(waiting).rejects.toThrow(/No progress for 0 s: 1 of 2 node\(s\) Ready/);
     } finally {
+      workload.close();
       await api.close();
     }
   });

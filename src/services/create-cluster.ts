@@ -183,8 +183,8 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     await stage('hooks/bootstrap-data', () => runUserHooks(userHooks(config, 'bootstrapData'), hookContext('bootstrap-data')), { skipIfDone: true });
     await stage('control-plane', () => applyObjects(client, byStage.controlPlane, applyRequest));
     await stage('workers', () => applyObjects(client, byStage.workers, applyRequest, { prune: true, all: objects }));
-    await stage('wait-cluster', () =>
-      waitFor(client, {
+    await stage('wait-cluster', async () => {
+      await waitFor(client, {
         what: 'the control plane and nodes',
         kinds: clusterKinds(namespace),
         evaluate: clusterReady(clusterName, expectedMachines),
@@ -193,8 +193,15 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
         signal,
         fatal: controlPlane!.fatal,
         ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
-      }),
-    );
+      });
+      // Conditions can be stale (a resume after every process was restarted): the workload API has the last word.
+      const workload = KubeClient.fromText(await workloadKubeconfig(client, clusterName, namespace));
+      try {
+        await waitForReadyNodes(workload, expectedMachines, { sink, signal, noProgressTimeoutMs: noProgressTimeoutMs ?? defaultNoProgressMs });
+      } finally {
+        workload.close();
+      }
+    });
     await stage('hooks/post-provision', () => runUserHooks(userHooks(config, 'postProvision'), hookContext('post-provision')), { skipIfDone: true });
     const kubeconfig = (await stage('hand-off', () => handOff(client, dir, clusterName, namespace)))!;
     if (pivotTo && external) {
@@ -234,7 +241,12 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
             signal,
             ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
           });
-          await waitForReadyNodes(path.join(dir, 'auth', 'kubeconfig'), expectedMachines, { sink, signal, noProgressTimeoutMs: noProgressTimeoutMs ?? 10 * 60_000 });
+          const workload = KubeClient.fromFile(path.join(dir, 'auth', 'kubeconfig'));
+          try {
+            await waitForReadyNodes(workload, expectedMachines, { sink, signal, noProgressTimeoutMs: noProgressTimeoutMs ?? defaultNoProgressMs });
+          } finally {
+            workload.close();
+          }
         } finally {
           managed.close();
         }
@@ -254,46 +266,56 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
   }
 }
 
+/** Default of `noProgressTimeoutMs` where a wait takes it (the waiter's own default too). */
+const defaultNoProgressMs = 10 * 60_000;
+
 /**
- * Polls the workload cluster's own API (through the kubeconfig handed off to the user)
- * until `expected` nodes are Ready. After a pivot this proves the endpoint is served by
- * the new management side, which the copied Cluster API status alone cannot show. It
- * polls because the workload API may refuse connections while its server moves; it fails
- * after `noProgressTimeoutMs` without a change in the count of Ready nodes (or in the error).
+ * Polls the workload cluster's own API until `expected` nodes are Ready. Cluster API
+ * conditions can be stale — copied by a pivot, or left from before every process was
+ * restarted — so this is what proves the endpoint is served by whoever manages the
+ * cluster now. It polls because the workload API may refuse connections while its server
+ * (re)starts; it fails after `noProgressTimeoutMs` without a change in what it sees.
  */
-export async function waitForReadyNodes(kubeconfig: string, expected: number, options: { sink: EventSink; signal: AbortSignal; noProgressTimeoutMs: number; pollMs?: number }): Promise<void> {
-  const workload = KubeClient.fromFile(kubeconfig);
+export async function waitForReadyNodes(workload: KubeClient, expected: number, options: { sink: EventSink; signal: AbortSignal; noProgressTimeoutMs: number; pollMs?: number }): Promise<void> {
   let last = '';
   let changedAt = Date.now();
-  try {
-    for (;;) {
-      options.signal.throwIfAborted();
-      let seen: string;
-      try {
-        const nodes = await workload.list<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>('v1', 'Node');
-        const ready = nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
-        if (ready >= expected) {
-          log(options.sink, 'info', `The workload cluster's API answers with ${ready} Ready node(s)`);
-          return;
-        }
-        seen = `${ready} of ${expected} node(s) Ready`;
-      } catch (error) {
-        seen = `the workload cluster's API at ${workload.server} does not answer: ${messageOf(error)}`;
+  for (;;) {
+    options.signal.throwIfAborted();
+    let seen: string;
+    try {
+      const nodes = await workload.list<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>('v1', 'Node');
+      const ready = nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
+      if (ready >= expected) {
+        log(options.sink, 'info', `The workload cluster's API answers with ${ready} Ready node(s)`);
+        return;
       }
-      if (seen !== last) {
-        log(options.sink, 'info', `Waiting: ${seen}`);
-        last = seen;
-        changedAt = Date.now();
-      } else if (Date.now() - changedAt > options.noProgressTimeoutMs) {
-        throw new MachinesError(`No progress for ${Math.round(options.noProgressTimeoutMs / 1000)} s: ${seen}`, {
-          hint: 'Run `provisioner gather bootstrap` and read the infrastructure provider\'s log of the management cluster; then run `create cluster` again to resume.',
-        });
-      }
-      await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 1000));
+      seen = `${ready} of ${expected} node(s) Ready`;
+    } catch (error) {
+      seen = `the workload cluster's API at ${workload.server} does not answer: ${messageOf(error)}`;
     }
-  } finally {
-    workload.close();
+    if (seen !== last) {
+      log(options.sink, 'info', `Waiting: ${seen}`);
+      last = seen;
+      changedAt = Date.now();
+    } else if (Date.now() - changedAt > options.noProgressTimeoutMs) {
+      throw new MachinesError(`No progress for ${Math.round(options.noProgressTimeoutMs / 1000)} s: ${seen}`, {
+        hint: 'Run `provisioner gather bootstrap` and read the infrastructure provider\'s log; then run `create cluster` again to resume.',
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 1000));
   }
+}
+
+/** The workload cluster's admin kubeconfig, from the `<cluster>-kubeconfig` Secret the control-plane provider writes. */
+async function workloadKubeconfig(client: KubeClient, clusterName: string, namespace: string): Promise<string> {
+  const secret = await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: `${clusterName}-kubeconfig`, namespace } });
+  const value = secret?.data?.value;
+  if (!value) {
+    throw new InfrastructureError(`The cluster's kubeconfig Secret ${namespace}/${clusterName}-kubeconfig has no data`, {
+      hint: 'Run `provisioner gather bootstrap` and look at the kubeadm control-plane controller log.',
+    });
+  }
+  return Buffer.from(value, 'base64').toString('utf8');
 }
 
 /** Failures worth a log bundle: not bad input (nothing ran), not an interrupt, not a held lock. */
@@ -375,16 +397,9 @@ export function partitionByStage(objects: readonly KubeObject[]): StagedObjects 
 
 /** Writes the workload cluster's kubeconfig (0600) and the final state of every CAPI object. */
 export async function handOff(client: KubeClient, dir: string, clusterName: string, namespace: string): Promise<string> {
-  const secret = await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: `${clusterName}-kubeconfig`, namespace } });
-  const value = secret?.data?.value;
-  if (!value) {
-    throw new InfrastructureError(`The cluster's kubeconfig Secret ${namespace}/${clusterName}-kubeconfig has no data`, {
-      hint: 'Run `provisioner gather bootstrap` and look at the kubeadm control-plane controller log.',
-    });
-  }
   const kubeconfig = path.join(dir, 'auth', 'kubeconfig');
   await mkdir(path.dirname(kubeconfig), { recursive: true, mode: 0o700 });
-  await writeFileAtomic(kubeconfig, Buffer.from(value, 'base64').toString('utf8'), 0o600);
+  await writeFileAtomic(kubeconfig, await workloadKubeconfig(client, clusterName, namespace), 0o600);
 
   const state: KubeObject[] = [];
   for (const kind of clusterKinds(namespace)) state.push(...(await client.list(kind.apiVersion, kind.kind, { namespace })));

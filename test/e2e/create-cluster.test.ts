@@ -1,7 +1,8 @@
 /**
  * `create cluster` end to end, as a new user runs it: `node bin/provisioner.js` with the
  * real bundled binaries on the in-memory platform, then `kubectl` on the new cluster, then
- * `destroy cluster`. Faults: a failing user hook, SIGKILL of the CLI during the machines,
+ * `destroy cluster`. Faults: a failing user hook, SIGKILL of the CLI during the machines
+ * (and then of every control-plane process, as a reboot would),
  * SIGINT during the wait, bad input, webhook ports taken while the control plane starts.
  * dist/ is rebuilt first when older than src/.
  *
@@ -297,6 +298,22 @@ describe('resume after SIGKILL of the CLI during the machines (1 + 1)', () => {
     expect(Object.entries(journal.stages).filter(([, r]) => r.state !== 'succeeded')).toEqual([]);
     // Adopted, not restarted: the same processes serve the cluster.
     expect((await aliveRecorded(dir)).map((e) => e.pid).sort()).toEqual(survivors.map((e) => e.pid).sort());
+  });
+
+  it('after every process of the control plane is killed (as by a reboot), create cluster again restarts it from its data and the in-memory provider brings the nodes back', async () => {
+    expect(survivors, 'the first run was not killed as planned').toHaveLength(controlPlaneProcesses);
+    const before = await aliveRecorded(dir);
+    await killRecorded(dir);
+    expect(await aliveRecorded(dir)).toEqual([]);
+    const run = await cli(createArgs(dir), createTimeoutMs);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stderr).not.toContain('Using the control plane already running');
+    // The Cluster API conditions survived in etcd; the workload API, served by the restarted provider, is what the wait checks.
+    expect(run.stderr).toContain("The workload cluster's API answers with 2 Ready node(s)");
+    const after = await aliveRecorded(dir);
+    expect(after).toHaveLength(controlPlaneProcesses);
+    expect(after.map((e) => e.pid).filter((pid) => before.some((b) => b.pid === pid))).toEqual([]);
+    await expectReadyNodes(dir, 2);
   });
 });
 
