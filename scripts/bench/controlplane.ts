@@ -40,7 +40,7 @@ const openshift = { kubeApiServerMB: 280, etcdMB: 52, capiCoreMB: 28 } as const;
 const boots = 3;
 /** Wait after a boot before reading memory: the managers' caches fill in the first seconds. */
 const settleMs = 10_000;
-/** Poll interval of the floor: tighter than our probes (250 ms), so it stays a floor. */
+/** Poll interval of the floor: tighter than our probes (100 ms), so it stays a floor. */
 const floorPollMs = 50;
 /** The overhead we aim at over the floor. */
 const targetRatio = 1.15;
@@ -310,7 +310,7 @@ export async function run(): Promise<BenchRecord> {
       notes: [
         `overhead over the floor (etcd spawned -> every CRD Established): ${formatNumber(overhead)} x, target <= ${targetRatio}: ${overhead <= targetRatio ? 'met' : 'MISSED'}.`,
         'the floor spawns etcd and kube-apiserver (through setpriv --pdeathsig, output dropped) with the flags etcdArgs/apiServerArgs render, polls /readyz every 50 ms, applies the same namespaces and CRDs one by one with server-side apply, then polls until every CRD is Established; it parses the component YAML before its clock starts.',
-        'ours probes every 250 ms, writes each process log through a pipe, writes the kubeconfig and parses the component YAML between the API server and the CRDs (the unstaged row), and applies 8 at a time.',
+        'ours probes every 100 ms, writes each process log through a pipe, writes the kubeconfig and parses the component YAML between the API server and the CRDs (the unstaged row), and applies 8 at a time.',
         'openshift figures are its published per-process resident memory; capi-manager is compared with its CAPI core figure. Other managers have no published figure.',
         'ratios: above 1 means provisioner takes longer or uses more memory than the baseline.',
       ],

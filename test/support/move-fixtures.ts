@@ -124,12 +124,25 @@ export async function seedCluster(kube: KubeClient, namespace: string, shape: { 
   return { namespace, name, objects };
 }
 
-/** Objects missing in the target, differing from their pre-move content, with owners not remapped to target UIDs, or left in the source. */
-export async function checkMoved(source: KubeClient, target: KubeClient, seeded: Seeded): Promise<{ moved: number; problems: string[] }> {
+/** The seeded objects as the source holds them now (those it still has). */
+export async function snapshotSeeded(kube: KubeClient, seeded: Seeded): Promise<KubeObject[]> {
+  const live: KubeObject[] = [];
+  for (const o of seeded.objects) {
+    const current = await kube.get<KubeObject>({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, namespace: seeded.namespace } });
+    if (current) live.push(current);
+  }
+  return live;
+}
+
+/**
+ * Objects missing in the target, differing from `expected` (default: the content as seeded),
+ * with owners not remapped to target UIDs, or left in the source.
+ */
+export async function checkMoved(source: KubeClient, target: KubeClient, seeded: Seeded, expected: readonly KubeObject[] = seeded.objects): Promise<{ moved: number; problems: string[] }> {
   const problems: string[] = [];
   const targetUids = new Set<string>();
   const moved: KubeObject[] = [];
-  for (const before of seeded.objects) {
+  for (const before of expected) {
     const ref = { apiVersion: before.apiVersion, kind: before.kind, metadata: { name: before.metadata.name, namespace: seeded.namespace } };
     const after = await target.get<KubeObject>(ref);
     if (!after) {
