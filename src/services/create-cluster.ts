@@ -183,25 +183,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     await stage('hooks/bootstrap-data', () => runUserHooks(userHooks(config, 'bootstrapData'), hookContext('bootstrap-data')), { skipIfDone: true });
     await stage('control-plane', () => applyObjects(client, byStage.controlPlane, applyRequest));
     await stage('workers', () => applyObjects(client, byStage.workers, applyRequest, { prune: true, all: objects }));
-    await stage('wait-cluster', async () => {
-      await waitFor(client, {
-        what: 'the control plane and nodes',
-        kinds: clusterKinds(namespace),
-        evaluate: clusterReady(clusterName, expectedMachines),
-        onStall: (last, ms) => stallError('the control plane and nodes', last, ms, 'machines'),
-        events: sink,
-        signal,
-        fatal: controlPlane!.fatal,
-        ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
-      });
-      // Conditions can be stale (a resume after every process was restarted): the workload API has the last word.
-      const workload = KubeClient.fromText(await workloadKubeconfig(client, clusterName, namespace));
-      try {
-        await waitForReadyNodes(workload, expectedMachines, { sink, signal, noProgressTimeoutMs: noProgressTimeoutMs ?? defaultNoProgressMs });
-      } finally {
-        workload.close();
-      }
-    });
+    await stage('wait-cluster', () => waitHealthy(client, 'the control plane and nodes', controlPlane!.fatal));
     await stage('hooks/post-provision', () => runUserHooks(userHooks(config, 'postProvision'), hookContext('post-provision')), { skipIfDone: true });
     const kubeconfig = (await stage('hand-off', () => handOff(client, dir, clusterName, namespace)))!;
     if (pivotTo && external) {
@@ -215,6 +197,30 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     return { kubeconfig, managementKubeconfig: controlPlane.kubeconfig, controlPlaneRunning: keepRunning, resumed, stages: timings };
 
     /**
+     * Until `management` reports the cluster healthy, then until the workload cluster's own
+     * API lists every node Ready: conditions can be stale (copied by a pivot, or left from
+     * before every process was restarted), so the workload API has the last word.
+     */
+    async function waitHealthy(management: KubeClient, what: string, fatal?: Promise<never>): Promise<void> {
+      await waitFor(management, {
+        what,
+        kinds: clusterKinds(namespace),
+        evaluate: clusterReady(clusterName, expectedMachines),
+        onStall: (last, ms) => stallError(what, last, ms, 'machines'),
+        events: sink,
+        signal,
+        ...(fatal ? { fatal } : {}),
+        ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
+      });
+      const workload = KubeClient.fromText(await workloadKubeconfig(management, clusterName, namespace));
+      try {
+        await waitForReadyNodes(workload, expectedMachines, { sink, signal, noProgressTimeoutMs: noProgressTimeoutMs ?? defaultNoProgressMs });
+      } finally {
+        workload.close();
+      }
+    }
+
+    /**
      * pivot: the journaled move into `target` (services/pivot.ts), which on the in-memory
      * platform stops the local control plane before the target takes over; then
      * wait-pivoted: until the target reports the cluster healthy and the workload cluster's
@@ -222,31 +228,18 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
      */
     async function pivotStages(target: string): Promise<string> {
       const source = controlPlane!;
-      const moved = (await stage('pivot', () => pivotFrom({ dir, toKubeconfig: target, source, inmemory: config.platform.inmemory !== undefined, sink, signal })))!;
-      if (moved.sourceStopped || config.platform.inmemory === undefined) {
-        // Stopped by the move (in-memory), or a temporary control plane that has nothing left to manage.
-        if (!moved.sourceStopped) await source.stop();
+      const inmemory = config.platform.inmemory !== undefined;
+      const moved = (await stage('pivot', () => pivotFrom({ dir, toKubeconfig: target, source, inmemory, sink, signal })))!;
+      if (moved.sourceStopped) controlPlane = undefined;
+      else if (!inmemory) {
+        // A temporary control plane with nothing left to manage: stopped now rather than after the wait.
+        await source.stop();
         controlPlane = undefined;
-        keepRunning = false;
       }
       await stage('wait-pivoted', async () => {
         const managed = KubeClient.fromFile(target);
         try {
-          await waitFor(managed, {
-            what: `the cluster under its new management (${managed.server})`,
-            kinds: clusterKinds(namespace),
-            evaluate: clusterReady(clusterName, expectedMachines),
-            onStall: (last, ms) => stallError('the cluster under its new management', last, ms, 'machines'),
-            events: sink,
-            signal,
-            ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
-          });
-          const workload = KubeClient.fromFile(path.join(dir, 'auth', 'kubeconfig'));
-          try {
-            await waitForReadyNodes(workload, expectedMachines, { sink, signal, noProgressTimeoutMs: noProgressTimeoutMs ?? defaultNoProgressMs });
-          } finally {
-            workload.close();
-          }
+          await waitHealthy(managed, `the cluster under its new management (${managed.server})`);
         } finally {
           managed.close();
         }

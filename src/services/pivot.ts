@@ -87,11 +87,10 @@ export async function pivot(request: PivotRequest): Promise<PivotResult> {
   const inmemory = await isInmemory(dir);
   let source: AttachedControlPlane | undefined;
   try {
-    const journal = await readPivotJournal(dir);
-    if (request.rollback && !isUnfinished(journal)) throw new UsageError(`No unfinished pivot in ${dir} to roll back`, { hint: 'Nothing to do; `provisioner pivot` starts a move.' });
-    await checkSameTarget(dir, journal, toKubeconfig);
+    // Checked before the source boots: a wrong target or a rollback with nothing to undo costs nothing.
+    const journal = await openPivotJournal(dir, toKubeconfig, request.rollback ?? false);
     source = await attachLocalControlPlane({ dir, detached: inmemory, sink, signal });
-    const result = await pivotFrom({ ...request, dir, toKubeconfig, source, inmemory });
+    const result = await pivotFrom({ ...request, dir, toKubeconfig, source, inmemory, journal });
     if (result.sourceStopped) source = undefined;
     return result;
   } finally {
@@ -109,9 +108,17 @@ export function isUnfinished(journal: PivotJournal | undefined): journal is Pivo
   return journal !== undefined && journal.phase !== 'done' && !journal.rolledBack;
 }
 
-/** An unfinished move may only be resumed into the cluster it started to fill. */
-async function checkSameTarget(dir: string, journal: PivotJournal | undefined, toKubeconfig: string): Promise<void> {
-  if (!isUnfinished(journal)) return;
+/**
+ * Reads the pivot journal of `dir` and checks it fits the request: an unfinished move may
+ * only be resumed (or rolled back) against the cluster it started to fill, and a rollback
+ * needs an unfinished move.
+ */
+async function openPivotJournal(dir: string, toKubeconfig: string, rollback: boolean): Promise<PivotJournal | undefined> {
+  const journal = await readPivotJournal(dir);
+  if (!isUnfinished(journal)) {
+    if (rollback) throw new UsageError(`No unfinished pivot in ${dir} to roll back`, { hint: 'Nothing to do; `provisioner pivot` starts a move.' });
+    return journal;
+  }
   const target = KubeClient.fromFile(toKubeconfig);
   try {
     if (journal.targetServer !== target.server) {
@@ -122,6 +129,7 @@ async function checkSameTarget(dir: string, journal: PivotJournal | undefined, t
   } finally {
     target.close();
   }
+  return journal;
 }
 
 export interface PivotFromRequest extends Omit<PivotRequest, 'dir'> {
@@ -131,6 +139,8 @@ export interface PivotFromRequest extends Omit<PivotRequest, 'dir'> {
   source: AttachedControlPlane;
   /** The install runs on the in-memory platform (its machines live in the source's provider process). */
   inmemory: boolean;
+  /** The journal as the caller read and checked it (openPivotJournal). Default: read and checked here. */
+  journal?: PivotJournal | undefined;
 }
 
 /**
@@ -145,7 +155,8 @@ export interface PivotFromRequest extends Omit<PivotRequest, 'dir'> {
 export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult> {
   const { dir, sink, signal, source, inmemory } = request;
   const toKubeconfig = path.resolve(request.toKubeconfig);
-  await checkSameTarget(dir, await readPivotJournal(dir), toKubeconfig);
+  let journal = 'journal' in request ? request.journal : await openPivotJournal(dir, toKubeconfig, request.rollback ?? false);
+  const unfinished = isUnfinished(journal);
   const target = KubeClient.fromFile(toKubeconfig);
   let sourceStopped = false;
   const stopSourceIfEmpty = async () => {
@@ -161,11 +172,7 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
     log(sink, 'info', `The local control plane of ${dir} manages no cluster any more and was stopped, so the target's provider can take over the cluster's endpoint; its data stays (destroy bootstrap removes it)`);
   };
   try {
-    let journal = await readPivotJournal(dir);
-    const unfinished = isUnfinished(journal);
-
     if (request.rollback) {
-      if (!unfinished) throw new UsageError(`No unfinished pivot in ${dir} to roll back`, { hint: 'Nothing to do; `provisioner pivot` starts a move.' });
       const { deleted } = await rollbackPivot({ source: source.client, target, dir, journal: journal!, sink, signal, ...(request.concurrency ? { concurrency: request.concurrency } : {}) });
       return {
         action: 'rolled-back',
