@@ -90,8 +90,9 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
       signal.throwIfAborted();
       const started = performance.now();
       const requestsBefore = apiRequestsMade();
-      sink.emit({ type: 'stage', stage: name, state: 'started' });
+      // Journaled before it is announced: a kill right after the user (or a test) saw "started" finds it in the journal.
       if (!request.dryRun) await journal.start(name);
+      sink.emit({ type: 'stage', stage: name, state: 'started' });
       try {
         const result = await body();
         const durationMs = performance.now() - started;
