@@ -1,4 +1,4 @@
-import { Option } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
 
 /**
  * Options shared by many commands. Every flag has an environment-variable twin,
@@ -27,4 +27,26 @@ export function logLevelOption(): Option {
     .choices(['debug', 'info', 'warn', 'error'])
     .env('PROVISIONER_LOG_LEVEL')
     .default('info');
+}
+
+/**
+ * `--no-progress-timeout <minutes>`: fail a wait after this long without any observable
+ * change. Default: 10 minutes (the waits' own default, `defaultNoProgressTimeoutMs`).
+ * Commander reads a `--no-` prefix as the negation of `--progress-timeout` and would store
+ * the value under `progressTimeout` (so the flag was silently ignored); the option is marked
+ * as not negating, and its value lands in `noProgressTimeout`.
+ */
+export function noProgressTimeoutOption(): Option {
+  const option = new Option('--no-progress-timeout <minutes>', 'fail a wait after this long without any observable change (default: 10)')
+    .env('PROVISIONER_NO_PROGRESS_TIMEOUT')
+    .argParser(minutes);
+  option.negate = false;
+  return option;
+}
+
+/** A number of minutes greater than 0, as a flag value. */
+function minutes(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a number of minutes greater than 0');
+  return n;
 }

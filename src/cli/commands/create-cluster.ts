@@ -1,5 +1,5 @@
-import { InvalidArgumentError, Option, type Command } from 'commander';
-import { dirOption } from '../options.js';
+import { Option, type Command } from 'commander';
+import { dirOption, noProgressTimeoutOption } from '../options.js';
 import type { Runner } from '../program.js';
 import { createCluster } from '../../services/create-cluster.js';
 import { formatDuration } from '../ui/plain.js';
@@ -10,12 +10,6 @@ interface CreateClusterFlags {
   pivotTo?: string;
   dryRun: boolean;
   noProgressTimeout?: number;
-}
-
-function minutes(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a number of minutes greater than 0');
-  return n;
 }
 
 export function registerCreateCluster(create: Command, run: Runner): void {
@@ -37,11 +31,7 @@ export function registerCreateCluster(create: Command, run: Runner): void {
         .conflicts('managementKubeconfig'),
     )
     .addOption(new Option('--dry-run', 'validate every manifest against the real CRDs and webhooks and stop; apply nothing').env('PROVISIONER_DRY_RUN').default(false))
-    .addOption(
-      new Option('--no-progress-timeout <minutes>', 'fail a wait stage after this long without any observable change (default: 10)')
-        .env('PROVISIONER_NO_PROGRESS_TIMEOUT')
-        .argParser(minutes),
-    )
+    .addOption(noProgressTimeoutOption())
     .addHelpText(
       'after',
       '\nRun it again after an interrupt or a failure: it resumes from .provisioner/journal.json.\n' +
