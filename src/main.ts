@@ -50,7 +50,7 @@ async function main(argv: string[]): Promise<number> {
     // run was interrupted: say so, with the way back, unless a typed failure came first.
     const failure =
       abort.signal.aborted && !(error instanceof ProvisionerError && error.exitCode !== 'internal') ? (abort.signal.reason as InterruptedError) : error;
-    const r = renderer ?? createRenderer({ output: 'text', logLevel: 'info', stdout: process.stdout, stderr: process.stderr });
+    const r = renderer ?? (await createRenderer({ output: 'text', logLevel: 'info', stdout: process.stdout, stderr: process.stderr }));
     r.renderError(failure instanceof Error ? failure : new Error(String(failure)));
     return exitCodeOf(failure);
   }

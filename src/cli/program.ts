@@ -32,7 +32,7 @@ export function buildProgram(io: ProgramIo): Command {
 
   const run: Runner = (handler) => async (options, command) => {
     const globals = command.optsWithGlobals() as { output: OutputMode; logLevel: LogLevel };
-    const renderer = createRenderer({ output: globals.output, logLevel: globals.logLevel, stdout: io.stdout, stderr: io.stderr });
+    const renderer = await createRenderer({ output: globals.output, logLevel: globals.logLevel, stdout: io.stdout, stderr: io.stderr });
     io.onRenderer(renderer);
     try {
       await handler(options, { sink: renderer, signal: io.signal, output: globals.output });

@@ -1,7 +1,6 @@
 import { Option, type Command } from 'commander';
 import { dirOption, noProgressTimeoutOption } from '../options.js';
 import type { Runner } from '../program.js';
-import { createCluster } from '../../services/create-cluster.js';
 import { formatDuration } from '../ui/plain.js';
 
 interface CreateClusterFlags {
@@ -42,6 +41,7 @@ export function registerCreateCluster(create: Command, run: Runner): void {
     )
     .action(
       run<CreateClusterFlags>(async (options, ctx) => {
+        const { createCluster } = await import('../../services/create-cluster.js');
         const result = await createCluster({
           dir: options.dir,
           sink: ctx.sink,

@@ -1,12 +1,13 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { defaultKubernetesVersion, platformNames, type NewInstallConfigAnswers, type PlatformName } from '../../config/index.js';
+// Declaring the flags needs only these two constants: the config barrel would load the YAML parser and validation.
+import { platformNames, type PlatformName } from '../../config/install-config.js';
+import { defaultKubernetesVersion } from '../../config/kubernetes-versions.js';
+import type { NewInstallConfigAnswers } from '../../config/index.js';
 import { InterruptedError, UsageError } from '../../errors.js';
-import { createInstallConfig } from '../../services/install-config.js';
-import { createManifests } from '../../services/manifests.js';
 import type { Runner } from '../program.js';
 import { registerCreateCluster } from './create-cluster.js';
 import { dirOption } from '../options.js';
-import { canPrompt, PromptCancelled, promptInstallConfig, toAnswers, type AnswerKey } from '../ui/install-config-prompt.js';
+import type { AnswerKey } from '../ui/install-config-prompt.js';
 
 /** `create` subcommands, in the order --help lists them. Adding one: write its register function, list it here. */
 const subcommands: readonly ((create: Command, run: Runner) => void)[] = [registerCreateInstallConfig, registerCreateManifests, registerCreateCluster];
@@ -83,6 +84,10 @@ function registerCreateInstallConfig(create: Command, run: Runner): void {
 
   command.action(
     run<CreateInstallConfigFlags>(async (flags, ctx) => {
+      const [{ canPrompt, PromptCancelled, promptInstallConfig, toAnswers }, { createInstallConfig }] = await Promise.all([
+        import('../ui/install-config-prompt.js'),
+        import('../../services/install-config.js'),
+      ]);
       const raw: Partial<Record<AnswerKey, string>> = {};
       const given: Partial<Record<AnswerKey, string>> = {};
       for (const [key, flag] of Object.entries(answerFlags) as [AnswerKey, keyof CreateInstallConfigFlags][]) {
@@ -134,6 +139,7 @@ function registerCreateManifests(create: Command, run: Runner): void {
     .addOption(new Option('--keep-edits', 'keep every edited file over the generated version').env('PROVISIONER_KEEP_EDITS').default(false))
     .action(
       run<CreateManifestsFlags>(async (flags, ctx) => {
+        const { createManifests } = await import('../../services/manifests.js');
         await createManifests({ dir: flags.dir, regenerate: flags.regenerate ?? [], keepEdits: flags.keepEdits, sink: ctx.sink, signal: ctx.signal });
       }),
     );

@@ -1,7 +1,6 @@
 import { Option, type Command } from 'commander';
 import { dirOption } from '../options.js';
 import type { Runner } from '../program.js';
-import { destroyBootstrap, destroyCluster } from '../../services/destroy.js';
 
 export function registerDestroy(program: Command, run: Runner): void {
   const destroy = program.command('destroy').description('delete the cluster, or only what exists for bootstrapping');
@@ -12,6 +11,7 @@ export function registerDestroy(program: Command, run: Runner): void {
     .addOption(dirOption())
     .action(
       run<{ dir: string }>(async (options, ctx) => {
+        const { destroyCluster } = await import('../../services/destroy.js');
         const result = await destroyCluster({ dir: options.dir, sink: ctx.sink, signal: ctx.signal });
         ctx.sink.emit({
           type: 'result',
@@ -29,6 +29,7 @@ export function registerDestroy(program: Command, run: Runner): void {
     .addOption(new Option('--force', 'remove it even though it manages a cluster (the cluster loses its management)').env('PROVISIONER_FORCE').default(false))
     .action(
       run<{ dir: string; force: boolean }>(async (options, ctx) => {
+        const { destroyBootstrap } = await import('../../services/destroy.js');
         const result = await destroyBootstrap({ dir: options.dir, sink: ctx.sink, signal: ctx.signal, force: options.force });
         ctx.sink.emit({ type: 'result', kind: 'destroyed', text: result.removed ? 'removed the local control plane' : 'nothing to remove', data: result });
       }),

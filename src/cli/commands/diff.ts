@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { diffManifests } from '../../services/diff.js';
 import type { Runner } from '../program.js';
 import { dirOption } from '../options.js';
 
@@ -15,6 +14,7 @@ export function registerDiff(program: Command, run: Runner): void {
     .action(
       run<DiffFlags>(async (flags, ctx) => {
         // Live comparison needs a connection to a running control plane; none is wired in yet, and the report says so.
+        const { diffManifests } = await import('../../services/diff.js');
         await diffManifests({ dir: flags.dir, sink: ctx.sink, signal: ctx.signal });
       }),
     );

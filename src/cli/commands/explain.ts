@@ -1,5 +1,4 @@
 import { Option, type Command } from 'commander';
-import { explain } from '../../services/explain.js';
 import type { Runner } from '../program.js';
 
 interface ExplainFlags {
@@ -15,6 +14,7 @@ export function registerExplain(program: Command, run: Runner): void {
     .addOption(new Option('--recursive', 'list every nested field').env('PROVISIONER_RECURSIVE').default(false))
     .action((field: string, options: ExplainFlags, command: Command) =>
       run<ExplainFlags>(async (flags, ctx) => {
+        const { explain } = await import('../../services/explain.js');
         explain({ target: field, recursive: flags.recursive, sink: ctx.sink });
       })(options, command),
     );

@@ -1,7 +1,6 @@
 import { Option, type Command } from 'commander';
 import { dirOption } from '../options.js';
 import type { Runner } from '../program.js';
-import { gatherBootstrap } from '../../services/gather.js';
 
 interface GatherBootstrapOptions {
   dir: string;
@@ -33,6 +32,7 @@ export function registerGather(program: Command, run: Runner): void {
     )
     .action(
       run<GatherBootstrapOptions>(async (options, ctx) => {
+        const { gatherBootstrap } = await import('../../services/gather.js');
         const result = await gatherBootstrap({
           dir: options.dir,
           ...(options.outputFile !== undefined ? { output: options.outputFile } : {}),

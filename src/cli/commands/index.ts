@@ -10,7 +10,12 @@ import { registerPivot } from './pivot.js';
 import { registerVersion } from './version.js';
 import { registerWaitFor } from './wait-for.js';
 
-/** Every command, in the order `--help` lists them. One line per command file. */
+/**
+ * Every command, in the order `--help` lists them. One line per command file.
+ * Command files declare names, flags and help only; each action imports what it runs
+ * (services, the Kubernetes client, ink), so `--help` and `--version` load none of it
+ * (src/cli/startup.test.ts checks that).
+ */
 export function registerCommands(program: Command, run: Runner): void {
   registerCreate(program, run);
   registerDestroy(program, run);

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { dirOption } from '../options.js';
 import type { Runner } from '../program.js';
-import { managementStatus, startManagement, stopManagement } from '../../services/management.js';
 import { formatDuration } from '../ui/plain.js';
 
 export function registerManagement(program: Command, run: Runner): void {
@@ -21,6 +20,7 @@ export function registerManagement(program: Command, run: Runner): void {
     .addOption(dirOption())
     .action(
       run<{ dir: string }>(async (options, ctx) => {
+        const { startManagement } = await import('../../services/management.js');
         const result = await startManagement({ dir: options.dir, sink: ctx.sink, signal: ctx.signal });
         ctx.sink.emit({
           type: 'result',
@@ -38,6 +38,7 @@ export function registerManagement(program: Command, run: Runner): void {
     .addOption(dirOption())
     .action(
       run<{ dir: string }>(async (options, ctx) => {
+        const { stopManagement } = await import('../../services/management.js');
         const stopped = await stopManagement({ dir: options.dir, sink: ctx.sink, signal: ctx.signal });
         ctx.sink.emit({ type: 'result', kind: 'stopped', text: stopped.length ? `stopped ${stopped.join(', ')}` : 'nothing was running', data: { stopped } });
       }),
@@ -49,6 +50,7 @@ export function registerManagement(program: Command, run: Runner): void {
     .addOption(dirOption())
     .action(
       run<{ dir: string }>(async (options, ctx) => {
+        const { managementStatus } = await import('../../services/management.js');
         const status = await managementStatus(options.dir);
         const rows = status.processes.map((p) => [
           p.name,

@@ -1,7 +1,6 @@
 import { Option, type Command } from 'commander';
 import { dirOption } from '../options.js';
 import type { Runner } from '../program.js';
-import { pivot } from '../../services/pivot.js';
 import { UsageError } from '../../errors.js';
 
 interface PivotOptions {
@@ -41,6 +40,7 @@ export function registerPivot(program: Command, run: Runner): void {
         const concurrency = Number(options.concurrency);
         if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive integer, not ${options.concurrency}`, { hint: 'For example --concurrency 8.' });
         if (options.dryRun && options.rollback) throw new UsageError('--dry-run and --rollback cannot be combined', { hint: 'Run --dry-run to see the plan, or --rollback to undo a move.' });
+        const { pivot } = await import('../../services/pivot.js');
         const result = await pivot({
           dir: options.dir,
           toKubeconfig: options.toKubeconfig,

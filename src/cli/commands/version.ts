@@ -1,6 +1,5 @@
 import { Option, type Command } from 'commander';
 import type { Runner } from '../program.js';
-import { showVersion } from '../../services/version.js';
 
 interface VersionCommandOptions {
   verify: boolean;
@@ -23,6 +22,7 @@ export function registerVersion(program: Command, run: Runner): void {
     )
     .action(
       run<VersionCommandOptions>(async (options, ctx) => {
+        const { showVersion } = await import('../../services/version.js');
         await showVersion({ verify: options.verify }, ctx.sink);
       }),
     );

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { dirOption } from '../options.js';
 import type { Runner } from '../program.js';
-import { waitForInstallComplete } from '../../services/wait-for.js';
 
 export function registerWaitFor(program: Command, run: Runner): void {
   const waitFor = program.command('wait-for').description('wait for a stage of an install');
@@ -11,6 +10,7 @@ export function registerWaitFor(program: Command, run: Runner): void {
     .addOption(dirOption())
     .action(
       run<{ dir: string }>(async (options, ctx) => {
+        const { waitForInstallComplete } = await import('../../services/wait-for.js');
         const result = await waitForInstallComplete({ dir: options.dir, sink: ctx.sink, signal: ctx.signal });
         ctx.sink.emit({ type: 'result', kind: 'kubeconfig', text: result.kubeconfig, data: result });
       }),

@@ -2,7 +2,6 @@ import type { EventSink, LogLevel, ProvisionerEvent } from '../../events.js';
 import { ProvisionerError, exitCodeOf, messageOf } from '../../errors.js';
 import type { OutputMode } from '../context.js';
 import { JsonRenderer } from './json.js';
-import { InkRenderer, terminalMount } from './ink/renderer.js';
 import { PlainRenderer, type Writer } from './plain.js';
 
 export interface Renderer extends EventSink {
@@ -21,9 +20,10 @@ export interface RendererOptions {
 
 /**
  * Picks the renderer: JSON lines with `--output json`; a live ink view on stderr when
- * it is a terminal (see `wantsLiveView`); plain lines otherwise.
+ * it is a terminal (see `wantsLiveView`); plain lines otherwise. Ink and react are
+ * imported only for the live view: loading them costs most of a second.
  */
-export function createRenderer(options: RendererOptions, env: NodeJS.ProcessEnv = process.env): Renderer {
+export async function createRenderer(options: RendererOptions, env: NodeJS.ProcessEnv = process.env): Promise<Renderer> {
   if (options.output === 'json') {
     const json = new JsonRenderer(options.stdout, options.logLevel);
     return {
@@ -35,6 +35,7 @@ export function createRenderer(options: RendererOptions, env: NodeJS.ProcessEnv 
   if (wantsLiveView(options, env)) {
     // isTTY is only ever true on a tty.WriteStream, which is what ink draws on.
     const terminal = options.stderr as NodeJS.WriteStream;
+    const { InkRenderer, terminalMount } = await import('./ink/renderer.js');
     const ink = new InkRenderer({
       stdout: options.stdout,
       stderr: options.stderr,

@@ -259,7 +259,7 @@ describe('createRenderer', () => {
   it('on a terminal draws with ink on stderr, keeps stdout for results, and unmounts before an error', async () => {
     const stderr = tty();
     const stdout = collector(false);
-    const renderer = createRenderer({ output: 'text', logLevel: 'info', stdout, stderr }, { TERM: 'xterm' });
+    const renderer = await createRenderer({ output: 'text', logLevel: 'info', stdout, stderr }, { TERM: 'xterm' });
     renderer.emit({ type: 'stage', stage: 'preflight', state: 'started' });
     renderer.emit({ type: 'result', kind: 'dry-run', text: '3 objects valid' });
     renderer.emit({ type: 'stage', stage: 'preflight', state: 'failed', durationMs: 2_000, message: 'webhook refused' });

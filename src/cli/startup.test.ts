@@ -1,0 +1,93 @@
+/**
+ * Start-up cost is what `--version` and `--help` import: the CLI runs in a child Node with
+ * a module hook that records the URL of every module resolved, and the heavy libraries a
+ * command needs only when it runs (the Kubernetes client, ink, react) must not be among
+ * them. This checks what is imported, not how long it takes: timings are noise on a shared
+ * machine (`npm run bench -- startup` measures them).
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const mainTs = path.join(repoRoot, 'src/main.ts');
+
+/** Loaded only by commands that run: none of them may be imported to print help or the version. */
+const heavy = ['@kubernetes/client-node', 'ink', 'react'];
+
+/** Resolve hook (runs on Node's hooks thread): appends every resolved URL to the log file. */
+const hooksSource = `import { appendFileSync } from 'node:fs';
+let logFile;
+export function initialize(data) { logFile = data.logFile; }
+export async function resolve(specifier, context, nextResolve) {
+  const result = await nextResolve(specifier, context);
+  appendFileSync(logFile, result.url + '\\n');
+  return result;
+}
+`;
+
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-startup-'));
+  await writeFile(path.join(dir, 'hooks.mjs'), hooksSource);
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Runs the CLI from source with the recording hook; returns its stdout and every module URL it resolved. */
+async function runRecorded(name: string, args: string[]): Promise<{ stdout: string; urls: string[] }> {
+  const logFile = path.join(dir, `${name}.log`);
+  const register = path.join(dir, `register-${name}.mjs`);
+  await writeFile(logFile, '');
+  await writeFile(
+    register,
+    `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, { data: { logFile: ${JSON.stringify(logFile)} } });\n`,
+  );
+  // tsx first, the recorder last: the hook registered last runs first and sees tsx's final answer.
+  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--import', pathToFileURL(register).href, mainTs, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, NO_COLOR: '1' },
+    timeout: 60_000,
+  });
+  const urls = (await readFile(logFile, 'utf8')).split('\n').filter(Boolean);
+  return { stdout, urls };
+}
+
+/** The packages among `urls` that are in `heavy`. */
+function heavyPackagesIn(urls: string[]): string[] {
+  return heavy.filter((pkg) => urls.some((url) => url.includes(`/node_modules/${pkg}/`)));
+}
+
+describe('start-up imports', () => {
+  it('--version imports neither the Kubernetes client nor ink nor react', async () => {
+    const { stdout, urls } = await runRecorded('version', ['--version']);
+    const { version } = JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+    expect(stdout.trim()).toBe(version);
+    // The recorder saw the CLI load: an empty log would pass the check below for nothing.
+    expect(urls).toContain(pathToFileURL(mainTs).href);
+    expect(urls.some((url) => url.includes('/node_modules/commander/'))).toBe(true);
+    expect(heavyPackagesIn(urls)).toEqual([]);
+  });
+
+  it('--help lists every command without importing them', async () => {
+    const { stdout, urls } = await runRecorded('help', ['--help']);
+    expect(stdout).toMatch(/^\s+create\b/m);
+    expect(stdout).toMatch(/^\s+version\b/m);
+    expect(heavyPackagesIn(urls)).toEqual([]);
+  });
+
+  it("a subcommand's --help shows its full options without importing what it runs", async () => {
+    const { stdout, urls } = await runRecorded('create-cluster-help', ['create', 'cluster', '--help']);
+    expect(stdout).toContain('--pivot-to <kubeconfig>');
+    expect(stdout).toContain('--no-progress-timeout <minutes>');
+    expect(heavyPackagesIn(urls)).toEqual([]);
+    expect(urls.some((url) => url.includes('/src/services/'))).toBe(false);
+  });
+});
