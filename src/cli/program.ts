@@ -19,9 +19,11 @@ export interface ProgramIo {
 
 export function buildProgram(io: ProgramIo): Command {
   const program = new Command('provisioner')
+    // One line per paragraph: commander wraps each line to the terminal and keeps the line
+    // breaks written here, so a break inside a sentence would show up mid-line.
     .description(
-      'Create Kubernetes clusters through Cluster API with no management cluster and no container runtime.\n' +
-        'provisioner boots real etcd, kube-apiserver and CAPI controllers on loopback, applies the\n' +
+      'Create Kubernetes clusters through Cluster API with no management cluster and no container runtime.\n\n' +
+        'provisioner boots real etcd, kube-apiserver and CAPI controllers on loopback, applies the ' +
         'manifests generated from install-config.yaml, waits for the cluster, then pivots or tears down.',
     )
     .version(cliVersion, '-v, --version', 'print the CLI version (see `provisioner version` for components)')
