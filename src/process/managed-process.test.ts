@@ -222,6 +222,25 @@ describe('ManagedProcess', () => {
     expect(sink.ofType('process').map((e) => e.state)).toEqual(['starting', 'ready', 'exited', 'starting', 'ready']);
   });
 
+  it('runs in its own process group, out of ours, and stop() ends the whole group', async () => {
+    const grandchildFile = join(dir, 'grandchild.pid');
+    // The grandchild ignores nothing and holds the log pipe, as a helper a component forks would.
+    const binary = await script('forking', `sleep 300 &\necho $! > "${grandchildFile}"\nexec sleep 300`);
+    const proc = managed({ name: 'forking', binary, readiness: fileProbe(grandchildFile) });
+    await proc.start();
+    const pid = proc.pid!;
+    const grandchild = Number((await readFile(grandchildFile, 'utf8')).trim());
+    // A terminal's Ctrl-C goes to the CLI's process group: the child must not be in it.
+    expect(processGroupOf(pid)).toBe(pid);
+    expect(processGroupOf(grandchild)).toBe(pid);
+    expect(processGroupOf(pid)).not.toBe(processGroupOf(process.pid));
+    await proc.stop();
+    expect(isPidRunning(pid)).toBe(false);
+    // Gone, or a zombie until whoever inherited it reaps it: either way it runs nothing.
+    for (let i = 0; i < 50 && processStartTime(grandchild) !== undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(processStartTime(grandchild)).toBeUndefined();
+  });
+
   it('runs detached in its own session with output in the log file', async () => {
     const binary = await script('lasting', 'echo "detached output"; exec sleep 300');
     const stateDir = join(dir, 'state');
@@ -250,3 +269,9 @@ describe('ManagedProcess stop during spawn', () => {
     expect(proc.state).toBe('stopped');
   });
 });
+
+/** Process group id of a running process: /proc/<pid>/stat field 5. */
+function processGroupOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+}

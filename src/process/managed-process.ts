@@ -10,9 +10,14 @@
  * spawned plainly and the pidfile (`stateDir`) is what cleans it up: the next run's
  * `stopStale` finds it by pid and start time and stops it.
  *
+ * Every child leads its own session and process group (setsid), so a terminal's Ctrl-C, which
+ * goes to the CLI's foreground process group, reaches the CLI alone: the CLI then stops its
+ * children itself, in its order. Stopping signals the child's whole group, so whatever the
+ * child started stops with it.
+ *
  * `detached: true` is for processes meant to outlive the CLI (a lasting management cluster):
- * a new session, no death signal, output straight into the log file, the child unref'd. The
- * log cap then applies only when the process is (re)started, since no one is reading its output.
+ * no death signal, output straight into the log file, the child unref'd. The log cap then
+ * applies only when the process is (re)started, since no one is reading its output.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, writeSync } from 'node:fs';
@@ -274,9 +279,8 @@ export class ManagedProcess {
   private signalChild(child: ChildProcess, signal: NodeJS.Signals): void {
     if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
     try {
-      // A detached child leads its own session and process group: signal the whole group.
-      if (this.options.detached) process.kill(-child.pid, signal);
-      else child.kill(signal);
+      // The child leads its own process group (see spawnChild): signal all of it, grandchildren included.
+      process.kill(-child.pid, signal);
     } catch {
       child.kill(signal);
     }
@@ -318,7 +322,9 @@ export class ManagedProcess {
       log.write(header);
       const wrapper = this.options.pdeathsigWrapper === undefined ? defaultPdeathsigWrapper() : this.options.pdeathsigWrapper;
       const [command, commandArgs] = wrapper === null ? [binary, args] : [wrapper, ['--pdeathsig', 'KILL', '--', binary, ...args]];
-      child = spawn(command, commandArgs, { cwd: this.options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      // `detached` here means only setsid: out of the CLI's process group, so a terminal's Ctrl-C
+      // does not reach the child before the CLI's ordered stop. The death signal still ties it to us.
+      child = spawn(command, commandArgs, { cwd: this.options.cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
       const sink = log;
       child.stdout?.on('data', (chunk: Buffer) => sink.write(chunk));
       child.stderr?.on('data', (chunk: Buffer) => sink.write(chunk));

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -98,6 +98,19 @@ describe('pidfile registry', () => {
     expect(stopped.map((e) => e.name)).toEqual(['b']);
     expect(isPidRunning(a.pid!)).toBe(true);
     expect((await readPidfiles(dir)).map((e) => e.name)).toEqual(['a']);
+  });
+
+  it("stops a stale process's whole process group, grandchildren included", async () => {
+    const grandchildFile = join(dir, 'grandchild.pid');
+    // A group leader, as every ManagedProcess child is; detached: false as a temporary control plane records it.
+    const leader = spawn('/bin/sh', ['-c', `sleep 300 & echo $! > "${grandchildFile}"; wait`], { stdio: 'ignore', detached: true });
+    children.push(leader);
+    for (let i = 0; i < 100 && !existsSync(grandchildFile); i++) await new Promise((r) => setTimeout(r, 20));
+    const grandchild = Number(readFileSync(grandchildFile, 'utf8').trim());
+    await writePidfile(dir, entryFor('leader', leader.pid!, processStartTime(leader.pid!)!));
+    await stopStale(dir, { graceMs: 2_000 });
+    for (let i = 0; i < 50 && processStartTime(grandchild) !== undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(processStartTime(grandchild)).toBeUndefined();
   });
 
   it('removes a pidfile only when it still records the given pid', async () => {

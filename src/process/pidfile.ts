@@ -127,19 +127,24 @@ const exitPollMs = 50;
 const killWaitMs = 5_000;
 
 /**
- * SIGTERM to a recorded process (its whole group when it was detached: it leads its own
- * session), wait up to `graceMs`, then SIGKILL. Signals are sent only while the pid still has
- * the recorded start time. Resolves true when it is gone.
+ * SIGTERM to a recorded process and its whole process group (every child leads its own, see
+ * ManagedProcess), wait up to `graceMs`, then SIGKILL. Signals are sent only while the pid
+ * still has the recorded start time, and while it lives no other process can lead a group of
+ * that id. Resolves true when it is gone.
  */
-export async function terminateRecorded(entry: Pick<PidfileEntry, 'pid' | 'startTime' | 'detached'>, graceMs: number): Promise<boolean> {
+export async function terminateRecorded(entry: Pick<PidfileEntry, 'pid' | 'startTime'>, graceMs: number): Promise<boolean> {
   const signal = (sig: NodeJS.Signals) => {
     if (!isAlive(entry)) return;
     try {
-      process.kill(entry.detached ? -entry.pid : entry.pid, sig);
+      process.kill(-entry.pid, sig);
     } catch (error) {
-      // A detached child that is not a group leader after all: signal the pid alone.
-      if (entry.detached && isErrno(error, 'ESRCH')) process.kill(entry.pid, sig);
-      else if (!isErrno(error, 'ESRCH')) throw error;
+      // Not a group leader (recorded by an older provisioner, which did not start a group per child): the pid alone.
+      if (!isErrno(error, 'ESRCH')) throw error;
+      try {
+        process.kill(entry.pid, sig);
+      } catch (inner) {
+        if (!isErrno(inner, 'ESRCH')) throw inner;
+      }
     }
   };
   const waitGone = async (ms: number) => {
