@@ -8,9 +8,9 @@ import tseslint from 'typescript-eslint';
 const noCliOrServices = { group: ['**/cli/**', '**/services/**'], message: 'Domain modules must not import the CLI or services layer.' };
 const noRendering = { group: ['ink', 'ink/*', 'react', 'react/*'], message: 'Only src/cli/ui renders.' };
 const noKubeClient = { group: ['@kubernetes/client-node', '@kubernetes/client-node/*'], message: 'Only src/kube imports the Kubernetes client.' };
-const noKubernetes = { group: ['**/kube/**', '**/controlplane/**'], message: 'process/ knows nothing of Kubernetes.' };
+const noKubernetes = { group: ['**/kube/**', '**/controlplane/**', '**/wait/**'], message: 'process/ and progress/ know nothing of Kubernetes.' };
 
-const domainModules = ['config', 'assets', 'pki', 'controlplane', 'apply', 'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms'];
+const domainModules = ['config', 'assets', 'pki', 'controlplane', 'apply', 'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms', 'progress'];
 const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
 
 export default tseslint.config(
@@ -34,6 +34,6 @@ export default tseslint.config(
   { files: domainModules.map((m) => `src/${m}/**/*.ts`), rules: restrict([noCliOrServices, noRendering, noKubeClient]) },
   // kube/ is the one importer of the client; still a domain module.
   { files: ['src/kube/**/*.ts'], rules: restrict([noCliOrServices, noRendering]) },
-  // process/ knows nothing of Kubernetes at all.
-  { files: ['src/process/**/*.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noKubernetes]) },
+  // process/ knows nothing of Kubernetes at all, nor does progress/ (the one waiting primitive, which process/ uses too).
+  { files: ['src/process/**/*.ts', 'src/progress/**/*.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noKubernetes]) },
 );
