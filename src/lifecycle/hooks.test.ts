@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HookError } from '../errors.js';
 import { RecordingSink } from '../events.js';
+import { processStartTime } from '../process/proc.js';
 import { runUserHooks, type HookContext } from './hooks.js';
 
 describe('runUserHooks', () => {
@@ -81,24 +82,57 @@ describe('runUserHooks', () => {
     await expect(stat(marker)).rejects.toThrow(/ENOENT/);
   });
 
-  it('stops a hook that runs past its timeout', async () => {
-    const slow = await script('slow.sh', 'echo started; sleep 5');
+  /**
+   * A hook that starts a child in the background and waits for it: the child traps and
+   * ignores nothing and holds the hook's output pipe, so the stage ends only once it is gone.
+   */
+  async function forkingHook(): Promise<{ hook: string; grandchild: () => Promise<number> }> {
+    const pidFile = path.join(dir, 'grandchild.pid');
+    const hook = await script('forking.sh', `sleep 300 &\necho $! > "${pidFile}"\necho started\nwait`);
+    return { hook, grandchild: async () => Number((await readFile(pidFile, 'utf8')).trim()) };
+  }
+
+  it("stops a hook that runs past its timeout, and the hook's children with it", async () => {
+    const { hook, grandchild } = await forkingHook();
     const started = performance.now();
-    const error = await hookError(runUserHooks([{ path: slow, args: [], timeoutMs: 300 }], context));
+    const error = await hookError(runUserHooks([{ path: hook, args: [], timeoutMs: 300 }], context));
     const took = performance.now() - started;
-    expect(error.message).toMatch(/^The pre-provision hook slow.sh did not finish within/);
+    expect(error.message).toMatch(/^The pre-provision hook forking.sh did not finish within/);
     expect(error.details).toContain('| started');
     expect(took).toBeLessThan(4_000);
+    expect(processStartTime(await grandchild())).toBeUndefined();
   });
 
-  it('stops a hook and its children at once when the run is interrupted', async () => {
-    const slow = await script('slow.sh', 'echo started; sleep 5');
+  it("stops a hook and the hook's children at once when the run is interrupted", async () => {
+    const { hook, grandchild } = await forkingHook();
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
     const started = performance.now();
-    const error = await hookError(runUserHooks([{ path: slow, args: [], timeoutMs: 60_000 }], { ...context, signal: controller.signal }));
-    expect(error.message).toBe('The pre-provision hook slow.sh was interrupted');
+    const error = await hookError(runUserHooks([{ path: hook, args: [], timeoutMs: 60_000 }], { ...context, signal: controller.signal }));
+    expect(error.message).toBe('The pre-provision hook forking.sh was interrupted');
     expect(performance.now() - started).toBeLessThan(4_000);
+    expect(processStartTime(await grandchild())).toBeUndefined();
+  });
+
+  it('sends SIGTERM first so a hook can clean up, and SIGKILL to a child that ignores it', async () => {
+    const cleaned = path.join(dir, 'cleaned');
+    const stubbornPid = path.join(dir, 'stubborn.pid');
+    // The hook cleans up on SIGTERM; its child ignores SIGTERM and holds the output pipe.
+    const hook = await script(
+      'cleanup.sh',
+      `sh -c "trap '' TERM; echo \\$\\$ > '${stubbornPid}'; while true; do sleep 0.1; done" &\ntrap 'touch "${cleaned}"; exit 1' TERM\necho started\nwhile true; do sleep 0.1; done`,
+    );
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 500);
+    const started = performance.now();
+    const error = await hookError(runUserHooks([{ path: hook, args: [], timeoutMs: 60_000 }], { ...context, signal: controller.signal }));
+    const took = performance.now() - started;
+    expect(error.message).toBe('The pre-provision hook cleanup.sh was interrupted');
+    await expect(stat(cleaned)).resolves.toBeDefined();
+    // The stubborn child kept the pipe open until the grace ended in SIGKILL.
+    expect(took).toBeGreaterThan(4_500);
+    expect(took).toBeLessThan(10_000);
+    expect(processStartTime(Number((await readFile(stubbornPid, 'utf8')).trim()))).toBeUndefined();
   });
 
   it('gives the hook the stage, dir and kubeconfig path from an allow-list, not the parent environment', async () => {

@@ -30,6 +30,8 @@ export interface HookContext {
 
 /** Lines of a failed hook's output quoted in the error. */
 const tailLines = 20;
+/** Wait after SIGTERM to a hook's process group (on a timeout or an interrupt) before SIGKILL: 5 s to clean up. */
+const hookStopGraceMs = 5_000;
 
 export async function runUserHooks(hooks: readonly UserHook[], context: HookContext): Promise<void> {
   const logDir = path.join(context.dir, 'logs', 'hooks');
@@ -56,24 +58,38 @@ export async function runUserHooks(hooks: readonly UserHook[], context: HookCont
       detached: true,
     });
     let timedOut = false;
-    const stopGroup = () => {
+    const signalGroup = (signal: NodeJS.Signals) => {
       try {
-        if (subprocess.pid !== undefined) process.kill(-subprocess.pid, 'SIGKILL');
+        if (subprocess.pid !== undefined) process.kill(-subprocess.pid, signal);
       } catch {
         // The group is already gone.
       }
     };
+    // SIGTERM to the hook and everything it started, so each can clean up; SIGKILL what is left after the grace.
+    let killTimer: NodeJS.Timeout | undefined;
+    const stopGroup = () => {
+      if (killTimer !== undefined) return;
+      signalGroup('SIGTERM');
+      killTimer = setTimeout(() => signalGroup('SIGKILL'), hookStopGraceMs);
+    };
+    const killGroup = () => signalGroup('SIGKILL');
     const timer = setTimeout(() => {
       timedOut = true;
       stopGroup();
     }, hook.timeoutMs);
     context.signal?.addEventListener('abort', stopGroup, { once: true });
     // A detached child outlives us unless stopped: execa's own cleanup skips detached children.
-    process.once('exit', stopGroup);
+    process.once('exit', killGroup);
+    // Resolves once the hook has exited and every holder of its output pipe has closed it.
     const result = await subprocess;
     clearTimeout(timer);
+    if (killTimer !== undefined) {
+      // Stopped: what is left of its group (outside the pipe, past SIGTERM) goes now.
+      clearTimeout(killTimer);
+      killGroup();
+    }
     context.signal?.removeEventListener('abort', stopGroup);
-    process.removeListener('exit', stopGroup);
+    process.removeListener('exit', killGroup);
     await writeFile(logFile, typeof result.all === 'string' ? result.all : '', { mode: 0o600 });
     const output = await readLogTail(logFile, tailLines);
     const took = Math.round(performance.now() - started);
