@@ -21,7 +21,7 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
 import type { InstallConfig } from '../config/index.js';
-import { ConfigError, InfrastructureError, MachinesError, ProvisionerError, UsageError, messageOf } from '../errors.js';
+import { ConfigError, InfrastructureError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
 import { KubeApiError, KubeClient, apiRequestsMade, describeRef, type KubeObject } from '../kube/client.js';
@@ -30,6 +30,7 @@ import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
 import { acquireDirLock } from '../process/lock.js';
 import { writeFileAtomic } from '../process/fs.js';
 import { capiGroup, clusterKinds, clusterReady, infrastructureReady, stallError } from '../wait/capi.js';
+import { waitForReadyNodes } from '../wait/nodes.js';
 import { waitFor } from '../wait/waiter.js';
 import { applyObjects, dryRunObjects } from './apply-objects.js';
 import { createManifests } from './manifests.js';
@@ -123,6 +124,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
     if (external) keepRunning = false;
     const noProgressTimeoutMs = request.noProgressTimeoutMs;
+    const healthy = { clusterName, namespace, expectedMachines, sink, signal, ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}) };
     const pivotTo = request.pivotTo ? path.resolve(request.pivotTo) : undefined;
     const pendingPivot = await readPivotJournal(dir);
     if (pivotTo && external && path.resolve(external) !== pivotTo) {
@@ -184,7 +186,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     await stage('hooks/bootstrap-data', () => runUserHooks(userHooks(config, 'bootstrapData'), hookContext('bootstrap-data')), { skipIfDone: true });
     await stage('control-plane', () => applyObjects(client, byStage.controlPlane, applyRequest));
     await stage('workers', () => applyObjects(client, byStage.workers, applyRequest, { prune: true, all: objects }));
-    await stage('wait-cluster', () => waitHealthy(client, 'the control plane and nodes', controlPlane!.fatal));
+    await stage('wait-cluster', () => waitHealthy(client, { ...healthy, what: 'the control plane and nodes', fatal: controlPlane!.fatal }));
     await stage('hooks/post-provision', () => runUserHooks(userHooks(config, 'postProvision'), hookContext('post-provision')), { skipIfDone: true });
     const kubeconfig = (await stage('hand-off', () => handOff(client, dir, clusterName, namespace)))!;
     if (pivotTo && external) {
@@ -196,30 +198,6 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     }
     await journal.complete();
     return { kubeconfig, managementKubeconfig: controlPlane.kubeconfig, controlPlaneRunning: keepRunning, resumed, stages: timings };
-
-    /**
-     * Until `management` reports the cluster healthy, then until the workload cluster's own
-     * API lists every node Ready: conditions can be stale (copied by a pivot, or left from
-     * before every process was restarted), so the workload API has the last word.
-     */
-    async function waitHealthy(management: KubeClient, what: string, fatal?: Promise<never>): Promise<void> {
-      await waitFor(management, {
-        what,
-        kinds: clusterKinds(namespace),
-        evaluate: clusterReady(clusterName, expectedMachines),
-        onStall: (last, ms) => stallError(what, last, ms, 'machines'),
-        events: sink,
-        signal,
-        ...(fatal ? { fatal } : {}),
-        ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
-      });
-      const workload = KubeClient.fromText(await workloadKubeconfig(management, clusterName, namespace));
-      try {
-        await waitForReadyNodes(workload, expectedMachines, { sink, signal, noProgressTimeoutMs: noProgressTimeoutMs ?? defaultNoProgressMs });
-      } finally {
-        workload.close();
-      }
-    }
 
     /**
      * pivot: the journaled move into `target` (services/pivot.ts), which on the in-memory
@@ -240,7 +218,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
       await stage('wait-pivoted', async () => {
         const managed = KubeClient.fromFile(target);
         try {
-          await waitHealthy(managed, `the cluster under its new management (${managed.server})`);
+          await waitHealthy(managed, { ...healthy, what: `the cluster under its new management (${managed.server})` });
         } finally {
           managed.close();
         }
@@ -260,43 +238,46 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
   }
 }
 
-/** Default of `noProgressTimeoutMs` where a wait takes it (the waiter's own default too). */
-const defaultNoProgressMs = 10 * 60_000;
+export interface HealthyWait {
+  clusterName: string;
+  namespace: string;
+  /** Machines the manifests ask for (`countMachines`): each needs a Ready node. */
+  expectedMachines: number;
+  /** What is waited for, in messages. */
+  what: string;
+  sink: EventSink;
+  signal: AbortSignal;
+  /** Fails the wait at once when it rejects (a local controller past its restart budget). Default: never. */
+  fatal?: Promise<never>;
+  /** Time without any observable change before the wait fails. Default 10 min. */
+  noProgressTimeoutMs?: number;
+}
 
 /**
- * Polls the workload cluster's own API until `expected` nodes are Ready. Cluster API
- * conditions can be stale — copied by a pivot, or left from before every process was
- * restarted — so this is what proves the endpoint is served by whoever manages the
- * cluster now. It polls because the workload API may refuse connections while its server
- * (re)starts; it fails after `noProgressTimeoutMs` without a change in what it sees.
+ * Until `management` reports the cluster healthy (control plane available, every machine
+ * with a Ready node), then until the workload cluster's own API lists every node Ready:
+ * conditions can be stale (copied by a pivot, or left from before every process was
+ * restarted), so the workload API has the last word. `create cluster`'s wait-cluster and
+ * wait-pivoted, and `wait-for install-complete`, all wait with this.
  */
-export async function waitForReadyNodes(workload: KubeClient, expected: number, options: { sink: EventSink; signal: AbortSignal; noProgressTimeoutMs: number; pollMs?: number }): Promise<void> {
-  let last = '';
-  let changedAt = Date.now();
-  for (;;) {
-    options.signal.throwIfAborted();
-    let seen: string;
-    try {
-      const nodes = await workload.list<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>('v1', 'Node');
-      const ready = nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
-      if (ready >= expected) {
-        log(options.sink, 'info', `The workload cluster's API answers with ${ready} Ready node(s)`);
-        return;
-      }
-      seen = `${ready} of ${expected} node(s) Ready`;
-    } catch (error) {
-      seen = `the workload cluster's API at ${workload.server} does not answer: ${messageOf(error)}`;
-    }
-    if (seen !== last) {
-      log(options.sink, 'info', `Waiting: ${seen}`);
-      last = seen;
-      changedAt = Date.now();
-    } else if (Date.now() - changedAt > options.noProgressTimeoutMs) {
-      throw new MachinesError(`No progress for ${Math.round(options.noProgressTimeoutMs / 1000)} s: ${seen}`, {
-        hint: 'Run `provisioner gather bootstrap` and read the infrastructure provider\'s log; then run `create cluster` again to resume.',
-      });
-    }
-    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 1000));
+export async function waitHealthy(management: KubeClient, wait: HealthyWait): Promise<void> {
+  const { what, sink, signal } = wait;
+  const limits = wait.noProgressTimeoutMs ? { noProgressTimeoutMs: wait.noProgressTimeoutMs } : {};
+  await waitFor(management, {
+    what,
+    kinds: clusterKinds(wait.namespace),
+    evaluate: clusterReady(wait.clusterName, wait.expectedMachines),
+    onStall: (last, ms) => stallError(what, last, ms, 'machines'),
+    events: sink,
+    signal,
+    ...(wait.fatal ? { fatal: wait.fatal } : {}),
+    ...limits,
+  });
+  const workload = KubeClient.fromText(await workloadKubeconfig(management, wait.clusterName, wait.namespace));
+  try {
+    await waitForReadyNodes(workload, wait.expectedMachines, { sink, signal, ...limits });
+  } finally {
+    workload.close();
   }
 }
 

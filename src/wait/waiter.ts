@@ -1,13 +1,15 @@
 /**
- * Waiting on Kubernetes objects with watches (no polling loops) and a deadline that
- * moves: it expires only when nothing observable changed for `noProgressTimeoutMs`.
+ * Waiting on Kubernetes objects with watches (no polling loops), on the one waiting
+ * primitive (`progress/until.ts`): the deadline moves, and expires only when nothing the
+ * user would see changed for `noProgressTimeoutMs`.
  * A terminal failure the evaluator recognises (a failed machine, a terminal condition
  * reason) fails the wait at once, naming the object, its condition and message — an
  * install never sits out a timeout on a machine that already failed.
  */
-import { InterruptedError, ProvisionerError } from '../errors.js';
+import type { ProvisionerError } from '../errors.js';
 import type { EventSink, ObjectEvent } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
+import { until, type Observation, type ObservationSource } from '../progress/until.js';
 
 export interface WatchedKind {
   apiVersion: string;
@@ -40,7 +42,7 @@ export interface WaitOptions {
 }
 
 /** Default time without any observable change before a wait fails: 10 minutes. */
-export const defaultNoProgressTimeoutMs = 10 * 60_000;
+export { defaultNoProgressTimeoutMs } from '../progress/until.js';
 
 export function snapshotKey(obj: KubeObject): string {
   return `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
@@ -49,66 +51,53 @@ export function snapshotKey(obj: KubeObject): string {
 /**
  * Resolves with the final verdict when `evaluate` says done; rejects with its error
  * when it says failed, with `onStall(...)` on lack of progress, with InterruptedError
- * when `signal` aborts.
+ * when `signal` aborts. Progress is any change in the objects as the user sees them
+ * (phases, readiness, blocking conditions, object count), never a resourceVersion alone.
  */
-export async function waitFor(client: KubeClient, options: WaitOptions): Promise<Verdict> {
-  const timeoutMs = options.noProgressTimeoutMs ?? defaultNoProgressTimeoutMs;
-  const snapshot = new Map<string, Map<string, KubeObject>>();
-  const stops: (() => void)[] = [];
-  let last: Verdict = { state: 'waiting', objects: [] };
-  let lastFingerprint = '';
-  let lastProgress = Date.now();
+export function waitFor(client: KubeClient, options: WaitOptions): Promise<Verdict> {
   const shown = new Map<string, string>();
+  const judge = (snapshot: Snapshot): Observation<Verdict> => {
+    const verdict = options.evaluate(snapshot);
+    for (const obj of verdict.objects) {
+      const key = `${obj.kind}/${obj.namespace ?? ''}/${obj.name}`;
+      const line = JSON.stringify(obj);
+      if (shown.get(key) !== line) {
+        shown.set(key, line);
+        options.events.emit(obj);
+      }
+    }
+    const progress = JSON.stringify(verdict.objects);
+    return verdict.state === 'failed' ? { state: 'failed', value: verdict, progress, error: verdict.error } : { state: verdict.state, value: verdict, progress };
+  };
+  return until(watching(client, options.kinds, judge), {
+    what: options.what,
+    onStall: (last, stalledMs) => options.onStall(last?.value ?? { state: 'waiting', objects: [] }, stalledMs),
+    ...(options.noProgressTimeoutMs !== undefined ? { noProgressTimeoutMs: options.noProgressTimeoutMs } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.fatal ? { fatal: options.fatal } : {}),
+  });
+}
 
-  return new Promise<Verdict>((resolve, reject) => {
-    let settled = false;
-    let stallTimer: NodeJS.Timeout | undefined;
-    const finish = (error: unknown, verdict?: Verdict) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(stallTimer);
-      options.signal?.removeEventListener('abort', onAbort);
-      for (const stop of stops) stop();
-      if (error) reject(error);
-      else resolve(verdict!);
-    };
-    const armStallTimer = () => {
-      clearTimeout(stallTimer);
-      stallTimer = setTimeout(() => finish(options.onStall(last, Date.now() - lastProgress)), timeoutMs);
-    };
-    const onAbort = () => finish(new InterruptedError(`Interrupted while waiting for ${options.what}`, { hint: 'Run the same command again to resume.' }));
-    if (options.signal?.aborted) return onAbort();
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    options.fatal?.catch((error: unknown) => finish(error));
-
+/**
+ * A source for `until` that lists, then watches, every kind in `kinds`, and judges the
+ * objects after the list and after every change. A watch the server ends is started
+ * again from a fresh list, which is judged too: it holds what changed while no watch ran.
+ */
+export function watching<T>(client: KubeClient, kinds: readonly WatchedKind[], judge: (snapshot: Snapshot) => Observation<T>): ObservationSource<T> {
+  return (observe, fail) => {
+    const snapshot = new Map<string, Map<string, KubeObject>>();
+    const stops: (() => void)[] = [];
+    let stopped = false;
     const reevaluate = () => {
-      if (settled) return;
-      let verdict: Verdict;
+      if (stopped) return;
+      let observation: Observation<T>;
       try {
-        verdict = options.evaluate(snapshot);
+        observation = judge(snapshot);
       } catch (error) {
-        return finish(error);
+        return fail(error);
       }
-      last = verdict;
-      for (const obj of verdict.objects) {
-        const key = `${obj.kind}/${obj.namespace ?? ''}/${obj.name}`;
-        const line = JSON.stringify(obj);
-        if (shown.get(key) !== line) {
-          shown.set(key, line);
-          options.events.emit(obj);
-        }
-      }
-      // Progress is any change in what the user would see: phases, readiness, blocking conditions, object count.
-      const fingerprint = JSON.stringify(verdict.objects);
-      if (fingerprint !== lastFingerprint) {
-        lastFingerprint = fingerprint;
-        lastProgress = Date.now();
-        armStallTimer();
-      }
-      if (verdict.state === 'done') finish(undefined, verdict);
-      else if (verdict.state === 'failed') finish(verdict.error);
+      observe(observation);
     };
-
     const startWatch = async (kind: WatchedKind): Promise<void> => {
       const key = `${kind.apiVersion}/${kind.kind}`;
       const objects = snapshot.get(key) ?? new Map<string, KubeObject>();
@@ -129,16 +118,16 @@ export async function waitFor(client: KubeClient, options: WaitOptions): Promise
           reevaluate();
         },
         () => {
-          // The server ends watches after a while; start again from a fresh list, and judge
-          // that list: it holds what changed while no watch ran.
-          if (!settled) void startWatch(kind).then(reevaluate, (error: unknown) => finish(error));
+          if (!stopped) void startWatch(kind).then(reevaluate, fail);
         },
       );
-      if (settled) stop();
+      if (stopped) stop();
       else stops.push(stop);
     };
-
-    armStallTimer();
-    Promise.all(options.kinds.map(startWatch)).then(reevaluate, (error: unknown) => finish(error));
-  });
+    Promise.all(kinds.map(startWatch)).then(reevaluate, fail);
+    return () => {
+      stopped = true;
+      for (const stop of stops) stop();
+    };
+  };
 }

@@ -1,0 +1,50 @@
+/**
+ * The workload cluster's own word on its nodes. Cluster API conditions can be stale —
+ * copied by a pivot, or left from before every process was restarted — so a healthy
+ * cluster is one whose API answers with every expected node Ready. This polls (the API
+ * may refuse connections while its server (re)starts, and a watch cannot start on a
+ * server that does not answer) through the one waiting primitive: it fails once what it
+ * sees has not changed for the no-progress timeout.
+ */
+import { MachinesError, messageOf } from '../errors.js';
+import { log, type EventSink } from '../events.js';
+import type { KubeClient, KubeObject } from '../kube/client.js';
+import { polling, until, type Observation } from '../progress/until.js';
+
+export interface ReadyNodesOptions {
+  sink: EventSink;
+  signal: AbortSignal;
+  /** Fails when what the workload API answers did not change for this long. Default 10 min. */
+  noProgressTimeoutMs?: number;
+  /** Pause between two looks. Default 1 s. */
+  pollMs?: number;
+}
+
+type NodeObject = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
+
+/** Until the workload cluster's API lists `expected` Ready nodes. */
+export async function waitForReadyNodes(workload: KubeClient, expected: number, options: ReadyNodesOptions): Promise<void> {
+  const look = async (): Promise<Observation<number>> => {
+    try {
+      const nodes = await workload.list<NodeObject>('v1', 'Node');
+      const ready = nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
+      return { state: ready >= expected ? 'done' : 'waiting', value: ready, progress: `${ready} of ${expected} node(s) Ready` };
+    } catch (error) {
+      // Not answering yet is something to wait through, not a failure: the stall deadline bounds it.
+      return { state: 'waiting', value: 0, progress: `the workload cluster's API at ${workload.server} does not answer: ${messageOf(error)}` };
+    }
+  };
+  const ready = await until(polling(look, options.pollMs ?? 1000), {
+    what: `${expected} Ready node(s) in the workload cluster`,
+    signal: options.signal,
+    ...(options.noProgressTimeoutMs !== undefined ? { noProgressTimeoutMs: options.noProgressTimeoutMs } : {}),
+    onProgress: (seen) => {
+      if (seen.state === 'waiting') log(options.sink, 'info', `Waiting: ${seen.progress}`);
+    },
+    onStall: (last, stalledMs) =>
+      new MachinesError(`No progress for ${Math.round(stalledMs / 1000)} s: ${last?.progress ?? `the workload cluster's API at ${workload.server} never answered`}`, {
+        hint: "Run `provisioner gather bootstrap` and read the infrastructure provider's log; then run the same command again to resume.",
+      }),
+  });
+  log(options.sink, 'info', `The workload cluster's API answers with ${ready} Ready node(s)`);
+}
