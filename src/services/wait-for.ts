@@ -1,61 +1,95 @@
 /**
- * `wait-for install-complete`: waits, on watches, until the cluster of an install
- * directory is healthy (control plane available, every machine with a Ready node), then
- * writes the same outputs as the hand-off of `create cluster`. Useful after an
+ * `wait-for install-complete`: waits until the cluster of an install directory is healthy,
+ * then writes the same outputs as the hand-off of `create cluster`. Useful after an
  * interrupted create, or to watch a create that runs elsewhere on the same directory.
+ *
+ * It asks whoever manages the cluster: the management cluster recorded in
+ * `.provisioner/management.json` (by `--management-kubeconfig` or a finished pivot) when
+ * there is one — the stopped local control plane is then left alone — otherwise the local
+ * control plane (adopted when running, started from its data when not). The wait is
+ * `create cluster`'s own (`waitHealthy`): the conditions, then the workload API's Ready nodes.
  */
+import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { AssetStore, clusterApiManifestsAsset, installConfigAsset } from '../assets/index.js';
-import { EnvironmentError } from '../errors.js';
-import type { EventSink } from '../events.js';
-import type { KubeObject } from '../kube/client.js';
-import { acquireDirLock } from '../process/lock.js';
-import { clusterKinds, clusterReady, stallError } from '../wait/capi.js';
-import { waitFor } from '../wait/waiter.js';
-import { countMachines, handOff } from './create-cluster.js';
-import { attachLocalControlPlane } from './local-controlplane.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
-import { access } from 'node:fs/promises';
+import { EnvironmentError } from '../errors.js';
+import { log, type EventSink } from '../events.js';
+import type { KubeObject } from '../kube/client.js';
+import { readPivotJournal } from '../pivot/journal.js';
+import { acquireDirLock } from '../process/lock.js';
+import { countMachines, handOff, waitHealthy } from './create-cluster.js';
+import { attachExternalManagement, attachLocalControlPlane, recordedExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
+import { isUnfinished } from './pivot.js';
 
 export interface WaitForRequest {
   dir: string;
   sink: EventSink;
   signal: AbortSignal;
+  /** Time without any observable change before the wait fails, in ms. Default 10 min. */
   noProgressTimeoutMs?: number;
 }
 
-export async function waitForInstallComplete(request: WaitForRequest): Promise<{ kubeconfig: string }> {
+export interface WaitForResult {
+  kubeconfig: string;
+  /** The kubeconfig of the management cluster that was asked. */
+  managementKubeconfig: string;
+}
+
+export async function waitForInstallComplete(request: WaitForRequest): Promise<WaitForResult> {
   const dir = path.resolve(request.dir);
   const { sink, signal } = request;
-  if (!(await access(controlPlaneLayout(dir).etcdDataDir).then(() => true, () => false))) {
-    throw new EnvironmentError(`Nothing to wait for in ${dir}: no cluster was created there`, { hint: 'Run `provisioner create cluster --dir ' + request.dir + '` first.' });
-  }
   const lock = await acquireDirLock(dir, { command: 'wait-for install-complete', events: sink });
   try {
+    const external = await recordedExternalManagement(dir);
+    const pivot = await readPivotJournal(dir);
+    if (isUnfinished(pivot)) {
+      throw new EnvironmentError(`An unfinished pivot of ${dir} targets ${pivot.targetKubeconfig}: the cluster has no single manager to ask`, {
+        hint: `Finish the move with \`provisioner pivot --dir ${request.dir} --to-kubeconfig ${pivot.targetKubeconfig}\` (or roll it back with --rollback), then wait again.`,
+      });
+    }
+    if (!external && !(await exists(controlPlaneLayout(dir).etcdDataDir))) {
+      throw new EnvironmentError(`Nothing to wait for in ${dir}: no cluster was created there`, { hint: `Run \`provisioner create cluster --dir ${request.dir}\` first.` });
+    }
     const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
     const { config } = await store.fetch(installConfigAsset);
     const manifests = await store.fetch(clusterApiManifestsAsset);
     const objects = manifests.files.flatMap((f) => f.objects as unknown as KubeObject[]);
-    const keepRunning = config.platform.inmemory !== undefined;
-    const controlPlane = await attachLocalControlPlane({ dir, detached: keepRunning, sink, signal });
+
+    // On inmemory the local control plane runs the simulated machines: once started it stays up, as create cluster leaves it.
+    const keepRunning = !external && config.platform.inmemory !== undefined;
+    let management: AttachedControlPlane;
+    if (external) {
+      log(sink, 'info', `Asking the management cluster of ${external}, which manages this install`);
+      management = await attachExternalManagement(external, dir, []);
+    } else {
+      management = await attachLocalControlPlane({ dir, detached: keepRunning, sink, signal });
+    }
     try {
-      await waitFor(controlPlane.client, {
-        what: 'the control plane and nodes',
-        kinds: clusterKinds(config.metadata.namespace),
-        evaluate: clusterReady(config.metadata.name, countMachines(objects)),
-        onStall: (last, ms) => stallError('the control plane and nodes', last, ms, 'machines'),
-        events: sink,
+      await waitHealthy(management.client, {
+        clusterName: config.metadata.name,
+        namespace: config.metadata.namespace,
+        expectedMachines: countMachines(objects),
+        what: external ? `the cluster under the management of ${management.client.server}` : 'the control plane and nodes',
+        sink,
         signal,
-        fatal: controlPlane.fatal,
+        fatal: management.fatal,
         ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}),
       });
-      const kubeconfig = await handOff(controlPlane.client, dir, config.metadata.name, config.metadata.namespace);
-      return { kubeconfig };
+      const kubeconfig = await handOff(management.client, dir, config.metadata.name, config.metadata.namespace);
+      return { kubeconfig, managementKubeconfig: management.kubeconfig };
     } finally {
-      if (keepRunning || controlPlane.adopted) controlPlane.client.close();
-      else await controlPlane.stop();
+      if (keepRunning || management.adopted) management.client.close();
+      else await management.stop();
     }
   } finally {
     await lock.release();
   }
+}
+
+async function exists(file: string): Promise<boolean> {
+  return access(file).then(
+    () => true,
+    () => false,
+  );
 }
