@@ -1,0 +1,136 @@
+/**
+ * Start-up benchmark: how long the built CLI takes to print its version and its help,
+ * against the floor of starting Node itself (`node -e ''`), measured in the same run.
+ *
+ * Cases, each a fresh `node` process timed from spawn to exit by this process:
+ *  - floor: `node -e ''`;
+ *  - `node bin/provisioner.js --version`, `--help`, and `create cluster --help` (a
+ *    subcommand's full option help);
+ *  - reference: a bare import of @kubernetes/client-node, ink and react, which every start
+ *    loaded before commands imported what they run in their actions.
+ * Rounds run the cases in turn, so a burst of load on the shared machine hits all of them;
+ * the figures are medians. Target: `--version` and `--help` within 150 ms of the floor.
+ *
+ * Runs: PROVISIONER_BENCH_STARTUP_RUNS (default 15), after one untimed warm-up round.
+ * Builds dist/ first when it is older than src/ (bin/provisioner.js runs dist/main.js).
+ *
+ * Run: `npm run bench -- startup` (prints the table, writes bench-results/startup.json).
+ */
+import { execFile } from 'node:child_process';
+import os from 'node:os';
+import { promisify } from 'node:util';
+import { cliVersion } from '../../src/version.js';
+import { ensureBuilt } from '../../test/e2e/support/cli.js';
+import { formatNumber, median, repoRoot, type BenchRecord } from './record.js';
+
+const runs = positiveEnv('PROVISIONER_BENCH_STARTUP_RUNS', 15);
+/** The issue's target: --version and --help at most this much slower than bare Node. */
+const targetDeltaMs = 150;
+
+function positiveEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number of at least 1`);
+  return value;
+}
+
+interface StartupCase {
+  /** Figure key prefix. */
+  key: string;
+  label: string;
+  args: string[];
+  /** Held to the target (the floor and the reference are not). */
+  targeted: boolean;
+  /** Checks the output, so a case that fails fast is not mistaken for a fast one. */
+  check?: (stdout: string) => boolean;
+}
+
+const cases: StartupCase[] = [
+  { key: 'floor', label: "floor: node -e ''", args: ['-e', ''], targeted: false },
+  { key: 'version', label: 'provisioner --version', args: ['bin/provisioner.js', '--version'], targeted: true, check: (out) => out.trim() === cliVersion },
+  { key: 'help', label: 'provisioner --help', args: ['bin/provisioner.js', '--help'], targeted: true, check: (out) => out.includes('Commands:') },
+  {
+    key: 'subcommandHelp',
+    label: 'provisioner create cluster --help',
+    args: ['bin/provisioner.js', 'create', 'cluster', '--help'],
+    targeted: true,
+    check: (out) => out.includes('--pivot-to <kubeconfig>'),
+  },
+  {
+    key: 'heavyImports',
+    label: 'reference: import @kubernetes/client-node, ink, react',
+    args: ['--input-type=module', '-e', "await Promise.all([import('@kubernetes/client-node'), import('ink'), import('react')]);"],
+    targeted: false,
+  },
+];
+
+/** Wall time of one process from spawn to exit; throws when it fails or prints the wrong thing. */
+async function timeOnce(c: StartupCase): Promise<number> {
+  const started = performance.now();
+  const { stdout } = await promisify(execFile)(process.execPath, c.args, { cwd: repoRoot, timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } });
+  const ms = performance.now() - started;
+  if (c.check && !c.check(stdout)) throw new Error(`${c.label} printed something unexpected:\n${stdout.slice(0, 500)}`);
+  return ms;
+}
+
+export async function run(): Promise<BenchRecord> {
+  await ensureBuilt();
+  const loadBefore = os.loadavg()[0] ?? 0;
+  for (const c of cases) await timeOnce(c);
+  const samples = new Map<string, number[]>(cases.map((c) => [c.key, []]));
+  for (let round = 0; round < runs; round++) {
+    for (const c of cases) samples.get(c.key)!.push(await timeOnce(c));
+  }
+  const loadAfter = os.loadavg()[0] ?? 0;
+
+  const round1 = (n: number) => Math.round(n * 10) / 10;
+  const round2 = (n: number) => Math.round(n * 100) / 100;
+  const med = (key: string) => median(samples.get(key)!);
+  const floor = med('floor');
+  const figures: Record<string, number> = { runs, targetDeltaMs, loadAverage1mBefore: round2(loadBefore), loadAverage1mAfter: round2(loadAfter) };
+  const ratios: Record<string, number> = {};
+  const rows: (string | number)[][] = [];
+  const missed: string[] = [];
+  for (const c of cases) {
+    const ms = med(c.key);
+    const delta = ms - floor;
+    figures[`${c.key}Ms`] = round1(ms);
+    figures[`${c.key}MinMs`] = round1(Math.min(...samples.get(c.key)!));
+    if (c.key !== 'floor') {
+      figures[`${c.key}OverFloorMs`] = round1(delta);
+      ratios[`${c.key}OverFloor`] = round2(ms / floor);
+    }
+    if (c.targeted && delta > targetDeltaMs) missed.push(c.label);
+    rows.push([
+      c.label,
+      `${formatNumber(ms)} ms`,
+      `${formatNumber(Math.min(...samples.get(c.key)!))} ms`,
+      c.key === 'floor' ? '' : `${delta >= 0 ? '+' : ''}${formatNumber(delta)} ms`,
+      c.key === 'floor' ? '' : `${formatNumber(ms / floor)} x`,
+      c.targeted ? (delta <= targetDeltaMs ? 'met' : 'MISSED') : '',
+    ]);
+  }
+  figures.targetMet = missed.length === 0 ? 1 : 0;
+
+  return {
+    name: 'startup',
+    figures,
+    ratios,
+    versions: { provisioner: cliVersion, node: process.version },
+    tables: [
+      {
+        title: `start-up, spawn to exit; medians of ${runs} runs (cases interleaved); target: within ${targetDeltaMs} ms of the floor`,
+        columns: ['case', 'median', 'min', 'vs floor', 'ratio', 'target'],
+        rows,
+      },
+    ],
+    notes: [
+      missed.length === 0
+        ? `target met: --version, --help and create cluster --help are each within ${targetDeltaMs} ms of bare Node.`
+        : `target MISSED by: ${missed.join(', ')}.`,
+      `1-minute load average ${loadBefore.toFixed(2)} before and ${loadAfter.toFixed(2)} after, on ${os.availableParallelism()} cores: the machine is shared, so medians of interleaved runs, not single times.`,
+      'The reference row is what every start paid before each command imported what it runs inside its action; no command that prints help or the version loads it now (src/cli/startup.test.ts).',
+    ],
+  };
+}
