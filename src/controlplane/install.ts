@@ -1,6 +1,6 @@
 /**
  * Installs the providers' components into the local API server: namespaces and CRDs
- * first (waiting until every CRD is Established), then — once the controllers serve
+ * first (waiting, on the one waiting primitive, until every CRD is Established), then — once the controllers serve
  * their webhooks — the webhook configurations and the clusterctl inventory. Every
  * webhook is rewritten to the local controller on loopback (webhooks.ts). Applying is
  * server-side and idempotent, so a restart re-applies with whatever ports it got.
@@ -10,6 +10,8 @@ import { parseAllDocuments } from 'yaml';
 import { InfrastructureError } from '../errors.js';
 import type { EventSink } from '../events.js';
 import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
+import { until, type Observation } from '../progress/until.js';
+import { watching, type Snapshot } from '../wait/waiter.js';
 import { rewriteWebhooks, type WebhookEndpoints } from './webhooks.js';
 
 export interface ProviderComponents {
@@ -67,7 +69,7 @@ export async function installCrds(
   components: readonly ProviderComponents[],
   endpoints: WebhookEndpoints,
   caPem: string,
-  options: { signal?: AbortSignal; sink?: EventSink; timeoutMs?: number } = {},
+  options: { signal?: AbortSignal; sink?: EventSink; /** Default `crdNoProgressTimeoutMs`. */ noProgressTimeoutMs?: number } = {},
 ): Promise<string[]> {
   const early = components.flatMap((c) => c.objects.filter((o) => !isLate(o)).map((o) => rewriteWebhooks(o, endpoints, caPem)));
   const namespaces = early.filter((o) => o.kind === 'Namespace');
@@ -75,7 +77,7 @@ export async function installCrds(
   await applyAll(client, namespaces, options.signal);
   await applyAll(client, rest, options.signal);
   const crdNames = rest.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name);
-  await waitForEstablished(client, crdNames, options.timeoutMs ?? 180_000, options.signal);
+  await waitForEstablished(client, crdNames, options.noProgressTimeoutMs ?? crdNoProgressTimeoutMs, options.signal);
   client.resetDiscovery();
   return crdNames;
 }
@@ -97,54 +99,29 @@ interface CrdStatus {
   status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
 }
 
-/** Waits on a watch of CRDs until every named one reports Established=True; a watch that ends is started again. */
-async function waitForEstablished(client: KubeClient, names: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<void> {
-  const pending = new Set(names);
-  const observe = (crd: KubeObject & CrdStatus) => {
-    if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) pending.delete(crd.metadata.name);
+/** Default time without another CRD becoming Established before the install fails: 3 minutes (each takes about a second). */
+export const crdNoProgressTimeoutMs = 180_000;
+
+/** Until every named CRD reports Established=True, on a list-then-watch of CRDs; progress is one more CRD Established. */
+async function waitForEstablished(client: KubeClient, names: readonly string[], noProgressTimeoutMs: number, signal?: AbortSignal): Promise<void> {
+  const crds = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' };
+  const judge = (snapshot: Snapshot): Observation<string[]> => {
+    const seen = snapshot.get(`${crds.apiVersion}/${crds.kind}`);
+    const pending = names.filter((name) => {
+      const crd = seen?.get(`/${name}`) as (KubeObject & CrdStatus) | undefined;
+      return !crd?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+    });
+    return { state: pending.length === 0 ? 'done' : 'waiting', value: pending, progress: pending.join(',') };
   };
-  await new Promise<void>((resolve, reject) => {
-    let settled = false;
-    let stop: (() => void) | undefined;
-    const finish = (error?: unknown) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      stop?.();
-      if (error) reject(error);
-      else resolve();
-    };
-    const timer = setTimeout(
-      () =>
-        finish(
-          new InfrastructureError(`${pending.size} CRD(s) not Established within ${timeoutMs / 1000} s: ${[...pending].slice(0, 5).join(', ')}`, {
-            hint: 'Look at logs/kube-apiserver.log in the install directory.',
-          }),
-        ),
-      timeoutMs,
-    );
-    const onAbort = () => finish(signal?.reason ?? new Error('aborted'));
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const watch = async (): Promise<void> => {
-      // A watch without a resourceVersion first reports every existing CRD, so nothing is missed.
-      const s = await client.watch(
-        '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-        {},
-        (_phase, obj) => {
-          observe(obj as KubeObject & CrdStatus);
-          if (pending.size === 0) finish();
-        },
-        (error) => {
-          if (settled) return;
-          if (error && !(error instanceof KubeApiError && error.isTransient)) return finish(error);
-          void watch().catch(finish);
-        },
-      );
-      if (settled) s();
-      else stop = s;
-    };
-    if (pending.size === 0) finish();
-    else void watch().catch(finish);
+  await until(watching(client, [crds], judge), {
+    what: 'the CRDs to be Established',
+    noProgressTimeoutMs,
+    ...(signal ? { signal } : {}),
+    onStall: (last, stalledMs) => {
+      const pending = last?.value ?? names;
+      return new InfrastructureError(`${pending.length} CRD(s) not Established, with no progress for ${Math.round(stalledMs / 1000)} s: ${pending.slice(0, 5).join(', ')}`, {
+        hint: 'Look at logs/kube-apiserver.log in the install directory.',
+      });
+    },
   });
 }
