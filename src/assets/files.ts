@@ -1,21 +1,28 @@
-/** File helpers of the asset store: atomic writes, content hashes, reads that tolerate absence. */
+/** File helpers of the asset store: atomic writes, content hashes, capped reads that tolerate absence. */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic as writeAtomically } from '../files.js';
+import { readInputText, type FileKind } from '../input-files.js';
 
 export function sha256(content: string): string {
   return createHash('sha256').update(content).digest('hex');
 }
 
-/** The file's text, or undefined when it does not exist. */
-export async function readIfExists(file: string): Promise<string | undefined> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
+/**
+ * A file an asset keeps in the install directory (a manifest, the install config), as the
+ * user may have left it: at most 16 MiB, room for a user-added file of many objects.
+ */
+export const assetFile: FileKind = {
+  name: 'install directory file',
+  maxBytes: 16 * 1024 * 1024,
+  writer: 'user',
+  hint: (file) => `shrink or remove ${file} (provisioner generates only small files), then rerun`,
+};
+
+/** The file's text, or undefined when it does not exist; a ConfigError past the cap. */
+export function readAssetFile(file: string): Promise<string | undefined> {
+  return readInputText(file, assetFile);
 }
 
 /** Writes `file` atomically (src/files.ts), creating its directory first. */

@@ -8,6 +8,7 @@ import { stringify } from 'yaml';
 import { ConfigError } from '../errors.js';
 import { log } from '../events.js';
 import {
+  installConfigFile,
   installConfigFileName,
   installConfigSchema,
   loadInstallConfigText,
@@ -19,7 +20,8 @@ import {
 import { allPlatformRules } from '../platforms/index.js';
 import type { FieldProblem } from '../errors.js';
 import type { Asset } from './asset.js';
-import { readIfExists, sha256 } from './files.js';
+import { readInputText } from '../input-files.js';
+import { sha256 } from './files.js';
 import { stateDirName } from './state.js';
 
 export interface LoadedInstallConfig {
@@ -49,11 +51,11 @@ export const installConfigAsset: Asset<LoadedInstallConfig> = {
   dependencies: [],
   async generate(_parents, ctx) {
     const file = path.join(ctx.dir, installConfigFileName);
-    const text = await readIfExists(file);
+    const text = await readInputText(file, installConfigFile);
     if (text === undefined) {
       throw new ConfigError(`${file} does not exist`, [], { hint: `run \`provisioner create install-config --dir ${ctx.dir}\` to write one` });
     }
-    const { config, warnings } = await loadInstallConfigText(text, { dir: ctx.dir, extraRules: allPlatformRules() });
+    const { config, warnings } = await loadInstallConfigText(text, { dir: ctx.dir, extraRules: allPlatformRules(), fileName: file });
     for (const warning of warnings) {
       log(ctx.sink, 'warn', `${installConfigFileName}: ${warning.path}: ${warning.message}${warning.hint ? ` (${warning.hint})` : ''}`);
     }

@@ -4,10 +4,12 @@
  * disk after the run (edits and user-added files included), parsed, in apply order:
  * what `create cluster` applies.
  */
-import { parseAllDocuments, stringify } from 'yaml';
-import { ConfigError, type FieldProblem } from '../errors.js';
+import { stringify } from 'yaml';
+import type { FieldProblem } from '../errors.js';
+import { invalidInput, parseYamlStream, type FileKind } from '../input-files.js';
 import { generateManifests, type GeneratedManifest, type ManifestSet } from '../platforms/index.js';
 import type { Asset, AssetFile } from './asset.js';
+import { assetFile } from './files.js';
 import { installConfigAsset } from './install-config.js';
 
 /** Directory of the manifests inside the install directory. */
@@ -40,16 +42,21 @@ export function serializeManifest(manifest: GeneratedManifest): string {
   return manifestHeader + stringify(manifest.object, { aliasDuplicateObjects: false, lineWidth: 0 });
 }
 
+/** A manifest file as the user may have edited or added it: the asset store's cap (16 MiB), 100 alias resolutions. */
+function manifestFile(filePath: string): FileKind {
+  return {
+    ...assetFile,
+    name: 'manifest file',
+    hint: () => `fix the file, or take the generated version with --regenerate ${filePath}`,
+  };
+}
+
 /** Parses every YAML document of a manifest file into objects; problems name the file and line. */
 export function parseManifestFile(filePath: string, content: string): Record<string, unknown>[] {
+  const kind = manifestFile(filePath);
   const problems: FieldProblem[] = [];
   const objects: Record<string, unknown>[] = [];
-  parseAllDocuments(content).forEach((doc, index) => {
-    for (const error of doc.errors) {
-      problems.push({ path: filePath, message: `document ${index + 1}${error.linePos ? `, line ${error.linePos[0].line}` : ''}: ${error.message.split('\n')[0]}` });
-    }
-    if (doc.errors.length > 0) return;
-    const value: unknown = doc.toJS();
+  parseYamlStream(content, filePath, kind).forEach((value, index) => {
     if (value === null || value === undefined) return;
     if (typeof value !== 'object' || Array.isArray(value)) {
       problems.push({ path: filePath, message: `document ${index + 1} is not a Kubernetes object (a mapping with apiVersion, kind, metadata)` });
@@ -57,9 +64,7 @@ export function parseManifestFile(filePath: string, content: string): Record<str
     }
     objects.push(value as Record<string, unknown>);
   });
-  if (problems.length > 0) {
-    throw new ConfigError(`${filePath} is not valid YAML`, problems, { hint: `fix the file, or take the generated version with --regenerate ${filePath}` });
-  }
+  if (problems.length > 0) throw invalidInput(filePath, kind, problems);
   return objects;
 }
 

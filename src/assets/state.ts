@@ -5,8 +5,9 @@
  * a change of the inputs. Together they tell "keep the edit" from "conflict".
  */
 import path from 'node:path';
-import { ConfigError } from '../errors.js';
-import { readIfExists, writeFileAtomic } from './files.js';
+import { EnvironmentError } from '../errors.js';
+import { readJsonFile, type FileKind } from '../input-files.js';
+import { writeFileAtomic } from './files.js';
 
 export const stateDirName = '.provisioner';
 export const stateFileName = 'state.json';
@@ -41,23 +42,25 @@ export function statePath(dir: string): string {
   return path.join(dir, stateDirName, stateFileName);
 }
 
-/** Reads the state file; a missing file is an empty state. A corrupt one is a config error with a way out. */
+/**
+ * The state file as a file kind: provisioner's own, at most 4 MiB (one short record per
+ * generated file). Losing it is recoverable: the files on disk then count as edited.
+ */
+const stateFileKind: FileKind = {
+  name: 'state file',
+  maxBytes: 4 * 1024 * 1024,
+  writer: 'provisioner',
+  hint: (file) => `move it aside (mv ${file} ${file}.bak) and rerun: every generated file on disk will then be treated as edited, so pass --keep-edits or --regenerate`,
+};
+
+/** Reads the state file; a missing file is an empty state. A corrupt one is an EnvironmentError with a way out. */
 export async function readState(dir: string): Promise<StateFile> {
   const file = statePath(dir);
-  const text = await readIfExists(file);
-  if (text === undefined) return emptyState();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError(`the state file ${file} is not valid JSON`, [], {
-      hint: `move it aside (mv ${file} ${file}.bak) and rerun: every generated file on disk will then be treated as edited, so pass --keep-edits or --regenerate`,
-      cause: error,
-    });
-  }
-  const state = parsed as Partial<StateFile>;
+  const parsed = await readJsonFile(file, stateFileKind);
+  if (parsed === undefined) return emptyState();
+  const state = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Partial<StateFile>;
   if (state.version !== stateSchemaVersion || typeof state.files !== 'object' || state.files === null) {
-    throw new ConfigError(`the state file ${file} has an unknown format (version ${String(state.version)})`, [], {
+    throw new EnvironmentError(`the state file ${file} has an unknown format (version ${String(state.version)})`, {
       hint: 'it was written by another provisioner version; use that version, or move the file aside and rerun with --keep-edits',
     });
   }

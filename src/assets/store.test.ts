@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile, mkdir } from 'node:fs/
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, InternalError, UsageError } from '../errors.js';
+import { ConfigError, EnvironmentError, InternalError, UsageError } from '../errors.js';
 import { RecordingSink } from '../events.js';
 import type { Asset } from './asset.js';
 import { sha256, writeFileAtomic } from './files.js';
@@ -83,8 +83,10 @@ describe('generation and the state file', () => {
     await run();
     await writeFile(statePath(dir), '{not json');
     const error = await run().catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ConfigError);
-    expect((error as ConfigError).hint).toMatch(/move it aside/);
+    expect(error).toBeInstanceOf(EnvironmentError);
+    expect((error as EnvironmentError).message).toBe(`${statePath(dir)} is not valid JSON`);
+    expect((error as EnvironmentError).details).toEqual([expect.stringMatching(/: line 1, column 2: /)]);
+    expect((error as EnvironmentError).hint).toMatch(/move it aside/);
   });
 });
 

@@ -22,7 +22,7 @@ import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, InternalError, UsageError, type FieldProblem } from '../errors.js';
 import type { Asset, AssetContext, AssetFile, Generated, Parents } from './asset.js';
-import { readIfExists, sha256, writeFileAtomic } from './files.js';
+import { readAssetFile, sha256, writeFileAtomic } from './files.js';
 import { readState, statePath, writeState, type StateFile } from './state.js';
 
 export type FileAction =
@@ -153,7 +153,7 @@ export class AssetStore {
     const newPaths = new Set<string>();
     this.digests.set(asset.name, sha256(generated.files.map((f) => `${f.path}\0${sha256(f.content)}`).join('\n')));
     // Read every file at once: a cluster with many pools has many files, and reads are independent.
-    const disks = await Promise.all(generated.files.map((f) => readIfExists(path.join(this.dir, f.path))));
+    const disks = await Promise.all(generated.files.map((f) => readAssetFile(path.join(this.dir, f.path))));
     for (const [index, file] of generated.files.entries()) {
       newPaths.add(file.path);
       const disk = disks[index];
@@ -176,7 +176,7 @@ export class AssetStore {
     }
     for (const [recordedPath, record] of Object.entries(this.state.files)) {
       if (record.asset !== asset.name || newPaths.has(recordedPath)) continue;
-      const disk = await readIfExists(path.join(this.dir, recordedPath));
+      const disk = await readAssetFile(path.join(this.dir, recordedPath));
       if (disk === undefined) {
         this.plans.push({ path: recordedPath, asset: asset.name, action: 'delete' });
         continue;
@@ -191,7 +191,7 @@ export class AssetStore {
     }
     if (asset.directory) {
       for (const userPath of await this.userFiles(asset.directory, newPaths)) {
-        const disk = (await readIfExists(path.join(this.dir, userPath))) ?? '';
+        const disk = (await readAssetFile(path.join(this.dir, userPath))) ?? '';
         this.plans.push({ path: userPath, asset: asset.name, action: 'user-file', disk });
         final.push({ path: userPath, content: disk });
       }

@@ -4,18 +4,28 @@
  * the JSON Schema in manifests/install-config.schema.json and `provisioner explain`
  * all read this one declaration.
  */
+import type { FileKind } from '../input-files.js';
 import { parseCidr } from './cidr.js';
 import { checkKubernetesVersion, defaultKubernetesVersion, supportedRangeText } from './kubernetes-versions.js';
 import { checkQualifiedName, dns1035Label, dns1123Label, dns1123Subdomain, durationPattern, labelValuePattern } from './names.js';
-import { computed, defaulted, optional, required, s, type Infer } from './schema.js';
+import type { InstallConfigSchema, PlatformConfigSection } from './platform-section.js';
+import { computed, defaulted, optional, required, s, type Infer, type ObjectNode, type SchemaNode } from './schema.js';
 
 export const installConfigApiVersion = 'provisioner.dev/v1alpha1';
 export const installConfigKind = 'InstallConfig';
 /** File name of the install config inside the install directory. */
 export const installConfigFileName = 'install-config.yaml';
 
-export const platformNames = ['inmemory', 'aws'] as const;
-export type PlatformName = (typeof platformNames)[number];
+/**
+ * The install config as a file the user writes: at most 4 MiB (a large one is a few KiB)
+ * and 100 alias resolutions (`defaultMaxAliasCount`), so a nested-alias bomb is refused.
+ */
+export const installConfigFile: FileKind = {
+  name: 'install config',
+  maxBytes: 4 * 1024 * 1024,
+  writer: 'user',
+  hint: (file) => `fix ${file} (the problem is named above), then rerun; \`provisioner explain install-config\` documents every field`,
+};
 
 export const machineRoles = ['etcd', 'controlPlane', 'worker'] as const;
 export type MachineRole = (typeof machineRoles)[number];
@@ -26,11 +36,10 @@ export type HookStage = (typeof hookStages)[number];
 /** Label domains whose labels CAPI copies from Machines to Nodes (besides user domains). */
 export const nodeSyncedLabelDomains = ['node-role.kubernetes.io', 'node-restriction.kubernetes.io', 'node.cluster.x-k8s.io'] as const;
 
-const credentialsHint = 'credentials are never written into the install config: reference a credentials file with platform.aws.credentials.file';
-
 // ---------- pieces ----------
 
-const cidr = (doc: string) =>
+/** A CIDR string field (platforms declare theirs with it too). */
+export const cidrString = (doc: string) =>
   s.string({
     doc,
     format: 'cidr',
@@ -42,7 +51,8 @@ const cidr = (doc: string) =>
     examples: ['10.128.0.0/12'],
   });
 
-const duration = (doc: string) =>
+/** A duration string field such as `10s` or `1h30m`. */
+export const durationString = (doc: string) =>
   s.string({ doc, format: 'duration', pattern: durationPattern, patternHint: 'a duration such as 30s, 5m or 1h30m', examples: ['10s', '5m'] });
 
 function checkLabelKey(key: string): string | undefined {
@@ -77,138 +87,53 @@ const taint = s.object(
   { doc: 'A node taint.' },
 );
 
-// ---------- per-platform machine settings ----------
+/** Stand-in for the platform sections in the types: each platform reads its own through `platformSection`/`machineSection`. */
+const anyPlatformSections = s.map(s.object({}, { doc: 'A platform section.' }), { doc: 'Platform sections by platform name.' });
 
-const inMemoryStartup = s.object(
-  {
-    vm: defaulted(duration('Time until the simulated VM is provisioned.'), '10s'),
-    node: defaulted(duration('Time until the simulated Node is registered and ready.'), '2s'),
-    apiServer: defaulted(duration('Time until the simulated kube-apiserver is up (control-plane machines).'), '2s'),
-    etcd: defaulted(duration('Time until the simulated etcd member is up (control-plane machines).'), '2s'),
-  },
-  { doc: 'How long each simulated component of a machine takes to come up.' },
-);
-
-export const inMemoryMachineSchema = s.object(
-  {
-    startup: defaulted(inMemoryStartup, {}),
-    startupJitter: defaulted(s.number({ doc: 'Random extra fraction of each startup duration, from 0 to 1.', minimum: 0, maximum: 1 }), 0.2),
-  },
-  { doc: 'Machine settings of the in-memory platform: simulated machines that come up after the given delays.' },
-);
-
-export const awsMachineSchema = s.object(
-  {
-    instanceType: computed(
-      s.string({ doc: 'EC2 instance type.', pattern: /^[a-z0-9-]+\.[a-z0-9-]+$/, patternHint: 'an EC2 instance type such as t3.large or m6i.xlarge', examples: ['t3.large'] }),
-      'platform.aws.defaultInstanceType',
-    ),
-    rootVolumeSize: defaulted(s.integer({ doc: 'Root volume size in GiB.', minimum: 8, maximum: 16384 }), 80),
-    ami: optional(s.string({ doc: 'AMI id of the machine image. Default: platform.aws.ami when set; otherwise the provider looks an image up for the Kubernetes version.', pattern: /^ami-[0-9a-f]{8,17}$/, patternHint: 'an AMI id such as ami-0123456789abcdef0' })),
-    subnet: optional(s.string({ doc: 'Subnet to place the machines in; one of platform.aws.subnets.', pattern: /^subnet-[0-9a-f]{8,17}$/, patternHint: 'a subnet id such as subnet-0123456789abcdef0' })),
-    iamInstanceProfile: computed(s.string({ doc: 'IAM instance profile of the machines.', minLength: 1 }), 'the profiles clusterawsadm creates: control-plane.cluster-api-provider-aws.sigs.k8s.io for control-plane pools, nodes.cluster-api-provider-aws.sigs.k8s.io otherwise'),
-  },
-  { doc: 'Machine settings of the AWS platform.' },
-);
-
-const poolPlatform = s.object(
-  {
-    inmemory: optional(inMemoryMachineSchema),
-    aws: optional(awsMachineSchema),
-  },
-  {
-    doc: 'Platform machine settings of this pool, under the key of the cluster platform.',
-    rules: ['Only the section of the cluster platform (the key set under `platform`) may be present.'],
-  },
-);
-
-export const machinePoolSchema = s.object(
-  {
-    name: required(
-      s.string({
-        doc: 'Pool name, unique in the cluster; generated object names are `<cluster name>-<pool name>`.',
-        pattern: dns1123Label,
-        patternHint: 'lowercase letters, digits and -, starting and ending with a letter or digit',
-        maxLength: 40,
-        examples: ['control-plane', 'worker'],
-      }),
-    ),
-    quantity: required(s.integer({ doc: 'Number of machines in the pool.', minimum: 0, maximum: 10000 })),
-    roles: required(
-      s.array(s.enum(machineRoles, { doc: 'A Kubernetes role.' }), {
-        doc:
-          'Roles of the machines, as in Rancher machine pools: `etcd`, `controlPlane`, `worker`. ' +
-          'A pool with `controlPlane` becomes a KubeadmControlPlane; a pool with only `worker` becomes a MachineDeployment.',
-        minItems: 1,
-        unique: true,
-        rules: [
-          'Exactly one pool has the controlPlane role: kubeadm manages one control plane (KubeadmControlPlane) per cluster.',
-          'A controlPlane pool also has the etcd role: kubeadm runs etcd stacked on every control-plane machine.',
-          'etcd without controlPlane is not supported (kubeadm\'s stacked etcd; no external etcd).',
-          'The controlPlane pool has an odd quantity of at least 1 (etcd needs a majority; the KubeadmControlPlane webhook rejects even counts with stacked etcd).',
-          'controlPlane with worker makes the control-plane machines schedulable (no control-plane taint).',
-        ],
-        examples: [['etcd', 'controlPlane'], ['worker']],
-      }),
-    ),
-    labels: defaulted(labels, {}),
-    taints: defaulted(
-      s.array(taint, {
-        doc: 'Taints the machines register with (kubeadm nodeRegistration.taints).',
-        rules: ['Each (key, effect) pair appears once.'],
-      }),
-      [],
-    ),
-    platform: computed(poolPlatform, 'the defaults of the cluster platform'),
-  },
-  { doc: 'A pool of machines with the same roles and settings (Rancher-style machine pool).' },
-);
-
-// ---------- cluster platform sections ----------
-
-export const inMemoryPlatformSchema = s.object({}, { doc: 'The in-memory platform: simulated machines served by the bundled in-memory provider. Runs anywhere, needs no credentials.' });
-
-export const awsPlatformSchema = s.object(
-  {
-    region: required(s.string({ doc: 'AWS region.', pattern: /^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d+$/, patternHint: 'a region such as us-east-1', examples: ['us-east-1'] })),
-    defaultInstanceType: defaulted(s.string({ doc: 'Instance type of pools that do not set one.', pattern: /^[a-z0-9-]+\.[a-z0-9-]+$/, patternHint: 'an EC2 instance type such as t3.large' }), 't3.large'),
-    ami: optional(s.string({ doc: 'AMI id for all pools that do not set one. Default: the provider looks an image up for the Kubernetes version.', pattern: /^ami-[0-9a-f]{8,17}$/, patternHint: 'an AMI id such as ami-0123456789abcdef0' })),
-    sshKeyName: optional(s.string({ doc: 'Name of an EC2 key pair to install on every machine.', pattern: /^[\x21-\x7e]+([\x20-\x7e]*[\x21-\x7e]+)*$/, patternHint: 'printable ASCII, not starting or ending with a space' })),
-    vpcID: optional(s.string({ doc: 'An existing VPC to use. Default: the provider creates a VPC.', pattern: /^vpc-[0-9a-f]{8,17}$/, patternHint: 'a VPC id such as vpc-0123456789abcdef0' })),
-    vpcCIDR: optional(cidr('CIDR of the VPC the provider creates (ignored with vpcID). Default: the provider\'s 10.0.0.0/16.')),
-    subnets: optional(
-      s.array(s.string({ doc: 'A subnet id.', pattern: /^subnet-[0-9a-f]{8,17}$/, patternHint: 'a subnet id such as subnet-0123456789abcdef0' }), {
-        doc: 'Existing subnets to use (with vpcID). Default: the provider creates subnets.',
-        minItems: 1,
-        unique: true,
-        rules: ['subnets and vpcID go together: set both or neither.'],
-      }),
-    ),
-    credentials: defaulted(
-      s.object(
-        {
-          file: defaulted(s.string({ doc: 'Path of an AWS shared credentials file; relative paths are relative to the install directory; `~` is your home.', minLength: 1, format: 'path' }), '~/.aws/credentials'),
-          profile: defaulted(s.string({ doc: 'Profile in the credentials file.', minLength: 1 }), 'default'),
-        },
-        { doc: 'Where the AWS credentials are: a file reference, never the keys themselves.', unknownFieldHints: { accessKeyID: credentialsHint, secretAccessKey: credentialsHint, accessKeyId: credentialsHint, sessionToken: credentialsHint } },
+/** A pool, with `platform` the node of its machine settings (composed from the platforms). */
+function machinePoolNode<P extends SchemaNode>(platform: P) {
+  return s.object(
+    {
+      name: required(
+        s.string({
+          doc: 'Pool name, unique in the cluster; generated object names are `<cluster name>-<pool name>`.',
+          pattern: dns1123Label,
+          patternHint: 'lowercase letters, digits and -, starting and ending with a letter or digit',
+          maxLength: 40,
+          examples: ['control-plane', 'worker'],
+        }),
       ),
-      {},
-    ),
-    additionalTags: optional(s.map(s.string({ doc: 'Tag value.', maxLength: 256 }), { doc: 'Tags added to every AWS resource the provider creates.' })),
-  },
-  {
-    doc: 'The AWS platform (Cluster API Provider AWS).',
-    unknownFieldHints: { accessKeyID: credentialsHint, secretAccessKey: credentialsHint, accessKeyId: credentialsHint },
-  },
-);
-
-const platformSchema = s.object(
-  {
-    inmemory: optional(inMemoryPlatformSchema),
-    aws: optional(awsPlatformSchema),
-  },
-  { doc: 'Where the machines run: set exactly one key. `inmemory` runs anywhere (simulated machines).', exactlyOne: true },
-);
+      quantity: required(s.integer({ doc: 'Number of machines in the pool.', minimum: 0, maximum: 10000 })),
+      roles: required(
+        s.array(s.enum(machineRoles, { doc: 'A Kubernetes role.' }), {
+          doc:
+            'Roles of the machines, as in Rancher machine pools: `etcd`, `controlPlane`, `worker`. ' +
+            'A pool with `controlPlane` becomes a KubeadmControlPlane; a pool with only `worker` becomes a MachineDeployment.',
+          minItems: 1,
+          unique: true,
+          rules: [
+            'Exactly one pool has the controlPlane role: kubeadm manages one control plane (KubeadmControlPlane) per cluster.',
+            'A controlPlane pool also has the etcd role: kubeadm runs etcd stacked on every control-plane machine.',
+            'etcd without controlPlane is not supported (kubeadm\'s stacked etcd; no external etcd).',
+            'The controlPlane pool has an odd quantity of at least 1 (etcd needs a majority; the KubeadmControlPlane webhook rejects even counts with stacked etcd).',
+            'controlPlane with worker makes the control-plane machines schedulable (no control-plane taint).',
+          ],
+          examples: [['etcd', 'controlPlane'], ['worker']],
+        }),
+      ),
+      labels: defaulted(labels, {}),
+      taints: defaulted(
+        s.array(taint, {
+          doc: 'Taints the machines register with (kubeadm nodeRegistration.taints).',
+          rules: ['Each (key, effect) pair appears once.'],
+        }),
+        [],
+      ),
+      platform: computed(platform, 'the defaults of the cluster platform'),
+    },
+    { doc: 'A pool of machines with the same roles and settings (Rancher-style machine pool).' },
+  );
+}
 
 // ---------- hooks ----------
 
@@ -216,7 +141,7 @@ const hookSchema = s.object(
   {
     path: required(s.string({ doc: 'Executable to run; relative paths are relative to the install directory.', minLength: 1, format: 'path', rules: ['The file exists and is executable.'] })),
     args: defaulted(s.array(s.string({ doc: 'An argument.' }), { doc: 'Arguments passed to the executable.' }), []),
-    timeout: defaulted(duration('How long the hook may run before it is stopped and the stage fails.'), '10m'),
+    timeout: defaulted(durationString('How long the hook may run before it is stopped and the stage fails.'), '10m'),
   },
   { doc: 'A user hook: an executable run at a stage of `create cluster`; a non-zero exit fails the stage.' },
 );
@@ -235,92 +160,113 @@ const hooksSchema = s.object(
 
 // ---------- the document ----------
 
-export const installConfigSchema = s.object(
-  {
-    apiVersion: required(s.literal(installConfigApiVersion, { doc: `Version of this file's format: ${installConfigApiVersion}.` })),
-    kind: required(s.literal(installConfigKind, { doc: `Always ${installConfigKind}.` })),
-    metadata: required(
-      s.object(
-        {
-          name: required(
-            s.string({
-              doc: 'Cluster name: the name of the Cluster object and the prefix of every generated object.',
-              pattern: dns1035Label,
-              patternHint: 'lowercase letters, digits and -, starting with a letter and ending with a letter or digit',
-              maxLength: 40,
-              examples: ['demo'],
-            }),
-          ),
-          namespace: computed(
-            s.string({
-              doc: 'Namespace of the generated objects (created by the manifests).',
-              pattern: dns1123Label,
-              patternHint: 'lowercase letters, digits and -, starting and ending with a letter or digit',
-              maxLength: 63,
-              rules: ['Not a namespace Kubernetes or Cluster API owns (default, kube-*, capi-*, ...).'],
-            }),
-            'metadata.name',
-          ),
-        },
-        { doc: 'Identity of the cluster.' },
+/** The whole document, with `platform` and each pool's `platform` the given nodes (composed from the platforms). */
+function installConfigNode<P extends SchemaNode, M extends SchemaNode>(platform: P, poolPlatform: M, defaultPlatform: string) {
+  return s.object(
+    {
+      apiVersion: required(s.literal(installConfigApiVersion, { doc: `Version of this file's format: ${installConfigApiVersion}.` })),
+      kind: required(s.literal(installConfigKind, { doc: `Always ${installConfigKind}.` })),
+      metadata: required(
+        s.object(
+          {
+            name: required(
+              s.string({
+                doc: 'Cluster name: the name of the Cluster object and the prefix of every generated object.',
+                pattern: dns1035Label,
+                patternHint: 'lowercase letters, digits and -, starting with a letter and ending with a letter or digit',
+                maxLength: 40,
+                examples: ['demo'],
+              }),
+            ),
+            namespace: computed(
+              s.string({
+                doc: 'Namespace of the generated objects (created by the manifests).',
+                pattern: dns1123Label,
+                patternHint: 'lowercase letters, digits and -, starting and ending with a letter or digit',
+                maxLength: 63,
+                rules: ['Not a namespace Kubernetes or Cluster API owns (default, kube-*, capi-*, ...).'],
+              }),
+              'metadata.name',
+            ),
+          },
+          { doc: 'Identity of the cluster.' },
+        ),
       ),
-    ),
-    kubernetesVersion: defaulted(
-      s.string({
-        doc: `Kubernetes version of the cluster's machines, within the range the bundled Cluster API supports (${supportedRangeText()}).`,
-        format: 'version',
-        check: checkKubernetesVersion,
-        checkHint: `use a version from ${supportedRangeText()}, e.g. ${defaultKubernetesVersion}`,
-        examples: [defaultKubernetesVersion],
-      }),
-      defaultKubernetesVersion,
-    ),
-    networking: defaulted(
-      s.object(
-        {
-          podCIDRs: defaulted(
-            s.array(cidr('A pod network block.'), { doc: 'Pod networks: one block, or one IPv4 and one IPv6 block for dual-stack.', minItems: 1, maxItems: 2, rules: ['Pod and service blocks do not overlap.', 'At most one block per IP family; pods and services use the same families.'] }),
-            ['192.168.0.0/16'],
-          ),
-          serviceCIDRs: defaulted(
-            s.array(cidr('A service network block.'), { doc: 'Service networks: one block, or one IPv4 and one IPv6 block for dual-stack.', minItems: 1, maxItems: 2, rules: ['Pod and service blocks do not overlap.'] }),
-            ['10.128.0.0/12'],
-          ),
-          serviceDomain: defaulted(s.string({ doc: 'DNS domain of services.', pattern: dns1123Subdomain, patternHint: 'a DNS domain such as cluster.local', maxLength: 253 }), 'cluster.local'),
-        },
-        { doc: 'Cluster networking.' },
+      kubernetesVersion: defaulted(
+        s.string({
+          doc: `Kubernetes version of the cluster's machines, within the range the bundled Cluster API supports (${supportedRangeText()}).`,
+          format: 'version',
+          check: checkKubernetesVersion,
+          checkHint: `use a version from ${supportedRangeText()}, e.g. ${defaultKubernetesVersion}`,
+          examples: [defaultKubernetesVersion],
+        }),
+        defaultKubernetesVersion,
       ),
-      {},
-    ),
-    machinePools: required(
-      s.array(machinePoolSchema, {
-        doc: 'Machine pools. One pool has the controlPlane and etcd roles; worker pools become MachineDeployments.',
-        minItems: 1,
-        unique: 'name',
-      }),
-    ),
-    platform: defaulted(platformSchema, { inmemory: {} }),
-    hooks: optional(hooksSchema),
-  },
-  {
-    doc: 'The install config: what cluster `provisioner create manifests` and `create cluster` build.',
-    unknownFieldHints: { name: 'the cluster name is metadata.name', pods: 'see networking.podCIDRs', platforms: 'did you mean "platform"?' },
-  },
-);
+      networking: defaulted(
+        s.object(
+          {
+            podCIDRs: defaulted(
+              s.array(cidrString('A pod network block.'), { doc: 'Pod networks: one block, or one IPv4 and one IPv6 block for dual-stack.', minItems: 1, maxItems: 2, rules: ['Pod and service blocks do not overlap.', 'At most one block per IP family; pods and services use the same families.'] }),
+              ['192.168.0.0/16'],
+            ),
+            serviceCIDRs: defaulted(
+              s.array(cidrString('A service network block.'), { doc: 'Service networks: one block, or one IPv4 and one IPv6 block for dual-stack.', minItems: 1, maxItems: 2, rules: ['Pod and service blocks do not overlap.'] }),
+              ['10.128.0.0/12'],
+            ),
+            serviceDomain: defaulted(s.string({ doc: 'DNS domain of services.', pattern: dns1123Subdomain, patternHint: 'a DNS domain such as cluster.local', maxLength: 253 }), 'cluster.local'),
+          },
+          { doc: 'Cluster networking.' },
+        ),
+        {},
+      ),
+      machinePools: required(
+        s.array(machinePoolNode(poolPlatform), {
+          doc: 'Machine pools. One pool has the controlPlane and etcd roles; worker pools become MachineDeployments.',
+          minItems: 1,
+          unique: 'name',
+        }),
+      ),
+      platform: defaulted(platform, { [defaultPlatform]: {} }),
+      hooks: optional(hooksSchema),
+    },
+    {
+      doc: 'The install config: what cluster `provisioner create manifests` and `create cluster` build.',
+      unknownFieldHints: { name: 'the cluster name is metadata.name', pods: 'see networking.podCIDRs', platforms: 'did you mean "platform"?' },
+    },
+  );
+}
+
+/**
+ * The install config's schema with these platforms' sections: `platform` sets exactly one
+ * of them (default: `defaultPlatform`), and each pool's `platform` may hold the machine
+ * settings of the cluster's platform. The platform registry calls this once.
+ */
+export function composeInstallConfigSchema(platforms: readonly PlatformConfigSection[], defaultPlatform: string): InstallConfigSchema {
+  const names = platforms.map((p) => p.name);
+  if (!names.includes(defaultPlatform)) throw new Error(`the default platform ${defaultPlatform} is not one of ${names.join(', ')}`);
+  const sections = (node: (p: PlatformConfigSection) => ObjectNode) => Object.fromEntries(platforms.map((p) => [p.name, optional(node(p))]));
+  const platform = s.object(sections((p) => p.schema), {
+    doc: `Where the machines run: set exactly one key, the platform's name (${names.join(', ')}), with its settings. Default: \`${defaultPlatform}: {}\`.`,
+    exactlyOne: true,
+  });
+  const poolPlatform = s.object(sections((p) => p.machineSchema), {
+    doc: 'Platform machine settings of this pool, under the key of the cluster platform.',
+    rules: ['Only the section of the cluster platform (the key set under `platform`) may be present.'],
+  });
+  return { root: installConfigNode(platform, poolPlatform, defaultPlatform), platforms: new Map(platforms.map((p) => [p.name, p])), defaultPlatform };
+}
+
+/** The schema that gives the install config its TypeScript type: platform sections are opaque here. */
+const typedInstallConfigSchema = installConfigNode(anyPlatformSections, anyPlatformSections, 'any');
+
+/** The cluster name's schema (`metadata.name`), for the prompt's check. */
+export const clusterNameSchema = typedInstallConfigSchema.fields.metadata.node.fields.name.node;
 
 /** The install config after validation and defaults: every defaulted and computed field is set. */
-export type InstallConfig = Infer<typeof installConfigSchema>;
-export type MachinePool = Infer<typeof machinePoolSchema>;
+export type InstallConfig = Infer<typeof typedInstallConfigSchema>;
+export type MachinePool = InstallConfig['machinePools'][number];
 export type Taint = NonNullable<MachinePool['taints']>[number];
-export type AwsPlatform = Infer<typeof awsPlatformSchema>;
-export type AwsMachine = Infer<typeof awsMachineSchema>;
-export type InMemoryMachine = Infer<typeof inMemoryMachineSchema>;
 export type Hook = NonNullable<NonNullable<InstallConfig['hooks']>[HookStage]>[number];
-
-/** The platform named by the config's `platform` section. */
-export function platformOf(config: InstallConfig): PlatformName {
-  return config.platform.aws ? 'aws' : 'inmemory';
-}
 
 export function hasRole(pool: MachinePool, role: MachineRole): boolean {
   return pool.roles.includes(role);

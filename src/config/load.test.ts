@@ -131,6 +131,18 @@ describe('malformed and contradictory install configs', () => {
     expect(error.problems[0]?.message).toMatch(/line 5/);
   });
 
+  it('refuses an alias bomb as a config error naming the file and the limit, not a crash', () => {
+    // Seven levels of nine aliases: 9^7 strings once expanded, from a few hundred bytes.
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x]', ...'bcdefg'.split('').map((name, i) => `${name}: &${name} [${Array(9).fill(`*${'abcdefg'[i]}`).join(', ')}]`)];
+    const error = problemsOf(`${base}bomb:\n${levels.map((l) => `  ${l}`).join('\n')}\n`);
+    expect(exitCodeOf(error)).toBe(ExitCode.config);
+    expect(error.message).toMatch(/^install-config\.yaml resolves more YAML aliases than the install config limit of 100/);
+  });
+
+  it('refuses a file over the install config size limit', () => {
+    expect(problemsOf(`${base}# ${'x'.repeat(4 * 1024 * 1024)}\n`).message).toMatch(/over the install config size limit of 4 MiB$/);
+  });
+
   it('rejects an empty file', () => {
     expect(problemsOf('').problems.map((p) => p.path)).toEqual(['(document)']);
   });

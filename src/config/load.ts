@@ -1,23 +1,26 @@
 /**
- * Loading the install config: parse YAML (keeping line numbers), check the schema,
- * fill defaults, run the cross-field rules (built-in and the platform's), check the
- * files it references. Every problem is collected; any error throws one ConfigError
- * listing them all, each with its field path, line and hint.
+ * Loading the install config: parse YAML (keeping line numbers, within the size and alias
+ * limits of `installConfigFile`), check the schema, fill defaults, run the cross-field
+ * rules (built-in and the platform's), check the files it references. Every problem is
+ * collected; any error throws one ConfigError listing them all, each with its field path,
+ * line and hint.
  */
 import { constants as fsConstants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
+import { isNode, type Document, type LineCounter } from 'yaml';
 import { ConfigError, type FieldProblem } from '../errors.js';
+import { parseYamlDocument } from '../input-files.js';
 import { withDefaults } from './defaults.js';
-import { hookStages, installConfigFileName, installConfigSchema, type InstallConfig } from './install-config.js';
-import { installConfigRules, runRules, type Rule, type RuleProblem } from './rules.js';
+import { hookStages, installConfigFile, installConfigFileName, type InstallConfig } from './install-config.js';
+import type { InstallConfigSchema, PlatformConfigSection } from './platform-section.js';
+import { installConfigRules, namespaceNotReserved, reservedNamespaces, runRules, type RuleProblem } from './rules.js';
 import { formatPath, validateNode, type Field, type PathSegment, type SchemaNode, type SchemaProblem } from './schema.js';
 
 export interface ValidateOptions {
-  /** Rules contributed by the platforms, run with the built-in ones. Default: none. */
-  extraRules?: readonly Rule[];
+  /** The schema with the platforms' sections (the platform registry's `installConfigSchema`); their rules run with the built-in ones. */
+  schema: InstallConfigSchema;
   /** Name used in messages. Default: `install-config.yaml`. */
   fileName?: string;
 }
@@ -45,14 +48,14 @@ export function resolveConfigPath(dir: string, written: string): string {
 }
 
 /** Parses and validates install-config text without touching the filesystem. */
-export function validateInstallConfigText(text: string, options: ValidateOptions = {}): ValidatedInstallConfig {
+export function validateInstallConfigText(text: string, options: ValidateOptions): ValidatedInstallConfig {
   const fileName = options.fileName ?? installConfigFileName;
   const { document, locate } = parse(text, fileName);
   return settle(validateDocument(document, options, locate, fileName), fileName);
 }
 
 /** Validates an already-parsed document (for callers holding objects, e.g. property tests). */
-export function validateInstallConfigDocument(document: unknown, options: ValidateOptions = {}): ValidatedInstallConfig {
+export function validateInstallConfigDocument(document: unknown, options: ValidateOptions): ValidatedInstallConfig {
   const fileName = options.fileName ?? installConfigFileName;
   return settle(validateDocument(document, options, () => undefined, fileName), fileName);
 }
@@ -63,7 +66,7 @@ export async function loadInstallConfigText(text: string, options: LoadOptions):
   const { document, locate } = parse(text, fileName);
   const outcome = validateDocument(document, options, locate, fileName);
   if (options.checkFiles !== false && outcome.config) {
-    const files = await checkReferencedFiles(outcome.config, options.dir, locate);
+    const files = await checkReferencedFiles(outcome.config, options, { locate, root: options.schema.root });
     outcome.errors.push(...files.errors);
     outcome.warnings.push(...files.warnings);
   }
@@ -91,17 +94,8 @@ function countText(n: number): string {
 type Locate = (path: readonly PathSegment[]) => number | undefined;
 
 function parse(text: string, fileName: string): { document: unknown; locate: Locate } {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true });
-  if (doc.errors.length > 0) {
-    const problems = doc.errors.map((e) => {
-      const at = e.linePos?.[0];
-      const message = (e.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
-      return { path: fileName, message: `${at ? `line ${at.line}, column ${at.col}: ` : ''}${message}`, hint: 'fix the YAML syntax' };
-    });
-    throw new ConfigError(`${fileName} is not valid YAML`, problems, { hint: errorHint });
-  }
-  return { document: doc.toJS() as unknown, locate: locator(doc, lineCounter) };
+  const { document, value, lineCounter } = parseYamlDocument(text, fileName, installConfigFile);
+  return { document: value, locate: locator(document, lineCounter) };
 }
 
 function locator(doc: Document, lineCounter: LineCounter): Locate {
@@ -115,21 +109,27 @@ function locator(doc: Document, lineCounter: LineCounter): Locate {
   };
 }
 
-function toFieldProblem(problem: SchemaProblem | RuleProblem, locate: Locate): FieldProblem {
-  const line = locate(problem.path);
+/** How problems are placed: the line of a path in the file, and the schema whose fields the hints name. */
+interface Placement {
+  locate: Locate;
+  root: SchemaNode;
+}
+
+function toFieldProblem(problem: SchemaProblem | RuleProblem, placement: Placement): FieldProblem {
+  const line = placement.locate(problem.path);
   const where = formatPath(problem.path) || '(document)';
   return {
     path: where,
     message: line !== undefined ? `${problem.message} (line ${line})` : problem.message,
-    hint: problem.hint ?? explainHint(problem.path),
+    hint: problem.hint ?? explainHint(placement.root, problem.path),
   };
 }
 
 /** Every problem has a next step: when no rule gave a specific one, the field's documentation. */
-function explainHint(fieldPath: readonly PathSegment[]): string {
+function explainHint(root: SchemaNode, fieldPath: readonly PathSegment[]): string {
   // Indices and map keys are not fields: `machinePools[1].labels["x"]` is documented at machinePools.labels.
   const fields: string[] = [];
-  let node: SchemaNode = installConfigSchema;
+  let node: SchemaNode = root;
   for (const segment of fieldPath) {
     while (node.kind === 'array' || node.kind === 'map') node = node.kind === 'array' ? node.items : node.values;
     if (typeof segment !== 'string' || node.kind !== 'object') continue;
@@ -145,24 +145,36 @@ function validateDocument(document: unknown, options: ValidateOptions, locate: L
   if (document === null || document === undefined) {
     return { errors: [{ path: '(document)', message: `${fileName} has no content`, hint: 'run `provisioner create install-config` to write one' }], warnings: [] };
   }
+  const { schema } = options;
+  const placement: Placement = { locate, root: schema.root };
   const schemaProblems: SchemaProblem[] = [];
-  validateNode(installConfigSchema, document, [], schemaProblems);
+  validateNode(schema.root, document, [], schemaProblems);
   const broken = new Set(schemaProblems.map((p) => String(p.path[0] ?? '(document)')));
   if (broken.has('(document)') || broken.has('apiVersion') || broken.has('kind')) {
     // Not an install config at all: rules would only add noise.
-    return { errors: schemaProblems.map((p) => toFieldProblem(p, locate)), warnings: [] };
+    return { errors: schemaProblems.map((p) => toFieldProblem(p, placement)), warnings: [] };
   }
-  const config = withDefaults(document);
-  const rules = runRules([...installConfigRules, ...(options.extraRules ?? [])], config, schemaProblems.map((p) => p.path));
+  const config = withDefaults(document, schema);
+  const platformNamespaces = [...schema.platforms.values()].flatMap((p) => p.providerNamespaces);
+  // The platform's rules only when `platform` names exactly one (otherwise the schema reported it).
+  const platform = broken.has('platform') ? undefined : namedPlatform(schema, config);
+  const rules = runRules([namespaceNotReserved([...reservedNamespaces, ...platformNamespaces]), ...installConfigRules, ...(platform?.rules ?? [])], config, schemaProblems.map((p) => p.path));
   return {
     config,
-    errors: [...schemaProblems, ...rules.errors].map((p) => toFieldProblem(p, locate)),
-    warnings: rules.warnings.map((p) => toFieldProblem(p, locate)),
+    errors: [...schemaProblems, ...rules.errors].map((p) => toFieldProblem(p, placement)),
+    warnings: rules.warnings.map((p) => toFieldProblem(p, placement)),
   };
 }
 
-/** Hooks must be executable files; the AWS credentials file should exist and be private (warnings). */
-async function checkReferencedFiles(config: InstallConfig, dir: string, locate: Locate): Promise<{ errors: FieldProblem[]; warnings: FieldProblem[] }> {
+/** The platform section of the config's one `platform` key; undefined when it sets none or several. */
+function namedPlatform(schema: InstallConfigSchema, config: InstallConfig): PlatformConfigSection | undefined {
+  const set = Object.keys(config.platform ?? {}).filter((key) => config.platform[key] !== undefined && config.platform[key] !== null);
+  return set.length === 1 ? schema.platforms.get(set[0]!) : undefined;
+}
+
+/** Hooks must be executable files; the platform checks the files its section references (credentials). */
+async function checkReferencedFiles(config: InstallConfig, options: LoadOptions, placement: Placement): Promise<{ errors: FieldProblem[]; warnings: FieldProblem[] }> {
+  const { dir, schema } = options;
   const errors: SchemaProblem[] = [];
   const warnings: SchemaProblem[] = [];
   for (const stage of hookStages) {
@@ -180,17 +192,9 @@ async function checkReferencedFiles(config: InstallConfig, dir: string, locate: 
       }
     }
   }
-  const credentials = config.platform.aws?.credentials;
-  if (credentials && typeof credentials.file === 'string') {
-    const at: PathSegment[] = ['platform', 'aws', 'credentials', 'file'];
-    const resolved = resolveConfigPath(dir, credentials.file);
-    const info = await stat(resolved).catch(() => undefined);
-    if (!info?.isFile()) {
-      // Manifests do not need credentials (they can be generated and reviewed anywhere); creating the cluster does.
-      warnings.push({ path: at, message: `credentials file ${resolved} does not exist; create cluster will need it`, hint: 'create it with `aws configure`, or point credentials.file at your AWS shared credentials file' });
-    } else if ((info.mode & 0o077) !== 0) {
-      warnings.push({ path: at, message: `${resolved} is readable by other users (mode ${(info.mode & 0o777).toString(8)})`, hint: `run chmod 600 ${resolved}` });
-    }
-  }
-  return { errors: errors.map((p) => toFieldProblem(p, locate)), warnings: warnings.map((p) => toFieldProblem(p, locate)) };
+  const platform = namedPlatform(schema, config);
+  const platformFiles = (await platform?.checkFiles?.(config, dir)) ?? { errors: [], warnings: [] };
+  errors.push(...platformFiles.errors);
+  warnings.push(...platformFiles.warnings);
+  return { errors: errors.map((p) => toFieldProblem(p, placement)), warnings: warnings.map((p) => toFieldProblem(p, placement)) };
 }

@@ -1,7 +1,8 @@
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EnvironmentError } from '../errors.js';
 import { Journal, type JournalData } from './journal.js';
 
 describe('Journal', () => {
@@ -89,5 +90,18 @@ describe('Journal', () => {
     const copy = journal.snapshot();
     copy.runs = 99;
     expect(journal.runs).toBe(1);
+  });
+
+  it('refuses a corrupt journal, naming the file, the line and the way out, instead of starting over', async () => {
+    await mkdir(path.dirname(Journal.path(dir)), { recursive: true });
+    await writeFile(Journal.path(dir), '{\n  "version": 1,\n  "runs": 2\n  "stages": {}\n}\n');
+    const error = await Journal.open(dir).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EnvironmentError);
+    expect((error as EnvironmentError).message).toBe(`${Journal.path(dir)} is not valid JSON`);
+    expect((error as EnvironmentError).details).toEqual([`${Journal.path(dir)}: line 4, column 3: Expected ',' or '}' after property value`]);
+    expect((error as EnvironmentError).hint).toContain(`mv ${Journal.path(dir)} ${Journal.path(dir)}.bak`);
+
+    await writeFile(Journal.path(dir), '[]\n');
+    expect(await Journal.open(dir).catch((e: unknown) => e)).toBeInstanceOf(EnvironmentError);
   });
 });

@@ -4,9 +4,10 @@
  * A re-run reads it to resume: stages that completed are not repeated unless they are
  * idempotent re-applies; the run count shows how many attempts an install took.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../files.js';
+import { invalidInput, readJsonFile, type FileKind } from '../input-files.js';
 
 export type StageState = 'running' | 'succeeded' | 'failed' | 'interrupted';
 
@@ -29,6 +30,18 @@ export interface JournalData {
   completedAt?: string;
 }
 
+/**
+ * The journal as a file kind: provisioner's own, at most 4 MiB (a few hundred bytes per
+ * stage). Losing it is recoverable: the next run starts the record afresh.
+ */
+const journalFile: FileKind = {
+  name: 'journal',
+  maxBytes: 4 * 1024 * 1024,
+  writer: 'provisioner',
+  hint: (file) =>
+    `move it aside (mv ${file} ${file}.bak) and rerun create cluster: it then runs every stage again (applies are idempotent and waits see what is done), and hooks that already ran run again`,
+};
+
 export class Journal {
   private constructor(
     readonly file: string,
@@ -39,15 +52,16 @@ export class Journal {
     return path.join(dir, '.provisioner', 'journal.json');
   }
 
+  /** Reads the journal of `dir`; none yet is a first run. A corrupt one is an EnvironmentError with the way out. */
   static async open(dir: string): Promise<Journal> {
     const file = Journal.path(dir);
-    let data: JournalData = { version: 1, runs: 0, stages: {} };
-    try {
-      data = JSON.parse(await readFile(file, 'utf8')) as JournalData;
-    } catch {
-      // No journal yet: a first run.
+    const data = await readJsonFile(file, journalFile);
+    if (data === undefined) return new Journal(file, { version: 1, runs: 0, stages: {} });
+    const journal = data as Partial<JournalData> | null;
+    if (journal?.version !== 1 || typeof journal.runs !== 'number' || typeof journal.stages !== 'object' || journal.stages === null) {
+      throw invalidInput(file, journalFile, [{ path: file, message: 'expected {"version": 1, "runs": <number>, "stages": {...}}' }]);
     }
-    return new Journal(file, data);
+    return new Journal(file, journal as JournalData);
   }
 
   get runs(): number {

@@ -4,9 +4,10 @@
  * rules as a hand-written file, plus the JSON Schema copy its modeline names.
  */
 import path from 'node:path';
-import { AssetStore, newInstallConfigAsset, readIfExists, schemaCopyPath } from '../assets/index.js';
+import { AssetStore, newInstallConfigAsset, schemaCopyPath } from '../assets/index.js';
 import { installConfigFileName, type NewInstallConfigAnswers } from '../config/index.js';
 import { ConfigError } from '../errors.js';
+import { readIfExists } from '../files.js';
 import { log, type EventSink } from '../events.js';
 
 export interface CreateInstallConfigOptions {
