@@ -4,13 +4,15 @@
  * the module cache, and packages both into bundle/ with a manifest (the layout an
  * npm release ships; see src/embedded/manifest.ts).
  *
- * Builds are cached by a hash of their recipe (wrapper go.mod/go.sum/sources, the
- * recipe entry, linker flags, Go version and target), so an unchanged recipe rebuilds
- * nothing. The cache lives outside the work tree so fresh clones reuse it.
+ * Builds are cached by a hash of their recipe (wrapper go.mod/go.sum/sources by name and
+ * content, the recipe entry, linker flags, Go version and target; see build-key.ts), so
+ * an unchanged recipe rebuilds nothing. The cache lives outside the work tree and its
+ * keys name no path, so fresh clones and second checkouts reuse it.
  *
- * Usage: tsx scripts/bundle/build.ts [--only name,name] [--release] [--out dir]
+ * Usage: tsx scripts/bundle/build.ts [--only name,name] [--release] [--target os/arch] [--out dir]
  *   --only     build just these binaries (default: all)
  *   --release  leave out the development tools (clusterctl, kubectl); default: include them
+ *   --target   Go target, e.g. darwin/arm64 (default: this machine's); see recipe.ts releaseTargets
  *   --out      bundle directory (default: <repo>/bundle)
  * Environment: PROVISIONER_BUILD_CACHE (default: $XDG_CACHE_HOME/provisioner/build or ~/.cache/provisioner/build).
  */
@@ -20,19 +22,20 @@ import { copyFile, cp, mkdir, readFile, readdir, rename, rm, stat, writeFile } f
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createGzip } from 'node:zlib';
 import { execa } from 'execa';
 import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type BundledComponents } from '../../src/embedded/manifest.js';
+import { buildKey, readWrapperInputs } from './build-key.js';
 import { assembleComponents } from './components.js';
 import { addedFiles, sourcePatches } from './patches.js';
-import { binaryRecipes, componentRecipes, type BinaryRecipe } from './recipe.js';
+import { binaryRecipes, componentRecipes, hostTarget, parseTarget, targetPlatform, type BinaryRecipe, type Target } from './recipe.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const modulesDir = path.join(repoRoot, 'embedded/modules');
 /** Bumped when this script changes how it builds, to invalidate cached outputs. */
-const builderRevision = '2';
+const builderRevision = '3';
 /** Oldest Go that builds the wrappers: the highest `go` directive among them. */
 const minimumGo = [1, 26] as const;
 
@@ -48,33 +51,46 @@ function log(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      only: { type: 'string' },
-      release: { type: 'boolean', default: false },
-      out: { type: 'string', default: path.join(repoRoot, 'bundle') },
-    },
-  });
-  const goVersion = await checkGo();
-  const cacheRoot = process.env.PROVISIONER_BUILD_CACHE
+export interface BuildBundleOptions {
+  /** Bundle directory to write. */
+  outDir: string;
+  /** Go target. Default: this machine's. */
+  target?: Target;
+  /** Build just these binaries. Default: every recipe. */
+  only?: ReadonlySet<string>;
+  /** Leave out the development tools (`shipped: false`). Default: false. */
+  shippedOnly?: boolean;
+  /** Build cache. Default: `$PROVISIONER_BUILD_CACHE`, else `$XDG_CACHE_HOME/provisioner/build`, else `~/.cache/provisioner/build`. */
+  cacheRoot?: string;
+}
+
+/** Default build cache directory (see the usage above). */
+export function defaultBuildCache(): string {
+  return process.env.PROVISIONER_BUILD_CACHE
     ?? path.join(process.env.XDG_CACHE_HOME ?? path.join(os.homedir(), '.cache'), 'provisioner', 'build');
-  const only = values.only ? new Set(values.only.split(',').map((s) => s.trim())) : undefined;
+}
+
+/** Builds (or takes from the build cache) the selected binaries for one target and writes a bundle directory. */
+export async function buildBundle(options: BuildBundleOptions): Promise<BundleManifest> {
+  const goVersion = await checkGo();
+  const target = options.target ?? hostTarget();
+  const cacheRoot = options.cacheRoot ?? defaultBuildCache();
+  const { only } = options;
   if (only) {
     const unknown = [...only].filter((n) => !binaryRecipes.some((r) => r.name === n));
     if (unknown.length) throw new Error(`unknown binary ${unknown.join(', ')}; known: ${binaryRecipes.map((r) => r.name).join(', ')}`);
   }
-  const selected = binaryRecipes.filter((r) => (!only || only.has(r.name)) && (!values.release || r.shipped));
-  const outDir = path.resolve(values.out);
+  const selected = binaryRecipes.filter((r) => (!only || only.has(r.name)) && (!options.shippedOnly || r.shipped));
+  const outDir = path.resolve(options.outDir);
 
-  log(`provisioner bundle: ${goVersion}, cache ${cacheRoot}`);
+  log(`provisioner bundle: ${goVersion}, target ${target.goos}/${target.goarch}, cache ${cacheRoot}`);
   const started = Date.now();
   const binaries: BundledBinary[] = [];
   const timings: { name: string; seconds: number; cached: boolean; size: number; compressed: number }[] = [];
   await mkdir(path.join(outDir, 'bin'), { recursive: true });
   for (const recipe of selected) {
     const t0 = Date.now();
-    const built = await buildBinary(recipe, goVersion, cacheRoot);
+    const built = await buildBinary(recipe, goVersion, cacheRoot, target);
     const archive = `bin/${recipe.name}.gz`;
     await copyFile(built.archivePath, path.join(outDir, archive));
     binaries.push({
@@ -119,6 +135,7 @@ async function main(): Promise<void> {
     schemaVersion: bundleSchemaVersion,
     recipeHash: createHash('sha256').update(binaries.map((b) => b.sha256).join(',') + components.map((c) => c.sha256).join(',')).digest('hex'),
     goVersion,
+    platform: targetPlatform(target),
     createdAt: new Date().toISOString(),
     binaries,
     components,
@@ -131,6 +148,24 @@ async function main(): Promise<void> {
   const total = timings.reduce((a, t) => a + t.size, 0);
   const compressed = timings.reduce((a, t) => a + t.compressed, 0);
   log(`bundle ready in ${((Date.now() - started) / 1000).toFixed(1)}s at ${outDir}: ${binaries.length} binaries, ${mib(total)} -> ${mib(compressed)} (${(100 * (1 - compressed / total)).toFixed(0)}% deflation), ${components.length} component manifests`);
+  return manifest;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      only: { type: 'string' },
+      release: { type: 'boolean', default: false },
+      target: { type: 'string' },
+      out: { type: 'string', default: path.join(repoRoot, 'bundle') },
+    },
+  });
+  await buildBundle({
+    outDir: values.out,
+    shippedOnly: values.release,
+    ...(values.target ? { target: parseTarget(values.target) } : {}),
+    ...(values.only ? { only: new Set(values.only.split(',').map((s) => s.trim())) } : {}),
+  });
 }
 
 /** Checks that Go exists and is new enough; returns `go version`'s answer. */
@@ -170,9 +205,11 @@ function moduleInfo(wrapper: string, module: string): Promise<ModuleInfo> {
   return pending;
 }
 
-function goEnv(): Record<string, string> {
+/** The Go environment of every go command here; with a target, of a build for it. */
+function goEnv(target?: Target): Record<string, string> {
   // Static, reproducible, and never a toolchain download.
-  return { CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly -buildvcs=false', GOWORK: 'off' };
+  const env: Record<string, string> = { CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly -buildvcs=false', GOWORK: 'off' };
+  return target ? { ...env, GOOS: target.goos, GOARCH: target.goarch } : env;
 }
 
 /** Linker flags that make the binary report its real version (CAPI refuses a v0.0.0 API server). */
@@ -199,16 +236,21 @@ interface BuiltBinary {
   cached: boolean;
 }
 
-async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: string): Promise<BuiltBinary> {
+async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: string, target: Target): Promise<BuiltBinary> {
   const info = await moduleInfo(recipe.wrapper, recipe.versionModule);
   const ldflags = ['-s', '-w', ...versionFlags(recipe, info)].join(' ');
   const patchedWrapper = await preparePatchedWrapper(recipe.wrapper, cacheRoot);
   const args = ['build', '-trimpath', '-ldflags', ldflags];
-  const hash = createHash('sha256');
-  // The patched wrapper's directory name is a hash of exactly the patches this wrapper's modules take.
-  hash.update(JSON.stringify({ builderRevision, recipe, ldflags, patched: patchedWrapper ? path.basename(patchedWrapper) : 'none', goVersion, env: goEnv(), target: `${process.platform}/${process.arch}` }));
-  for (const file of await wrapperInputs(recipe.wrapper)) hash.update(file).update(await readFile(file));
-  const key = hash.digest('hex').slice(0, 32);
+  const key = buildKey({
+    builderRevision,
+    recipe,
+    ldflags,
+    // The patched wrapper's directory name is a hash of exactly the patches this wrapper's modules take.
+    patched: patchedWrapper ? path.basename(patchedWrapper) : 'none',
+    goVersion,
+    env: goEnv(target),
+    inputs: await readWrapperInputs(path.join(modulesDir, recipe.wrapper)),
+  });
   const dir = path.join(cacheRoot, key);
   const metaPath = path.join(dir, 'build.json');
 
@@ -226,13 +268,13 @@ async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: s
   try {
     await execa('go', [...args, '-o', tmpBinary, recipe.package], {
       cwd: patchedWrapper ?? path.join(modulesDir, recipe.wrapper),
-      env: goEnv(),
+      env: goEnv(target),
       stdout: 'inherit',
       stderr: 'inherit',
     });
   } catch (error) {
     await rm(tmpBinary, { force: true });
-    throw new Error(`go build of ${recipe.name} (${recipe.package}) failed; see the compiler output above`, { cause: error });
+    throw new Error(`go build of ${recipe.name} (${recipe.package}) for ${target.goos}/${target.goarch} failed; see the compiler output above`, { cause: error });
   }
   await rename(tmpBinary, binaryPath);
   const sha256 = await sha256File(binaryPath);
@@ -309,15 +351,15 @@ function preparePatchedWrapper(wrapper: string, cacheRoot: string): Promise<stri
       // A copy of the wrapper whose go.mod adds the replace lines. (A go.work would do the
       // same without a copy, but workspace mode loads the graph unpruned and hits an
       // ambiguous-import clash between old and split genproto modules.)
-      const inputs = await wrapperInputs(wrapper);
+      const inputs = await readWrapperInputs(path.join(modulesDir, wrapper));
       const hash = createHash('sha256').update(replaces.join('\n'));
-      for (const file of inputs) hash.update(await readFile(file));
+      for (const input of inputs) hash.update(input.content);
       const dir = path.join(cacheRoot, 'wrappers', `${wrapper}-${hash.digest('hex').slice(0, 16)}`);
       await mkdir(dir, { recursive: true });
-      for (const file of inputs) {
-        let text = await readFile(file, 'utf8');
-        if (path.basename(file) === 'go.mod') text += `\n// Added by scripts/bundle/build.ts: source patches (scripts/bundle/patches.ts).\n${replaces.join('\n')}\n`;
-        await writeFile(path.join(dir, path.basename(file)), text);
+      for (const input of inputs) {
+        let text = input.content.toString('utf8');
+        if (input.name === 'go.mod') text += `\n// Added by scripts/bundle/build.ts: source patches (scripts/bundle/patches.ts).\n${replaces.join('\n')}\n`;
+        await writeFile(path.join(dir, input.name), text);
       }
       return dir;
     })();
@@ -333,12 +375,6 @@ async function exists(file: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/** Files that define a wrapper module's build: go.mod, go.sum and its Go sources. */
-async function wrapperInputs(wrapper: string): Promise<string[]> {
-  const dir = path.join(modulesDir, wrapper);
-  return (await readdir(dir)).filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')).sort().map((f) => path.join(dir, f));
 }
 
 async function sha256File(file: string): Promise<string> {
@@ -357,7 +393,10 @@ function mib(bytes: number): string {
   return `${(bytes / (1 << 20)).toFixed(1)} MiB`;
 }
 
-main().catch((error: unknown) => {
-  log(`bundle failed: ${error instanceof Error ? error.message : String(error)}`);
-  process.exitCode = 1;
-});
+// Run as a script (`npm run bundle`), not when release:pack imports buildBundle.
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  main().catch((error: unknown) => {
+    log(`bundle failed: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 1;
+  });
+}

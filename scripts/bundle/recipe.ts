@@ -4,6 +4,44 @@
  * exactly one place, each wrapper's go.mod; everything here reads them from there.
  */
 
+import { platformOf, type Platform } from '../../src/embedded/manifest.js';
+
+/** A Go build target. */
+export interface Target {
+  goos: 'linux' | 'darwin';
+  goarch: 'amd64' | 'arm64';
+}
+
+/** Every target a release builds and packs (`npm run release:pack`); CI builds only the host's. */
+export const releaseTargets: readonly Target[] = [
+  { goos: 'linux', goarch: 'amd64' },
+  { goos: 'linux', goarch: 'arm64' },
+  { goos: 'darwin', goarch: 'amd64' },
+  { goos: 'darwin', goarch: 'arm64' },
+];
+
+/** The target of this machine; throws on a platform no release is built for. */
+export function hostTarget(): Target {
+  const goarch = ({ x64: 'amd64', arm64: 'arm64' } as const)[process.arch as 'x64' | 'arm64'];
+  const goos = process.platform;
+  if ((goos !== 'linux' && goos !== 'darwin') || goarch === undefined) {
+    throw new Error(`no build target for ${process.platform}/${process.arch}: provisioner builds for ${releaseTargets.map((t) => `${t.goos}/${t.goarch}`).join(', ')}`);
+  }
+  return { goos, goarch };
+}
+
+/** Parses `os/arch` in Go's names (e.g. `darwin/arm64`) into one of the release targets. */
+export function parseTarget(text: string): Target {
+  const found = releaseTargets.find((t) => `${t.goos}/${t.goarch}` === text.trim());
+  if (!found) throw new Error(`unknown target ${JSON.stringify(text)}; known: ${releaseTargets.map((t) => `${t.goos}/${t.goarch}`).join(', ')}`);
+  return found;
+}
+
+/** The target in Node's and npm's names (`process.platform`-`process.arch`, e.g. `darwin-arm64`). */
+export function targetPlatform(target: Target): Platform {
+  return platformOf(target.goos, target.goarch === 'amd64' ? 'x64' : 'arm64');
+}
+
 /** How a binary reports its version: which Go variables the linker stamps. */
 export type VersionStamp = 'kubernetes' | 'cluster-api' | 'none';
 

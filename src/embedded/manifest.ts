@@ -1,7 +1,13 @@
 /**
- * The bundle manifest: what `npm run bundle` writes to `bundle/manifest.json` and
- * what the CLI reads at run time. Shared by the build script (scripts/bundle) and the
- * extraction cache (src/embedded), so the two cannot drift.
+ * The two manifests the CLI reads its binaries from, shared by the scripts that write
+ * them (scripts/bundle, scripts/release) and the runtime (src/embedded), so they cannot drift:
+ *
+ *  - the bundle manifest, `bundle/manifest.json`, written by `npm run bundle` in a
+ *    development checkout: one platform, every binary as a gzip archive beside it;
+ *  - the release manifest, `release/manifest.json` in the published `provisioner`
+ *    package, written by `npm run release:pack`: every platform, each binary in its own
+ *    npm package (`@provisioner/<binary>-<os>-<cpu>`), with the sha256 the CLI checks
+ *    the installed binary against before first use.
  */
 
 export const bundleSchemaVersion = 1;
@@ -57,7 +63,70 @@ export interface BundleManifest {
   recipeHash: string;
   /** `go version` output of the toolchain that built it. */
   goVersion: string;
+  /** Platform the binaries run on. Absent in bundles built before cross-builds: the machine's own. */
+  platform?: Platform;
   createdAt: string;
   binaries: BundledBinary[];
+  components: BundledComponents[];
+}
+
+/** An OS and CPU in Node's names (`process.platform`-`process.arch`), e.g. `linux-x64`. */
+export type Platform = `${'linux' | 'darwin'}-${'x64' | 'arm64'}`;
+
+/** The platform of `os` and `cpu` in Node's names. */
+export function platformOf(os: 'linux' | 'darwin', cpu: 'x64' | 'arm64'): Platform {
+  return `${os}-${cpu}`;
+}
+
+/** npm scope of the per-platform binary packages. */
+export const platformPackageScope = '@provisioner';
+
+/** The npm package holding one binary for one platform, e.g. `@provisioner/kube-apiserver-linux-x64`. */
+export function platformPackageName(binary: string, platform: Platform): string {
+  return `${platformPackageScope}/${binary}-${platform}`;
+}
+
+export const releaseSchemaVersion = 1;
+
+/** Directory of the release manifest and the component YAMLs inside the published `provisioner` package. */
+export const releaseDirName = 'release';
+
+/** One binary built for one platform, as its platform package holds it. */
+export interface PlatformBinary {
+  /** npm package name, e.g. `@provisioner/etcd-linux-x64`; its version is the release's. */
+  package: string;
+  /**
+   * File inside the package, relative to its root: `bin/<name>` for an executable run in
+   * place, or `bin/<name>.gz` for a binary too large to ship unpacked (extracted to the cache).
+   */
+  file: string;
+  format: 'executable' | 'gzip';
+  /** sha256 (hex) of the binary itself: checked before first use. */
+  sha256: string;
+  /** Size of the binary in bytes. */
+  size: number;
+  /** Size of `file` in bytes (the binary's for `executable`, the archive's for `gzip`). */
+  fileSize: number;
+}
+
+/** One binary of a release, with its build for every platform. */
+export interface ReleasedBinary {
+  name: string;
+  version: string;
+  module: string;
+  moduleVersion: string;
+  /** Go package path of the main package. */
+  package: string;
+  platforms: Partial<Record<Platform, PlatformBinary>>;
+}
+
+export interface ReleaseManifest {
+  schemaVersion: typeof releaseSchemaVersion;
+  /** Version of `provisioner`, and exactly that of every platform package it depends on. */
+  version: string;
+  goVersion: string;
+  createdAt: string;
+  binaries: ReleasedBinary[];
+  /** Component YAMLs; `file` is relative to the release directory. */
   components: BundledComponents[];
 }

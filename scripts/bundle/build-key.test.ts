@@ -1,0 +1,62 @@
+import { cp, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildKey, readWrapperInputs, type BuildKeyParts } from './build-key.js';
+
+const etcdWrapper = fileURLToPath(new URL('../../embedded/modules/etcd', import.meta.url));
+
+async function keyOf(wrapperDir: string, overrides: Partial<BuildKeyParts> = {}): Promise<string> {
+  return buildKey({
+    builderRevision: '1',
+    recipe: { name: 'etcd', wrapper: 'etcd', package: '.' },
+    ldflags: '-s -w',
+    patched: 'none',
+    goVersion: 'go version go1.26.8 linux/amd64',
+    env: { GOOS: 'linux', GOARCH: 'amd64', CGO_ENABLED: '0' },
+    inputs: await readWrapperInputs(wrapperDir),
+    ...overrides,
+  });
+}
+
+describe('buildKey', () => {
+  let root: string;
+  beforeEach(async () => {
+    root = await mkdtemp(path.join(os.tmpdir(), 'build-key-'));
+  });
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('is the same for two checkouts of the same commit at different paths, with different mtimes', async () => {
+    const first = path.join(root, 'checkout-a', 'embedded', 'modules', 'etcd');
+    const second = path.join(root, 'elsewhere', 'checkout-b', 'embedded', 'modules', 'etcd');
+    await cp(etcdWrapper, first, { recursive: true });
+    await cp(etcdWrapper, second, { recursive: true });
+    const later = new Date(Date.now() + 3_600_000);
+    for (const input of await readWrapperInputs(second)) await utimes(path.join(second, input.name), later, later);
+    expect(await keyOf(second)).toBe(await keyOf(first));
+  });
+
+  it('changes with a wrapper file, a new Go source, the target and the Go version', async () => {
+    const dir = path.join(root, 'etcd');
+    await cp(etcdWrapper, dir, { recursive: true });
+    const base = await keyOf(dir);
+    expect(await keyOf(dir, { env: { GOOS: 'darwin', GOARCH: 'arm64', CGO_ENABLED: '0' } })).not.toBe(base);
+    expect(await keyOf(dir, { goVersion: 'go version go1.26.9 linux/amd64' })).not.toBe(base);
+    await writeFile(path.join(dir, 'extra.go'), 'package main\n');
+    const withSource = await keyOf(dir);
+    expect(withSource).not.toBe(base);
+    await writeFile(path.join(dir, 'go.sum'), '');
+    expect(await keyOf(dir)).not.toBe(withSource);
+  });
+
+  it('ignores files that are not part of the build', async () => {
+    const dir = path.join(root, 'etcd');
+    await cp(etcdWrapper, dir, { recursive: true });
+    const base = await keyOf(dir);
+    await writeFile(path.join(dir, 'README.md'), 'notes\n');
+    expect(await keyOf(dir)).toBe(base);
+  });
+});

@@ -1,0 +1,46 @@
+/**
+ * The key of a cached build: a hash of everything that decides the bytes `go build`
+ * writes, and of nothing else. In particular not of where the checkout lives or when
+ * its files were touched: a second checkout of the same commit (or a CI workspace at
+ * another path) must find the builds the first one cached.
+ */
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+
+/** One file that defines a wrapper module's build, named relative to the wrapper directory. */
+export interface WrapperInput {
+  /** File name inside the wrapper directory, e.g. `go.mod`. */
+  name: string;
+  content: Buffer;
+}
+
+/** Files that define a wrapper module's build: go.mod, go.sum and its Go sources, sorted by name. */
+export async function readWrapperInputs(wrapperDir: string): Promise<WrapperInput[]> {
+  const names = (await readdir(wrapperDir)).filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')).sort();
+  return Promise.all(names.map(async (name) => ({ name, content: await readFile(path.join(wrapperDir, name)) })));
+}
+
+/** What a build's output depends on besides the wrapper's files. */
+export interface BuildKeyParts {
+  /** Bumped by build.ts when it changes how it builds. */
+  builderRevision: string;
+  /** The recipe entry (name, package, stamp...): plain data. */
+  recipe: object;
+  ldflags: string;
+  /** Name (not path) of the patched-module wrapper built in, or `none`. */
+  patched: string;
+  /** `go version` output. */
+  goVersion: string;
+  /** The Go environment of the build (GOOS, GOARCH, CGO_ENABLED, GOFLAGS...). */
+  env: Record<string, string>;
+  inputs: readonly WrapperInput[];
+}
+
+/** 32 hex digits naming the build's directory in the build cache. */
+export function buildKey(parts: BuildKeyParts): string {
+  const { inputs, ...rest } = parts;
+  const hash = createHash('sha256').update(JSON.stringify(rest));
+  for (const input of inputs) hash.update(`\0${input.name}\0${input.content.length}\0`).update(input.content);
+  return hash.digest('hex').slice(0, 32);
+}
