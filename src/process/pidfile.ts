@@ -7,7 +7,8 @@
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { log, nullSink, type EventSink } from '../events.js';
-import { isErrno, readIfExists, sleep, writeFileAtomic } from './fs.js';
+import { polling, until, type Observation } from '../progress/until.js';
+import { isErrno, readIfExists, writeFileAtomic } from './fs.js';
 import { isSameProcess } from './proc.js';
 
 export interface PidfileEntry {
@@ -121,7 +122,7 @@ export async function stopStale(stateDir: string, options: StopStaleOptions = {}
   return targets;
 }
 
-/** Poll interval while waiting for a process that is not our child (no exit event for those). */
+/** Pause between looks while waiting for a process that is not our child (no exit event for those). */
 const exitPollMs = 50;
 /** How long to wait after SIGKILL before giving up. */
 const killWaitMs = 5_000;
@@ -147,13 +148,14 @@ export async function terminateRecorded(entry: Pick<PidfileEntry, 'pid' | 'start
       }
     }
   };
-  const waitGone = async (ms: number) => {
-    const deadline = Date.now() + ms;
-    while (isAlive(entry)) {
-      if (Date.now() >= deadline) return false;
-      await sleep(exitPollMs);
-    }
-    return true;
+  // Running or gone is all there is to see, so "no progress for `ms`" is "still running after `ms`".
+  const waitGone = (ms: number): Promise<boolean> => {
+    const stillRunning = new Error(`pid ${entry.pid} still runs`);
+    const look = (): Observation<boolean> => (isAlive(entry) ? { state: 'waiting', value: false, progress: 'running' } : { state: 'done', value: true, progress: 'gone' });
+    return until(polling(look, exitPollMs), { what: `pid ${entry.pid} to exit`, noProgressTimeoutMs: ms, onStall: () => stillRunning }).catch((error: unknown) => {
+      if (error === stillRunning) return false;
+      throw error;
+    });
   };
   signal('SIGTERM');
   if (await waitGone(graceMs)) return true;
