@@ -5,7 +5,8 @@
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { readIfExists, writeFileAtomic } from '../process/fs.js';
+import { invalidInput, readJsonFile, type FileKind } from '../input-files.js';
+import { writeFileAtomic } from '../process/fs.js';
 import type { ObjectRef } from './graph.js';
 
 /** In order; each is recorded once it is complete. */
@@ -57,9 +58,28 @@ export function pivotJournalPath(dir: string): string {
   return path.join(path.resolve(dir), '.provisioner', 'pivot.json');
 }
 
+/**
+ * The pivot journal as a file kind: provisioner's own, at most 64 MiB (a few hundred bytes
+ * per moved object; 3 + 1000 machines move about 10,000 objects). Without it an unfinished
+ * move can be neither resumed nor rolled back, so the way out is to look before moving it aside.
+ */
+const pivotJournalFile: FileKind = {
+  name: 'pivot journal',
+  maxBytes: 64 * 1024 * 1024,
+  writer: 'provisioner',
+  hint: (file) =>
+    `restore ${file} from a backup if you have one; otherwise see where the cluster's objects are (\`kubectl get clusters -A\` against the local control plane and the target), and only when no move is under way move the file aside (mv ${file} ${file}.bak) and rerun`,
+};
+
+/** Reads the pivot journal of `dir`; undefined when no move was ever started. */
 export async function readPivotJournal(dir: string): Promise<PivotJournal | undefined> {
-  const text = await readIfExists(pivotJournalPath(dir));
-  return text === undefined ? undefined : (JSON.parse(text) as PivotJournal);
+  const file = pivotJournalPath(dir);
+  const journal = (await readJsonFile(file, pivotJournalFile)) as Partial<PivotJournal> | null | undefined;
+  if (journal === undefined) return undefined;
+  if (journal?.version !== 1 || !pivotPhases.includes(journal.phase as PivotPhase) || !Array.isArray(journal.objects) || !Array.isArray(journal.clusters)) {
+    throw invalidInput(file, pivotJournalFile, [{ path: file, message: `expected {"version": 1, "phase": one of ${pivotPhases.join(', ')}, "clusters": [...], "objects": [...]}` }]);
+  }
+  return journal as PivotJournal;
 }
 
 export async function writePivotJournal(dir: string, journal: PivotJournal): Promise<void> {

@@ -25,6 +25,7 @@ import { ConfigError, InfrastructureError, ProvisionerError, UsageError, message
 import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
 import { KubeApiError, KubeClient, apiRequestsMade, describeRef, type KubeObject } from '../kube/client.js';
+import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
 import { Journal } from '../lifecycle/journal.js';
 import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
 import { acquireDirLock } from '../process/lock.js';
@@ -72,6 +73,9 @@ export const finalStateFile = path.join('.provisioner', 'cluster-state.yaml');
 export async function createCluster(request: CreateClusterRequest): Promise<CreateClusterResult> {
   const dir = path.resolve(request.dir);
   const { sink, signal } = request;
+  // Kubeconfigs named by flag are checked before anything starts: one that is no kubeconfig is the user's to fix.
+  if (request.managementKubeconfig) await checkKubeconfigFile(path.resolve(request.managementKubeconfig), '--management-kubeconfig');
+  if (request.pivotTo) await checkKubeconfigFile(path.resolve(request.pivotTo), '--pivot-to');
   const lock = await acquireDirLock(dir, { command: 'create cluster', events: sink });
   let controlPlane: AttachedControlPlane | undefined;
   let keepRunning = false;

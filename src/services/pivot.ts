@@ -11,14 +11,16 @@
  * controllers). After a move on the in-memory platform the source is stopped once it holds
  * no Cluster; its data stays (`destroy bootstrap` removes it).
  */
-import { access, readFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { installConfigFile, installConfigFileName } from '../config/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
 import { ExternalError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
+import { readYamlFile } from '../input-files.js';
 import { KubeClient, type KubeObject } from '../kube/client.js';
+import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
 import { countByKind } from '../pivot/graph.js';
 import { phaseIndex, readPivotJournal, writePivotJournal, type PivotJournal, type PivotPhase } from '../pivot/journal.js';
 import { coreKinds, describePlan, discoverMoveKinds, journalFor, planMove, preflight, rollbackPivot, runPivot } from '../pivot/move.js';
@@ -66,12 +68,8 @@ async function exists(file: string): Promise<boolean> {
 
 /** True when the install config names the in-memory platform (its machines live in the local controllers). */
 async function isInmemory(dir: string): Promise<boolean> {
-  try {
-    const config = parseYaml(await readFile(path.join(dir, 'install-config.yaml'), 'utf8')) as { platform?: Record<string, unknown> } | null;
-    return config?.platform?.['inmemory'] !== undefined;
-  } catch {
-    return false;
-  }
+  const config = (await readYamlFile(path.join(dir, installConfigFileName), installConfigFile)) as { platform?: Record<string, unknown> } | null | undefined;
+  return config?.platform?.['inmemory'] !== undefined;
 }
 
 export async function pivot(request: PivotRequest): Promise<PivotResult> {
@@ -79,7 +77,7 @@ export async function pivot(request: PivotRequest): Promise<PivotResult> {
   const { sink, signal } = request;
   const layout = controlPlaneLayout(dir);
   const toKubeconfig = path.resolve(request.toKubeconfig);
-  if (!(await exists(toKubeconfig))) throw new UsageError(`${toKubeconfig} does not exist`, { hint: 'Pass the target management cluster\'s kubeconfig with --to-kubeconfig.' });
+  await checkKubeconfigFile(toKubeconfig, '--to-kubeconfig');
   if (!(await exists(layout.etcdDataDir))) {
     throw new UsageError(`No local control plane data in ${dir}: there is nothing to pivot`, { hint: 'Run `provisioner create cluster --dir` first, or pass the install directory that holds the cluster.' });
   }
