@@ -15,8 +15,18 @@
  *   1. the user's own binaries directory — the `binariesDir` option, else
  *      `$PROVISIONER_BINARIES_DIR` (like envtest's KUBEBUILDER_ASSETS): an executable
  *      regular file `<dir>/<name>` is used as is, unverified, and a `log` event says so;
- *   2. the bundle, through this cache. A binary missing from the user's directory
- *      falls back to the bundle.
+ *   2. the catalog (catalog.ts `loadBinaryCatalog`): a development bundle's archive,
+ *      extracted through this cache; or an installed platform package's file. A binary
+ *      missing from the user's directory falls back to the catalog.
+ *
+ * An installed platform package's executable is run in place once its sha256 matched
+ * the release manifest; that check is recorded (per sha256, so per version) in
+ *
+ *   <cache>/verified/<sha256>/<name>.record.json
+ *
+ * and trusted while the file's size, mtime and inode stay the same. A package file
+ * that is not executable (a package manager dropped the mode), or one shipped gzipped
+ * because it is too large to ship unpacked, goes through the extraction cache instead.
  *
  * Guarantees:
  *   - Streaming: gunzip -> sha256 -> temp file in the entry directory; never the whole
@@ -45,8 +55,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createGunzip } from 'node:zlib';
 import { EnvironmentError, ProvisionerError } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
-import { buildBundleHint, loadCatalog, packageRoot, type BundleCatalog, type CatalogOptions } from './catalog.js';
+import { buildBundleHint, loadBinaryCatalog, type BinaryCatalog, type BundleCatalog, type CatalogOptions } from './catalog.js';
 import type { BundledBinary } from './manifest.js';
+import type { ReleaseCatalog } from './release.js';
 
 /** Environment variable naming the cache directory. */
 export const cacheDirEnv = 'PROVISIONER_CACHE_DIR';
@@ -69,8 +80,8 @@ export interface CacheOptions extends CatalogOptions {
   cacheDir?: string;
   /** The user's own binaries, used before the bundle. Default: `$PROVISIONER_BINARIES_DIR`, else none. */
   binariesDir?: string;
-  /** An already loaded catalog. Default: loaded from the bundle directory (see catalog.ts) when a binary is needed from it. */
-  catalog?: BundleCatalog;
+  /** An already loaded catalog. Default: `loadBinaryCatalog` (see catalog.ts), when a binary is needed from it. */
+  catalog?: BinaryCatalog;
   /** Re-hash every cached binary instead of trusting its verification record. Default: false. */
   verify?: boolean;
   /** Where progress and log events go. Default: nowhere. */
@@ -114,7 +125,60 @@ export interface EntryPaths {
   lock: string;
 }
 
-export function entryPaths(cacheDir: string, binary: Pick<BundledBinary, 'name' | 'sha256'>): EntryPaths {
+/**
+ * One binary to make available: what its content must be, and the file it comes from
+ * (a bundle's archive, or a file in an installed platform package).
+ */
+export interface BinarySource {
+  name: string;
+  /** sha256 (hex) of the binary. */
+  sha256: string;
+  /** Size of the binary in bytes. */
+  size: number;
+  /** Absolute path of the file holding it. */
+  file: string;
+  /** `gzip`: a gzip stream of the binary, extracted into the cache; `executable`: the binary itself. */
+  format: 'gzip' | 'executable';
+  /** Size `file` must have. */
+  fileSize: number;
+  /** The next step when `file` is missing or does not match. */
+  hint: string;
+}
+
+/** A bundle binary as a source: its archive. */
+export function bundleSource(catalog: BundleCatalog, binary: BundledBinary): BinarySource {
+  return {
+    name: binary.name,
+    sha256: binary.sha256,
+    size: binary.size,
+    file: catalog.archivePath(binary),
+    format: 'gzip',
+    fileSize: binary.compressedSize,
+    hint: buildBundleHint(catalog.dir),
+  };
+}
+
+/** An installed release's binary as a source: this platform's file in its platform package (checks the package is installed). */
+export async function releaseSource(catalog: ReleaseCatalog, name: string): Promise<BinarySource> {
+  const { build, file } = await catalog.locate(name);
+  return {
+    name,
+    sha256: build.sha256,
+    size: build.size,
+    file,
+    format: build.format,
+    fileSize: build.fileSize,
+    hint: `The installed ${build.package} is damaged: reinstall provisioner (or run npm install ${build.package}@${catalog.manifest.version}).`,
+  };
+}
+
+/** The source of every named binary in `catalog`. */
+export async function catalogSources(catalog: BinaryCatalog, names: readonly string[]): Promise<BinarySource[]> {
+  if (catalog.kind === 'bundle') return names.map((name) => bundleSource(catalog, catalog.binary(name)));
+  return Promise.all(names.map((name) => releaseSource(catalog, name)));
+}
+
+export function entryPaths(cacheDir: string, binary: Pick<BinarySource, 'name' | 'sha256'>): EntryPaths {
   const dir = path.join(cacheDir, 'bin', binary.sha256);
   return {
     dir,
@@ -151,11 +215,11 @@ export async function ensureBinaries(names: readonly string[], options: CacheOpt
   }
   if (fromBundle.length === 0) return paths;
 
-  const catalog = options.catalog ?? (await loadCatalog(options));
-  const binaries = fromBundle.map((name) => catalog.binary(name));
+  const catalog = options.catalog ?? (await loadBinaryCatalog(options));
+  const sources = await catalogSources(catalog, fromBundle);
   const cacheDir = resolveCacheDir(options);
-  const extracted = await mapLimit(binaries, options.concurrency ?? 2, (b) => ensureBinary(catalog, b, { ...options, cacheDir }));
-  binaries.forEach((b, i) => (paths[b.name] = extracted[i] as string));
+  const ready = await mapLimit(sources, options.concurrency ?? 2, (source) => ensureSource(source, { ...options, cacheDir }));
+  sources.forEach((source, i) => (paths[source.name] = ready[i] as string));
   return paths;
 }
 
@@ -175,12 +239,21 @@ export async function findUserBinaries(names: readonly string[], options: Pick<C
 }
 
 /** One binary from the bundle, through the cache; returns its absolute path. */
-export async function ensureBinary(catalog: BundleCatalog, binary: BundledBinary, options: CacheOptions = {}): Promise<string> {
+export function ensureBinary(catalog: BundleCatalog, binary: BundledBinary, options: CacheOptions = {}): Promise<string> {
+  return ensureSource(bundleSource(catalog, binary), options);
+}
+
+/**
+ * One binary from its source; returns the absolute path to run. A verified executable
+ * in an installed package is that file itself; anything else is the cache's copy.
+ */
+export async function ensureSource(binary: BinarySource, options: CacheOptions = {}): Promise<string> {
   const sink = options.sink ?? nullSink;
   const cacheDir = resolveCacheDir(options);
-  const entry = entryPaths(cacheDir, binary);
   const verify = options.verify ?? false;
+  if (binary.format === 'executable' && (await verifiedInPlace(binary, cacheDir, verify))) return binary.file;
 
+  const entry = entryPaths(cacheDir, binary);
   const first = await checkEntry(entry, binary, verify);
   if (first.hit) return entry.file;
   if (first.reason !== 'not extracted') {
@@ -189,8 +262,7 @@ export async function ensureBinary(catalog: BundleCatalog, binary: BundledBinary
     await rm(entry.record, { force: true }).catch(() => {});
   }
 
-  const archive = catalog.archivePath(binary);
-  await checkArchive(archive, binary, catalog.dir);
+  await checkSourceFile(binary);
   try {
     await mkdir(entry.dir, { recursive: true, mode: 0o755 });
   } catch (error) {
@@ -204,7 +276,7 @@ export async function ensureBinary(catalog: BundleCatalog, binary: BundledBinary
     const again = await checkEntry(entry, binary, false);
     if (again.hit) return entry.file;
     await removeStaleTemps(entry.dir, binary.name);
-    await extract(archive, entry, binary, cacheDir, sink, options.signal);
+    await extract(entry, binary, cacheDir, sink, options.signal);
     return entry.file;
   } finally {
     await release();
@@ -214,7 +286,7 @@ export async function ensureBinary(catalog: BundleCatalog, binary: BundledBinary
 /** Why a cache entry cannot be used, or that it can. */
 type EntryCheck = { hit: true } | { hit: false; reason: string };
 
-async function checkEntry(entry: EntryPaths, binary: BundledBinary, verify: boolean): Promise<EntryCheck> {
+async function checkEntry(entry: EntryPaths, binary: Pick<BinarySource, 'sha256' | 'size'>, verify: boolean): Promise<EntryCheck> {
   let record: Partial<VerificationRecord>;
   try {
     record = JSON.parse(await readFile(entry.record, 'utf8')) as Partial<VerificationRecord>;
@@ -239,25 +311,83 @@ async function checkEntry(entry: EntryPaths, binary: BundledBinary, verify: bool
   return { hit: true };
 }
 
-async function checkArchive(archive: string, binary: BundledBinary, bundleDir: string): Promise<void> {
+/** Checks the source file exists with the size its manifest gives. */
+async function checkSourceFile(binary: BinarySource): Promise<void> {
+  const what = binary.format === 'gzip' ? 'archive' : 'file';
   let st;
   try {
-    st = await stat(archive);
+    st = await stat(binary.file);
   } catch (error) {
-    throw new EnvironmentError(`The bundle archive of ${binary.name} is missing: ${archive}`, { hint: buildBundleHint(bundleDir), cause: error });
+    throw new EnvironmentError(`The ${what} of ${binary.name} is missing: ${binary.file}`, { hint: binary.hint, cause: error });
   }
-  if (st.size !== binary.compressedSize) {
-    throw new EnvironmentError(`The bundle archive of ${binary.name} has ${st.size} bytes, the manifest says ${binary.compressedSize}: ${archive}`, {
-      hint: buildBundleHint(bundleDir),
-    });
+  if (st.size !== binary.fileSize) {
+    throw new EnvironmentError(`The ${what} of ${binary.name} has ${st.size} bytes, the manifest says ${binary.fileSize}: ${binary.file}`, { hint: binary.hint });
   }
 }
 
-/** Streams archive -> gunzip -> sha256 -> temp file, checks it, then renames it into place and writes the record. */
-async function extract(archive: string, entry: EntryPaths, binary: BundledBinary, cacheDir: string, sink: EventSink, signal?: AbortSignal): Promise<void> {
+/** The verification record of an installed executable run in place. */
+interface InPlaceRecord {
+  name: string;
+  sha256: string;
+  /** The file that was hashed. */
+  file: string;
+  size: number;
+  mtimeMs: number;
+  ino: number;
+  verifiedAt: string;
+}
+
+function inPlaceRecordPath(cacheDir: string, binary: Pick<BinarySource, 'name' | 'sha256'>): string {
+  return path.join(cacheDir, 'verified', binary.sha256, `${binary.name}.record.json`);
+}
+
+/**
+ * True when `binary.file` is an executable whose content matches the manifest: checked
+ * once (a full hash) and then trusted by its record while size, mtime and inode hold.
+ * False when the file is not executable, so the caller copies it into the cache. A file
+ * with other content is an error: something changed the installed package.
+ */
+async function verifiedInPlace(binary: BinarySource, cacheDir: string, verify: boolean): Promise<boolean> {
+  await checkSourceFile(binary);
+  const st = await stat(binary.file);
+  if (!(await isExecutable(binary.file))) return false;
+  const recordFile = inPlaceRecordPath(cacheDir, binary);
+  if (!verify) {
+    const record = await readFile(recordFile, 'utf8').then((text) => JSON.parse(text) as Partial<InPlaceRecord>, () => undefined);
+    if (record && record.file === binary.file && record.size === st.size && record.mtimeMs === st.mtimeMs && record.ino === st.ino) return true;
+  }
+  const digest = await hashFile(binary.file);
+  if (digest !== binary.sha256) {
+    throw new EnvironmentError(`${binary.file} does not match the sha256 this provisioner recorded for ${binary.name}`, {
+      details: [`expected sha256 ${binary.sha256}`, `got      sha256 ${digest}`],
+      hint: binary.hint,
+    });
+  }
+  const record: InPlaceRecord = { name: binary.name, sha256: binary.sha256, file: binary.file, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, verifiedAt: new Date().toISOString() };
+  try {
+    await mkdir(path.dirname(recordFile), { recursive: true, mode: 0o755 });
+    const temp = `${recordFile}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
+    await writeFile(temp, JSON.stringify(record, null, 2) + '\n', { mode: 0o644 });
+    await rename(temp, recordFile);
+  } catch (error) {
+    throw cacheError(error, { binary: binary.name, cacheDir, path: recordFile });
+  }
+  return true;
+}
+
+async function isExecutable(file: string): Promise<boolean> {
+  return access(file, fsConstants.X_OK).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** Streams source file -> (gunzip) -> sha256 -> temp file, checks it, then renames it into place and writes the record. */
+async function extract(entry: EntryPaths, binary: BinarySource, cacheDir: string, sink: EventSink, signal?: AbortSignal): Promise<void> {
+  const archive = binary.file;
   const temp = path.join(entry.dir, `.${binary.name}.${process.pid}.${randomBytes(4).toString('hex')}.partial`);
   const task = `extract:${binary.name}`;
-  const label = `Extracting ${binary.name}`;
+  const label = binary.format === 'gzip' ? `Extracting ${binary.name}` : `Copying ${binary.name}`;
   let handle: FileHandle | undefined;
   try {
     handle = await open(temp, 'wx', 0o600);
@@ -283,23 +413,19 @@ async function extract(archive: string, entry: EntryPaths, binary: BundledBinary
         callback(null, chunk);
       },
     });
-    await pipeline(
-      createReadStream(archive, { highWaterMark: 1 << 20 }),
-      createGunzip({ chunkSize: 256 << 10 }),
-      meter,
-      fileWriter(handle),
-      signal ? { signal } : {},
-    );
+    const input = createReadStream(archive, { highWaterMark: 1 << 20 });
+    const stages = binary.format === 'gzip' ? [input, createGunzip({ chunkSize: 256 << 10 })] as const : [input] as const;
+    await pipeline([...stages, meter, fileWriter(handle)], signal ? { signal } : {});
     const digest = hash.digest('hex');
     if (digest !== binary.sha256 || bytes !== binary.size) {
-      throw new EnvironmentError(`Extracted ${binary.name} does not match the bundle manifest`, {
+      throw new EnvironmentError(`${binary.format === 'gzip' ? 'Extracted' : 'Copied'} ${binary.name} does not match its manifest`, {
         details: [
           `expected sha256 ${binary.sha256}, ${binary.size} bytes`,
           `got      sha256 ${digest}, ${bytes} bytes`,
-          `archive: ${archive}`,
+          `source: ${archive}`,
           `cache: ${cacheDir} (nothing was kept)`,
         ],
-        hint: `The bundle is damaged or out of date: rebuild it with \`npm run bundle\` in ${packageRoot}.`,
+        hint: binary.hint,
       });
     }
     await handle.chmod(0o755);
@@ -311,9 +437,9 @@ async function extract(archive: string, entry: EntryPaths, binary: BundledBinary
     await rm(temp, { force: true }).catch(() => {});
     if (signal?.aborted) throw error;
     if (isZlibError(error)) {
-      throw new EnvironmentError(`The bundle archive of ${binary.name} is not a valid gzip stream: ${archive}`, {
+      throw new EnvironmentError(`The archive of ${binary.name} is not a valid gzip stream: ${archive}`, {
         details: [error instanceof Error ? error.message : String(error), `cache: ${cacheDir} (nothing was kept)`],
-        hint: `The bundle is damaged: rebuild it with \`npm run bundle\` in ${packageRoot}.`,
+        hint: binary.hint,
         cause: error,
       });
     }
@@ -324,7 +450,7 @@ async function extract(archive: string, entry: EntryPaths, binary: BundledBinary
   sink.emit({ type: 'progress', task, label, current: binary.size, total: binary.size, unit: 'bytes', done: true });
 }
 
-async function writeRecord(entry: EntryPaths, binary: BundledBinary, cacheDir: string): Promise<void> {
+async function writeRecord(entry: EntryPaths, binary: BinarySource, cacheDir: string): Promise<void> {
   try {
     const st = await stat(entry.file);
     const record: VerificationRecord = {
@@ -349,7 +475,7 @@ async function writeRecord(entry: EntryPaths, binary: BundledBinary, cacheDir: s
  */
 async function acquireLock(
   entry: EntryPaths,
-  binary: BundledBinary,
+  binary: BinarySource,
   cacheDir: string,
   sink: EventSink,
   signal?: AbortSignal,
@@ -444,35 +570,53 @@ export interface CacheEntryStatus {
 }
 
 /**
- * Reports, without extracting anything, what the cache holds for each binary. With
- * `verify`, every present entry is re-hashed; a corrupt one has its record removed so
- * the next command extracts it again.
+ * Reports, without extracting anything, what the cache holds for each binary of the
+ * catalog (for an installed release: this platform's package of each). With `verify`,
+ * every present entry is re-hashed; a corrupt one has its record removed so the next
+ * command extracts (or checks) it again.
  */
-export async function inspectCache(catalog: BundleCatalog, options: Pick<CacheOptions, 'cacheDir' | 'env' | 'verify'> = {}): Promise<CacheEntryStatus[]> {
+export async function inspectCache(catalog: BinaryCatalog, options: Pick<CacheOptions, 'cacheDir' | 'env' | 'verify'> = {}): Promise<CacheEntryStatus[]> {
   const cacheDir = resolveCacheDir(options);
   const verify = options.verify ?? false;
   const statuses: CacheEntryStatus[] = [];
   // One at a time with verify: re-hashing several 100 MB files at once only thrashes the disk.
-  for (const binary of catalog.binaries) {
-    const entry = entryPaths(cacheDir, binary);
-    const quick = await checkEntry(entry, binary, false);
-    if (!quick.hit) {
-      statuses.push({ name: binary.name, path: entry.file, state: quick.reason === 'not extracted' ? 'absent' : 'stale', verified: false, reason: quick.reason });
+  for (const { name } of catalog.binaries) {
+    let source: BinarySource;
+    try {
+      [source] = (await catalogSources(catalog, [name])) as [BinarySource];
+    } catch (error) {
+      if (!(error instanceof EnvironmentError)) throw error;
+      statuses.push({ name, path: '', state: 'absent', verified: false, reason: error.message });
       continue;
     }
-    if (!verify) {
-      statuses.push({ name: binary.name, path: entry.file, state: 'ready', verified: false });
-      continue;
-    }
-    const full = await checkEntry(entry, binary, true);
-    if (full.hit) {
-      statuses.push({ name: binary.name, path: entry.file, state: 'ready', verified: true });
-    } else {
-      await rm(entry.record, { force: true });
-      statuses.push({ name: binary.name, path: entry.file, state: 'corrupt', verified: true, reason: full.reason });
-    }
+    statuses.push(await inspectSource(source, cacheDir, verify));
   }
   return statuses;
+}
+
+async function inspectSource(binary: BinarySource, cacheDir: string, verify: boolean): Promise<CacheEntryStatus> {
+  const { name } = binary;
+  if (binary.format === 'executable' && (await isExecutable(binary.file))) {
+    try {
+      if (verify || (await readFile(inPlaceRecordPath(cacheDir, binary)).then(() => true, () => false))) {
+        await verifiedInPlace(binary, cacheDir, verify);
+        return { name, path: binary.file, state: 'ready', verified: verify };
+      }
+      return { name, path: binary.file, state: 'absent', verified: false, reason: 'not verified yet' };
+    } catch (error) {
+      if (!(error instanceof EnvironmentError)) throw error;
+      await rm(inPlaceRecordPath(cacheDir, binary), { force: true });
+      return { name, path: binary.file, state: 'corrupt', verified: true, reason: error.message };
+    }
+  }
+  const entry = entryPaths(cacheDir, binary);
+  const quick = await checkEntry(entry, binary, false);
+  if (!quick.hit) return { name, path: entry.file, state: quick.reason === 'not extracted' ? 'absent' : 'stale', verified: false, reason: quick.reason };
+  if (!verify) return { name, path: entry.file, state: 'ready', verified: false };
+  const full = await checkEntry(entry, binary, true);
+  if (full.hit) return { name, path: entry.file, state: 'ready', verified: true };
+  await rm(entry.record, { force: true });
+  return { name, path: entry.file, state: 'corrupt', verified: true, reason: full.reason };
 }
 
 /** sha256 (hex) of a file, streamed. */

@@ -3,18 +3,24 @@
  * reads and validates its `manifest.json`, and answers "which archive holds binary X"
  * and "which file holds provider Y's components".
  *
- * Bundle directory precedence (first that is set wins):
- *   1. the `bundleDir` option (a command-line flag, when a command offers one);
- *   2. the environment variable `PROVISIONER_BUNDLE_DIR`;
- *   3. default: `<package root>/bundle`, where the package root is two directories
- *      above this file (so it works from `src/embedded/` under tsx/vitest and from
- *      `dist/embedded/` once compiled).
+ * Where the binaries come from (`loadBinaryCatalog`; the first that applies wins;
+ * a user's own binaries in `PROVISIONER_BINARIES_DIR` come before any of them, see cache.ts):
+ *   1. the `bundleDir` option (a command-line flag, when a command offers one), else
+ *      the environment variable `PROVISIONER_BUNDLE_DIR`: that bundle;
+ *   2. `<package root>/bundle`, when it holds a manifest: a development checkout's
+ *      bundle (`npm run bundle`). The package root is two directories above this file
+ *      (so it works from `src/embedded/` under tsx/vitest and from `dist/embedded/`);
+ *   3. `<package root>/release`, when it holds a manifest: an installed `provisioner`
+ *      package, whose binaries are in the platform packages npm installed beside it
+ *      (see release.ts).
+ * With none of them, the error says how to build the bundle.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EnvironmentError } from '../errors.js';
-import { bundleSchemaVersion, type BundledBinary, type BundledComponents, type BundleManifest } from './manifest.js';
+import { bundleSchemaVersion, releaseDirName, type BundledBinary, type BundledComponents, type BundleManifest } from './manifest.js';
+import { hostPlatform, loadReleaseCatalog, type ReleaseCatalog } from './release.js';
 
 /** Environment variable naming the bundle directory. */
 export const bundleDirEnv = 'PROVISIONER_BUNDLE_DIR';
@@ -27,13 +33,31 @@ export interface CatalogOptions {
   bundleDir?: string;
   /** Environment to read `PROVISIONER_BUNDLE_DIR` from. Default: `process.env`. */
   env?: NodeJS.ProcessEnv;
+  /** The `provisioner` package's root directory. Default: two levels above this file. */
+  packageRoot?: string;
+  /** Platform to run binaries on, in Node's names. Default: this machine's (`linux-x64`...). */
+  platform?: string;
 }
+
+/** A dev bundle or an installed release: where a command's binaries and component YAMLs come from. */
+export type BinaryCatalog = BundleCatalog | ReleaseCatalog;
 
 /** Resolves the bundle directory: option > `$PROVISIONER_BUNDLE_DIR` > `<package root>/bundle`. */
 export function resolveBundleDir(options: CatalogOptions = {}): string {
   const env = options.env ?? process.env;
-  const chosen = options.bundleDir ?? nonEmpty(env[bundleDirEnv]) ?? path.join(packageRoot, 'bundle');
+  const chosen = options.bundleDir ?? nonEmpty(env[bundleDirEnv]) ?? path.join(options.packageRoot ?? packageRoot, 'bundle');
   return path.resolve(chosen);
+}
+
+/** Loads the catalog in the order the header of this file gives. */
+export async function loadBinaryCatalog(options: CatalogOptions = {}): Promise<BinaryCatalog> {
+  const env = options.env ?? process.env;
+  const root = options.packageRoot ?? packageRoot;
+  if (options.bundleDir !== undefined || nonEmpty(env[bundleDirEnv]) !== undefined) return loadCatalog(options);
+  if (await isFile(path.join(root, 'bundle', 'manifest.json'))) return loadCatalog(options);
+  const releaseDir = path.join(root, releaseDirName);
+  if (await isFile(path.join(releaseDir, 'manifest.json'))) return loadReleaseCatalog(releaseDir, root, options.platform ?? hostPlatform());
+  return loadCatalog(options);
 }
 
 /** The one-line next step for any missing or broken bundle. */
@@ -46,6 +70,7 @@ export function buildBundleHint(bundleDir: string): string {
 
 /** A loaded, validated bundle manifest with lookups by binary name and by provider. */
 export class BundleCatalog {
+  readonly kind = 'bundle' as const;
   private readonly byName: ReadonlyMap<string, BundledBinary>;
   private readonly byProvider: ReadonlyMap<string, BundledComponents>;
 
@@ -147,7 +172,12 @@ export async function loadCatalog(options: CatalogOptions = {}): Promise<BundleC
       cause: error,
     });
   }
-  return new BundleCatalog(dir, validateManifest(parsed, manifestPath, dir));
+  const manifest = validateManifest(parsed, manifestPath, dir);
+  const platform = options.platform ?? hostPlatform();
+  if (manifest.platform !== undefined && manifest.platform !== platform) {
+    throw new EnvironmentError(`The bundle in ${dir} was built for ${manifest.platform}, not for this ${platform}`, { hint: buildBundleHint(dir) });
+  }
+  return new BundleCatalog(dir, manifest);
 }
 
 /**
@@ -165,6 +195,8 @@ export function validateManifest(value: unknown, source: string, bundleDir: stri
     return fail(`The bundle manifest has an unsupported schema version: ${source}`);
   }
   for (const field of ['recipeHash', 'goVersion', 'createdAt'] as const) requireString(value, field, field, problems);
+  if (value.platform !== undefined && (typeof value.platform !== 'string' || !/^(linux|darwin)-(x64|arm64)$/.test(value.platform)))
+    problems.push(`platform: ${JSON.stringify(value.platform)} is not linux-x64, linux-arm64, darwin-x64 or darwin-arm64`);
   const names = new Set<string>();
   if (!Array.isArray(value.binaries)) problems.push('binaries: must be an array');
   else
@@ -208,6 +240,10 @@ export function validateManifest(value: unknown, source: string, bundleDir: stri
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+async function isFile(file: string): Promise<boolean> {
+  return (await stat(file).catch(() => undefined))?.isFile() ?? false;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -1,11 +1,12 @@
 /**
- * Builds a LocalControlPlane from the bundle: resolves (extracts, if needed) the binaries
- * of etcd, kube-apiserver and every bundled provider controller, and maps each provider's
- * component manifest. `management start` and `create cluster` share this.
+ * Builds a LocalControlPlane from the binary catalog (a development bundle, or the
+ * installed platform packages): resolves (extracts, if needed) the binaries of etcd,
+ * kube-apiserver and every provider controller, and maps each provider's component
+ * manifest. `management start` and `create cluster` share this.
  */
 import { LocalControlPlane, controlPlaneStatus, type ProviderSpec } from '../controlplane/local-controlplane.js';
 import { ensureBinaries } from '../embedded/cache.js';
-import { loadCatalog } from '../embedded/catalog.js';
+import { loadBinaryCatalog } from '../embedded/catalog.js';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { ExternalError, messageOf } from '../errors.js';
@@ -24,7 +25,7 @@ export interface LocalControlPlaneRequest {
 }
 
 export async function prepareLocalControlPlane(request: LocalControlPlaneRequest): Promise<LocalControlPlane> {
-  const catalog = await loadCatalog();
+  const catalog = await loadBinaryCatalog();
   const controllers = catalog.components.filter((c) => c.binary).map((c) => c.binary!);
   const binaries = await ensureBinaries(['etcd', 'kube-apiserver', ...controllers], { catalog, sink: request.sink, signal: request.signal });
   const providers: ProviderSpec[] = catalog.components.map((c) => ({

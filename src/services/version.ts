@@ -12,8 +12,8 @@
 import { EnvironmentError } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { findUserBinaries, inspectCache, resolveBinariesDir, resolveCacheDir, type CacheEntryStatus } from '../embedded/cache.js';
-import { loadCatalog, resolveBundleDir, type BundleCatalog } from '../embedded/catalog.js';
-import type { BundledComponents } from '../embedded/manifest.js';
+import { loadBinaryCatalog, resolveBundleDir, type BinaryCatalog } from '../embedded/catalog.js';
+import type { BundledBinary, BundledComponents, Platform } from '../embedded/manifest.js';
 import { cliVersion } from '../version.js';
 
 export interface VersionOptions {
@@ -56,6 +56,8 @@ export interface VersionReport {
   node: string;
   bundle:
     | { state: 'present'; dir: string; goVersion: string; createdAt: string; recipeHash: string }
+    /** An installed package: binaries from its platform packages. */
+    | { state: 'release'; dir: string; version: string; platform: string; goVersion: string; createdAt: string }
     | { state: 'missing'; dir: string; message: string; hint?: string };
   cacheDir: string;
   binariesDir?: string;
@@ -70,9 +72,9 @@ export async function showVersion(options: VersionOptions, sink: EventSink): Pro
   const binariesDir = resolveBinariesDir({ binariesDir: options.binariesDir, env });
   const base = { cli: cliVersion, node: process.version, cacheDir, ...(binariesDir ? { binariesDir } : {}) };
 
-  let catalog: BundleCatalog;
+  let catalog: BinaryCatalog;
   try {
-    catalog = await loadCatalog({ bundleDir: options.bundleDir, env });
+    catalog = await loadBinaryCatalog({ bundleDir: options.bundleDir, env });
   } catch (error) {
     if (!(error instanceof EnvironmentError)) throw error;
     const report: VersionReport = {
@@ -87,7 +89,7 @@ export async function showVersion(options: VersionOptions, sink: EventSink): Pro
 
   const cache = await inspectCache(catalog, { cacheDir, env, verify: options.verify ?? false });
   const own = await findUserBinaries(catalog.binaries.map((b) => b.name), { binariesDir, env });
-  const binaries = catalog.binaries.map((b, i): BinaryVersion => {
+  const binaries = catalogBinaries(catalog).map((b, i): BinaryVersion => {
     const entry = cache[i] as CacheEntryStatus;
     const ownPath = own[b.name];
     return {
@@ -99,7 +101,7 @@ export async function showVersion(options: VersionOptions, sink: EventSink): Pro
       package: b.package,
       sha256: b.sha256,
       size: b.size,
-      compressedSize: b.compressedSize,
+      compressedSize: b.fileSize,
       shipped: b.shipped,
       cache: { state: entry.state, verified: entry.verified, path: entry.path, ...(entry.reason ? { reason: entry.reason } : {}) },
       ...(ownPath ? { userBinary: ownPath } : {}),
@@ -112,12 +114,24 @@ export async function showVersion(options: VersionOptions, sink: EventSink): Pro
   }
   const report: VersionReport = {
     ...base,
-    bundle: { state: 'present', dir: catalog.dir, goVersion: catalog.manifest.goVersion, createdAt: catalog.manifest.createdAt, recipeHash: catalog.manifest.recipeHash },
+    bundle:
+      catalog.kind === 'bundle'
+        ? { state: 'present', dir: catalog.dir, goVersion: catalog.manifest.goVersion, createdAt: catalog.manifest.createdAt, recipeHash: catalog.manifest.recipeHash }
+        : { state: 'release', dir: catalog.dir, version: catalog.manifest.version, platform: catalog.platform, goVersion: catalog.manifest.goVersion, createdAt: catalog.manifest.createdAt },
     binaries,
     components: catalog.components.map((c) => ({ ...c, file: catalog.componentsPath(c) })),
   };
   sink.emit({ type: 'result', kind: 'version', text: formatVersionReport(report), data: report });
   return report;
+}
+
+/** Each binary of the catalog as this machine gets it: a bundle's archive, or this platform's build in its package. */
+function catalogBinaries(catalog: BinaryCatalog): (Omit<BundledBinary, 'archive' | 'archiveSha256' | 'compressedSize'> & { fileSize: number })[] {
+  if (catalog.kind === 'bundle') return catalog.binaries.map((b) => ({ ...b, fileSize: b.compressedSize }));
+  return catalog.binaries.map((b) => {
+    const build = b.platforms[catalog.platform as Platform];
+    return { ...b, sha256: build?.sha256 ?? '', size: build?.size ?? 0, fileSize: build?.fileSize ?? 0, shipped: true };
+  });
 }
 
 /** The human form of the report: a header and two aligned tables. */
@@ -128,7 +142,8 @@ export function formatVersionReport(report: VersionReport): string {
     return lines.join('\n') + '\n';
   }
   const go = report.bundle.goVersion.replace(/^go version /, '');
-  lines.push(`bundle  ${report.bundle.dir} (${go}, built ${report.bundle.createdAt}, recipe ${report.bundle.recipeHash.slice(0, 12)})`);
+  if (report.bundle.state === 'release') lines.push(`release ${report.bundle.dir} (${report.bundle.platform} packages, ${go}, built ${report.bundle.createdAt})`);
+  else lines.push(`bundle  ${report.bundle.dir} (${go}, built ${report.bundle.createdAt}, recipe ${report.bundle.recipeHash.slice(0, 12)})`);
   lines.push(`cache   ${report.cacheDir}`);
   if (report.binariesDir) lines.push(`own     ${report.binariesDir} (PROVISIONER_BINARIES_DIR: used before the bundle)`);
   lines.push('');
@@ -163,7 +178,7 @@ function cacheText(cache: BinaryVersion['cache']): string {
     case 'ready':
       return cache.verified ? 'extracted, verified' : 'extracted';
     case 'absent':
-      return 'not extracted';
+      return cache.reason ?? 'not extracted';
     case 'stale':
       return 'changed, re-extracted on use';
     case 'corrupt':
