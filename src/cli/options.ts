@@ -21,9 +21,9 @@ export function outputOption(): Option {
     .default('text');
 }
 
-/** `--log-level`: the lowest level shown on the terminal. Default: `info`. The debug log file always gets everything. */
+/** `--log-level`: the lowest level shown on the terminal. Default: `info`. The debug log (`<dir>/logs/provisioner.log`) always gets everything. */
 export function logLevelOption(): Option {
-  return new Option('--log-level <level>', 'lowest log level shown')
+  return new Option('--log-level <level>', 'lowest log level shown (the debug log, <dir>/logs/provisioner.log, gets every level)')
     .choices(['debug', 'info', 'warn', 'error'])
     .env('PROVISIONER_LOG_LEVEL')
     .default('info');

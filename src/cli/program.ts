@@ -3,6 +3,7 @@ import type { LogLevel } from '../events.js';
 import type { CommandContext, OutputMode } from './context.js';
 import { logLevelOption, outputOption } from './options.js';
 import { createRenderer, type Renderer } from './ui/index.js';
+import { openDebugLog, withDebugLog } from './ui/debug-log.js';
 import { registerCommands } from './commands/index.js';
 import { cliVersion } from '../version.js';
 
@@ -34,10 +35,15 @@ export function buildProgram(io: ProgramIo): Command {
 
   const run: Runner = (handler) => async (options, command) => {
     const globals = command.optsWithGlobals() as { output: OutputMode; logLevel: LogLevel };
-    const renderer = await createRenderer({ output: globals.output, logLevel: globals.logLevel, stdout: io.stdout, stderr: io.stderr });
+    // Every event also goes to the debug log of the command's install directory, whatever the log level shows.
+    const debugLog = openDebugLog(options, command);
+    const renderer = withDebugLog(await createRenderer({ output: globals.output, logLevel: globals.logLevel, stdout: io.stdout, stderr: io.stderr }), debugLog);
     io.onRenderer(renderer);
     try {
       await handler(options, { sink: renderer, signal: io.signal, output: globals.output });
+    } catch (error) {
+      debugLog?.failed(error);
+      throw error;
     } finally {
       await renderer.close();
     }

@@ -252,12 +252,12 @@ async function gatherFiles(bundle: BundleWriter, dir: string, problem: Problem):
       problem(source, error);
     }
   };
-  // One log per process of the local control plane, rotated ones too.
+  // One log per process of the local control plane, rotated ones too, and the CLI's debug log (provisioner.log).
   for (const name of await filesIn(layout.logDir, (n) => logFile.test(n))) await copy(`logs/${name}`, path.join(layout.logDir, name));
   // The output of each user hook (src/lifecycle/hooks.ts writes logs/hooks/<stage>-<n>.log): a failed hook's is the first thing to read.
   const hookLogs = path.join(layout.logDir, 'hooks');
   for (const name of await filesIn(hookLogs, (n) => logFile.test(n))) await copy(`logs/hooks/${name}`, path.join(hookLogs, name));
-  // The installer's own state: journal, timings, asset state, its debug log. Not recursive: pki/ and etcd/ stay out.
+  // The installer's own state: journal, timings, asset state. Not recursive: pki/ and etcd/ stay out.
   const stateDir = path.join(layout.dir, '.provisioner');
   for (const name of await filesIn(stateDir, (n) => n.endsWith('.json') || logFile.test(n))) await copy(`state/${name}`, path.join(stateDir, name));
   // The control plane's ports and pidfiles, copied as they are before status reads (and prunes) them.
@@ -448,9 +448,11 @@ function readme(input: ReadmeInput): string {
     'Layout:',
     '  logs/<process>.log[.1]      one log per process of the local control plane (etcd, kube-apiserver,',
     '                              each provider controller); .1 is the previous, rotated part',
+    '  logs/provisioner.log[.1]    the CLI\'s debug log: every event of every command on this install',
+    '                              directory at debug level, one JSON object per line',
     '  logs/hooks/<stage>-<n>.log  output of each user hook that ran',
     '  state/                      the installer\'s state: journal.json (stages), timings, state.json',
-    '                              (hashes of generated files), provisioner.log (its debug log)',
+    '                              (hashes of generated files)',
     '  controlplane/ports.json     ports of the last start of the local control plane',
     '  controlplane/pids/          one pidfile per process (pid, start time, ports, log file)',
     '  processes.json              each recorded process: running, healthy, ports, at gather time',
