@@ -101,28 +101,23 @@ export function applyResultOf(error: unknown): ApplyResult | undefined {
 
 /**
  * A refusal of the object itself, which no retry changes: 400 (malformed), 404 (a kind no
- * CRD serves, a namespace that does not exist), 422 (schema or webhook validation), a 403
- * from an admission webhook that denied the request, and a 500 "failed to create typed
- * patch object": server-side apply's answer to a field the schema does not declare or a
- * value of the wrong type, which the API server still reports as an internal error
- * (kubernetes/kubernetes#139253, #122480) although the manifest is at fault.
+ * CRD serves, a namespace that does not exist), 422 (schema or webhook validation), an
+ * admission webhook's denial (whatever its code), and server-side apply's 500 for a field
+ * the schema does not declare (`isInvalidPatch`).
  */
 export function isRefusal(error: unknown): boolean {
   if (!(error instanceof KubeApiError)) return false;
   if (error.statusCode === 400 || error.statusCode === 404 || error.statusCode === 422) return true;
-  if (error.statusCode === 500 && /failed to create typed patch object/.test(error.message)) return true;
-  return error.statusCode === 403 && /denied the request/i.test(error.message);
+  return error.isDenied || error.isInvalidPatch;
 }
 
 /**
- * Worth another attempt: what KubeApiError calls transient (429, 5xx, no connection,
- * a webhook that could not be called) and optimistic-lock conflicts (409), but never a
- * refusal: `isTransient` also matches any message naming a webhook, and "admission
- * webhook … denied the request" is a final answer.
+ * Worth another attempt: what KubeApiError calls transient (no answer, 429, 5xx such as a
+ * webhook that cannot be called yet) and optimistic-lock conflicts (409), never a refusal.
  */
 export function isRetryable(error: unknown): boolean {
   if (!(error instanceof KubeApiError) || isRefusal(error)) return false;
-  return error.isTransient || error.isConflict || /failed calling webhook|connection refused/i.test(error.message);
+  return error.isTransient || error.isConflict;
 }
 
 function failureOf(error: unknown): ObjectFailure {

@@ -1,70 +1,41 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import https from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { readFile } from 'node:fs/promises';
+import type { ServerResponse } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createCertificateAuthority, issueCertificate } from '../pki/certificates.js';
-import { writeKubeconfig } from '../pki/kubeconfig.js';
 import { KubeApiError, KubeClient, type KubeObject, type WatchPhase } from './client.js';
-
-type Handler = (request: IncomingMessage, response: ServerResponse) => void;
+import { answerStatus, servesThings, TestApiServer } from './test-server.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const eventLine = (type: string, object: unknown) => `${JSON.stringify({ type, object })}\n`;
 const thing = (name: string): KubeObject => ({ apiVersion: 'example.com/v1', kind: 'Thing', metadata: { name, namespace: 'ns' } });
 
 describe('KubeClient against a local https server', () => {
-  let dir: string;
-  let server: https.Server;
-  let client: KubeClient;
-  /** Requests seen, as `METHOD pathname`. */
-  let seen: string[];
-  let handler: Handler;
+  let server: TestApiServer;
 
   beforeAll(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'kube-client-'));
-    const ca = await createCertificateAuthority({ commonName: 'test-ca' });
-    const serving = await issueCertificate(ca, { commonName: 'apiserver', ipAddresses: ['127.0.0.1'], usages: 'server' });
-    const admin = await issueCertificate(ca, { commonName: 'admin', organizations: ['system:masters'], usages: 'client' });
-    server = https.createServer({ key: serving.keyPem, cert: serving.certPem, ca: ca.certPem, requestCert: true, rejectUnauthorized: true }, (request, response) => {
-      seen.push(`${request.method} ${new URL(request.url ?? '/', 'https://x').pathname}`);
-      handler(request, response);
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
-    const kubeconfig = path.join(dir, 'admin.kubeconfig');
-    await writeKubeconfig(kubeconfig, { server: `https://127.0.0.1:${port}`, caCertPem: ca.certPem, clientCertPem: admin.certPem, clientKeyPem: admin.keyPem });
-    client = KubeClient.fromFile(kubeconfig);
+    server = await TestApiServer.start();
   });
 
   afterAll(async () => {
-    client.close();
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-    await rm(dir, { recursive: true, force: true });
+    await server.close();
   });
 
   beforeEach(() => {
-    seen = [];
-    handler = (_request, response) => {
-      response.writeHead(404).end();
-    };
+    server.reset();
   });
 
   /** Starts a watch, collecting events and onDone calls. */
   async function startWatch(apiPath = '/apis/example.com/v1/namespaces/ns/things') {
     const events: [WatchPhase, string][] = [];
     const done: (Error | undefined)[] = [];
-    const stop = await client.watch(apiPath, { resourceVersion: '10' }, (phase, obj) => events.push([phase, obj.metadata.name]), (error) => done.push(error));
+    const stop = await server.client.watch(apiPath, { resourceVersion: '10' }, (phase, obj) => events.push([phase, obj.metadata.name]), (error) => done.push(error));
     return { events, done, stop };
   }
 
   describe('watch', () => {
     it('delivers events split across chunks in order, then onDone once without error', async () => {
       let query: URLSearchParams | undefined;
-      handler = (request, response) => {
+      server.handler = (request, response) => {
         query = new URL(request.url ?? '/', 'https://x').searchParams;
         response.writeHead(200, { 'content-type': 'application/json' });
         const stream = eventLine('ADDED', thing('first')) + eventLine('MODIFIED', thing('second'));
@@ -95,7 +66,7 @@ describe('KubeClient against a local https server', () => {
     });
 
     it('ends with a KubeApiError on an ERROR event, delivering nothing after it', async () => {
-      handler = (_request, response) => {
+      server.handler = (_request, response) => {
         response.writeHead(200);
         response.write(eventLine('ADDED', thing('before')));
         response.write(eventLine('ERROR', { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version: 10 (20)' }));
@@ -114,7 +85,7 @@ describe('KubeClient against a local https server', () => {
     });
 
     it('ends with a KubeApiError carrying the status of a refused watch', async () => {
-      handler = (_request, response) => {
+      server.handler = (_request, response) => {
         response.writeHead(403, { 'content-type': 'application/json' }).end('{"kind":"Status","reason":"Forbidden"}');
       };
       const watch = await startWatch();
@@ -125,7 +96,7 @@ describe('KubeClient against a local https server', () => {
 
     it('does not call onDone after stop(), nor deliver later events', async () => {
       let open: ServerResponse | undefined;
-      handler = (_request, response) => {
+      server.handler = (_request, response) => {
         response.writeHead(200);
         response.write(eventLine('ADDED', thing('one')));
         open = response;
@@ -143,39 +114,169 @@ describe('KubeClient against a local https server', () => {
   describe('request retries', () => {
     it('retries a GET answered 429 and returns the body of the first success', async () => {
       let calls = 0;
-      handler = (_request, response) => {
+      server.handler = (_request, response) => {
         calls += 1;
         if (calls <= 2) response.writeHead(429, { 'retry-after': '0', 'content-type': 'application/json' }).end('{"kind":"Status","reason":"TooManyRequests","message":"slow down"}');
         else response.writeHead(200).end('ok after retries');
       };
-      await expect(client.raw('/readyz')).resolves.toBe('ok after retries');
+      await expect(server.client.raw('/readyz')).resolves.toBe('ok after retries');
       expect(calls).toBe(3);
     });
 
     it('gives up on a GET after its attempts and reports the status', async () => {
-      handler = (_request, response) => {
+      server.handler = (_request, response) => {
         response.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","reason":"NotFound","message":"no such path"}');
       };
-      const error: unknown = await client.raw('/missing').catch((e: unknown) => e);
+      const error: unknown = await server.client.raw('/missing').catch((e: unknown) => e);
       expect(error).toBeInstanceOf(KubeApiError);
       expect(error).toMatchObject({ statusCode: 404, reason: 'NotFound' });
       // 404 is not transient: asked once.
-      expect(seen).toEqual(['GET /missing']);
+      expect(server.seen).toEqual(['GET /missing']);
     });
 
     it('does not retry a PATCH answered 429', async () => {
-      handler = (request, response) => {
-        if (request.method === 'GET' && request.url === '/apis/example.com/v1') {
-          response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ resources: [{ name: 'things', kind: 'Thing', namespaced: true }, { name: 'things/status', kind: 'Thing', namespaced: true }] }));
-          return;
-        }
+      server.handler = (request, response) => {
+        if (servesThings(request, response)) return;
         response.writeHead(429, { 'retry-after': '0', 'content-type': 'application/json' }).end('{"kind":"Status","reason":"TooManyRequests","message":"slow down"}');
       };
-      const error: unknown = await client.mergePatch(thing('a'), { metadata: { labels: { x: 'y' } } }).catch((e: unknown) => e);
+      const error: unknown = await server.client.mergePatch(thing('a'), { metadata: { labels: { x: 'y' } } }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(KubeApiError);
       expect(error).toMatchObject({ statusCode: 429, reason: 'TooManyRequests', retryAfterSeconds: 0 });
       expect((error as Error).message).toBe('Thing ns/a: slow down');
-      expect(seen).toEqual(['GET /apis/example.com/v1', 'PATCH /apis/example.com/v1/namespaces/ns/things/a']);
+      expect(server.seen).toEqual(['GET /apis/example.com/v1', 'PATCH /apis/example.com/v1/namespaces/ns/things/a']);
+    });
+  });
+
+  describe('error classification, from Status bodies kube-apiserver v1.36.3 sent', () => {
+    /** Applies a Thing answered with `status`; returns the error the client threw. */
+    async function applyAnswered(status: { code: number; [field: string]: unknown }): Promise<KubeApiError> {
+      server.handler = (request, response) => {
+        if (!servesThings(request, response)) answerStatus(response, status);
+      };
+      const error: unknown = await server.client.apply(thing('a')).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(KubeApiError);
+      return error as KubeApiError;
+    }
+
+    it('a webhook that is not serving yet (500 InternalError, dial error) is transient', async () => {
+      const error = await applyAnswered(statusBodies.webhookRefused);
+      expect(error).toMatchObject({ statusCode: 500, reason: 'InternalError', isTransient: true, isDenied: false });
+      expect(error.causes[0]?.message).toMatch(/^failed calling webhook "down.example.com": .*connect: connection refused$/);
+    });
+
+    it('a webhook that did not answer in time (500 InternalError, deadline exceeded) is transient', async () => {
+      expect(await applyAnswered(statusBodies.webhookTimeout)).toMatchObject({ isTransient: true, isDenied: false });
+    });
+
+    it.each([
+      ['403 Forbidden', 'denied403', 403, 'Forbidden'],
+      ['422 Invalid, with field causes', 'denied422', 422, 'Invalid'],
+      ['400 without a reason', 'deniedPlain', 400, 'Bad Request'],
+      ['500 without a reason (the webhook chose the code)', 'denied500', 500, 'Internal Server Error'],
+    ] as const)('a webhook denial answered %s is final', async (_what, body, code, reason) => {
+      const error = await applyAnswered(statusBodies[body]);
+      expect(error).toMatchObject({ statusCode: code, reason, isDenied: true, isTransient: false });
+    });
+
+    it("server-side apply's 500 for a field the schema lacks or a value of the wrong type is final", async () => {
+      for (const body of [statusBodies.fieldNotDeclared, statusBodies.wrongType]) {
+        expect(await applyAnswered(body)).toMatchObject({ statusCode: 500, isInvalidPatch: true, isTransient: false });
+      }
+    });
+
+    it('an RBAC refusal (403 Forbidden, no webhook) is final; throttling (429) and an unavailable server (503) are transient', async () => {
+      expect(await applyAnswered(statusBodies.rbacForbidden)).toMatchObject({ statusCode: 403, isDenied: false, isTransient: false });
+      expect(await applyAnswered({ kind: 'Status', status: 'Failure', message: 'slow down', reason: 'TooManyRequests', code: 429 })).toMatchObject({ isTransient: true });
+      expect(await applyAnswered({ kind: 'Status', status: 'Failure', message: 'the server is currently unable to handle the request', reason: 'ServiceUnavailable', code: 503 })).toMatchObject({ isTransient: true });
+    });
+
+    it('a 404 whose object names a webhook configuration is not transient', async () => {
+      const body = { kind: 'Status', status: 'Failure', message: 'validatingwebhookconfigurations.admissionregistration.k8s.io "capi-validating-webhook-configuration" not found', reason: 'NotFound', code: 404 };
+      expect(await applyAnswered(body)).toMatchObject({ isNotFound: true, isTransient: false });
+    });
+
+    it('no answer at all (connection refused) is transient', async () => {
+      const kubeconfig = await readFile(server.kubeconfig, 'utf8');
+      const closed = KubeClient.fromText(kubeconfig.replace(/https:\/\/127\.0\.0\.1:\d+/, `https://127.0.0.1:${await closedPort()}`));
+      try {
+        const error: unknown = await closed.raw('/readyz').catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(KubeApiError);
+        expect(error).toMatchObject({ statusCode: 0, isTransient: true });
+        expect((error as Error).message).toMatch(/ECONNREFUSED/);
+      } finally {
+        closed.close();
+      }
     });
   });
 });
+
+/** A loopback port nothing listens on (bound, then released). */
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/**
+ * Status bodies as kube-apiserver v1.36.3 (the bundled one) sent them, recorded against a
+ * ValidatingWebhookConfiguration whose webhooks refuse connections, hang past their
+ * timeout, or answer "not allowed" with a 403, a 422 with causes, no status, or a 500.
+ */
+const statusBodies = {
+  webhookRefused: {
+    kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure',
+    message: 'Internal error occurred: failed calling webhook "down.example.com": failed to call webhook: Post "https://127.0.0.1:33057/validate?timeout=5s": dial tcp 127.0.0.1:33057: connect: connection refused',
+    reason: 'InternalError',
+    details: { causes: [{ message: 'failed calling webhook "down.example.com": failed to call webhook: Post "https://127.0.0.1:33057/validate?timeout=5s": dial tcp 127.0.0.1:33057: connect: connection refused' }] },
+    code: 500,
+  },
+  webhookTimeout: {
+    kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure',
+    message: 'Internal error occurred: failed calling webhook "hang.example.com": failed to call webhook: Post "https://127.0.0.1:35367/hang?timeout=1s": context deadline exceeded',
+    reason: 'InternalError',
+    details: { causes: [{ message: 'failed calling webhook "hang.example.com": failed to call webhook: Post "https://127.0.0.1:35367/hang?timeout=1s": context deadline exceeded' }] },
+    code: 500,
+  },
+  denied403: {
+    kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure',
+    message: 'admission webhook "deny403.example.com" denied the request: spec.clusterName: Forbidden: field is immutable',
+    reason: 'Forbidden',
+    code: 403,
+  },
+  denied422: {
+    kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure',
+    message: 'admission webhook "deny422.example.com" denied the request: ConfigMap "deny422" is invalid: data.replicas: Invalid value: "2": must be odd',
+    reason: 'Invalid',
+    details: { name: 'deny422', kind: 'ConfigMap', causes: [{ reason: 'FieldValueInvalid', message: 'Invalid value: "2": must be odd', field: 'data.replicas' }] },
+    code: 422,
+  },
+  deniedPlain: {
+    kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure',
+    message: 'admission webhook "denyplain.example.com" denied the request without explanation',
+    code: 400,
+  },
+  denied500: {
+    kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure',
+    message: 'admission webhook "deny500.example.com" denied the request: cannot look up the cluster',
+    code: 500,
+  },
+  fieldNotDeclared: {
+    kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure',
+    message: 'failed to create typed patch object (/unknownfield; /v1, Kind=ConfigMap): .spec: field not declared in schema',
+    code: 500,
+  },
+  wrongType: {
+    kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure',
+    message: 'failed to create typed patch object (/wrongtype; /v1, Kind=ConfigMap): .data.a: expected string, got &value.valueUnstructured{Value:1}',
+    code: 500,
+  },
+  rbacForbidden: {
+    kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure',
+    message: 'configmaps is forbidden: User "nobody" cannot create resource "configmaps" in API group "" in the namespace "default"',
+    reason: 'Forbidden',
+    details: { kind: 'configmaps' },
+    code: 403,
+  },
+};

@@ -48,10 +48,42 @@ export interface KubeObject {
   [key: string]: unknown;
 }
 
+/** One entry of a Status's `details.causes`: what exactly failed, e.g. a field or a webhook call. */
+export interface StatusCause {
+  reason?: string;
+  message?: string;
+  field?: string;
+}
+
+/** The part of a `Status` body (what the API server sends with every failure) that errors carry. */
+interface StatusBody {
+  code?: number;
+  reason?: string;
+  message?: string;
+  details?: { causes?: StatusCause[] };
+}
+
+/** `reason` of a request that got no HTTP answer at all (refused, reset, timed out). */
+export const noAnswerReason = 'ConnectionError';
+
+/**
+ * The API server's words for an admission webhook that answered "no" (apiserver
+ * `webhookerrors.ToStatusErr`): a final answer, whatever status code the webhook chose.
+ */
+const webhookDenial = /admission webhook "[^"]*" denied the request/;
+/**
+ * Server-side apply's answer to a field the schema does not declare or a value of the
+ * wrong type: a 500 InternalError (kubernetes/kubernetes#139253, #122480), although the
+ * object sent is at fault and the same request always fails again.
+ */
+const invalidPatch = /failed to create typed patch object/;
+
 /** A failed API call, with the server's status reason and the object it was about. */
 export class KubeApiError extends ExternalError {
   /** The server's Retry-After, when it sent one. */
   retryAfterSeconds: number | undefined;
+  /** The Status's `details.causes`, when it had any. */
+  causes: readonly StatusCause[] = [];
 
   constructor(
     readonly statusCode: number,
@@ -63,15 +95,49 @@ export class KubeApiError extends ExternalError {
     super(object ? `${object}: ${message}` : message, { cause });
   }
 
+  /**
+   * The error for a failure the server reported: its HTTP status and, when `status` is a
+   * `Status` (it is for every API error), the Status's reason, message and causes;
+   * `fallback` where it is not.
+   */
+  static fromStatus(statusCode: number, status: unknown, fallback: { reason: string; message: string }, object?: string): KubeApiError {
+    const body: StatusBody = status !== null && typeof status === 'object' ? (status as StatusBody) : {};
+    const error = new KubeApiError(statusCode, body.reason ?? fallback.reason, body.message ?? fallback.message, object);
+    if (Array.isArray(body.details?.causes)) error.causes = body.details.causes;
+    return error;
+  }
+
   get isNotFound(): boolean {
     return this.statusCode === 404;
   }
   get isConflict(): boolean {
     return this.statusCode === 409;
   }
-  /** Worth retrying: the server or a webhook was not ready, or it throttled us. */
+  /** An admission webhook denied the request: final, never retried. */
+  get isDenied(): boolean {
+    return this.says(webhookDenial);
+  }
+  /** Server-side apply refused the object's fields or values (a 500, but the object's fault): final. */
+  get isInvalidPatch(): boolean {
+    return this.says(invalidPatch);
+  }
+  /**
+   * Worth retrying: no answer at all (the server or a webhook it calls is not serving yet),
+   * throttled (429), or a server-side failure (5xx: a webhook that cannot be called yet —
+   * a 500 InternalError "failed calling webhook … connect: connection refused" —, storage
+   * not ready, a timeout). Never a refusal of the request itself: any other 4xx, a webhook's
+   * denial (whatever its code) or an invalid server-side apply. Conflicts (409) are the
+   * caller's call (`isConflict`).
+   */
   get isTransient(): boolean {
-    return this.statusCode === 429 || this.statusCode >= 500 || this.statusCode === 0 || /connection refused|webhook|ECONNRESET|EOF/i.test(this.message);
+    if (this.isDenied || this.isInvalidPatch) return false;
+    if (this.statusCode === 0) return this.reason === noAnswerReason;
+    return this.statusCode === 429 || this.statusCode >= 500;
+  }
+
+  /** Whether the server's message or one of its causes matches. */
+  private says(pattern: RegExp): boolean {
+    return pattern.test(this.message) || this.causes.some((c) => pattern.test(c.message ?? ''));
   }
 }
 
@@ -81,19 +147,8 @@ export function describeRef(obj: Pick<KubeObject, 'kind' | 'metadata'>): string 
 
 function translate(error: unknown, object?: string): KubeApiError {
   if (error instanceof KubeApiError) return error;
-  if (error instanceof k8s.ApiException) {
-    let reason = '';
-    let message = String(error.message);
-    const body: unknown = typeof error.body === 'string' ? safeJson(error.body) : error.body;
-    if (body && typeof body === 'object') {
-      const status = body as { reason?: string; message?: string };
-      reason = status.reason ?? '';
-      message = status.message ?? message;
-    }
-    return new KubeApiError(error.code, reason, message, object, error);
-  }
   const message = error instanceof Error ? error.message : String(error);
-  return new KubeApiError(0, 'ConnectionError', message, object, error);
+  return new KubeApiError(0, noAnswerReason, message, object, error);
 }
 
 function safeJson(text: string): unknown {
@@ -295,7 +350,9 @@ export class KubeClient {
         let body = '';
         response.setEncoding('utf8');
         response.on('data', (chunk: string) => (body += chunk));
-        response.on('end', () => done(new KubeApiError(response.statusCode ?? 0, response.statusMessage ?? '', body.slice(0, 500), apiPath)));
+        response.on('end', () =>
+          done(KubeApiError.fromStatus(response.statusCode ?? 0, safeJson(body), { reason: response.statusMessage ?? '', message: body.slice(0, 500) }, apiPath)),
+        );
         return;
       }
       let buffered = '';
@@ -309,9 +366,10 @@ export class KubeClient {
           if (!line || stopped) continue;
           const event = safeJson(line) as { type?: WatchPhase; object?: KubeObject } | undefined;
           if (event?.type === 'ERROR') {
-            const status = event.object as unknown as { code?: number; reason?: string; message?: string };
             request.destroy();
-            return done(new KubeApiError(status.code ?? 0, status.reason ?? 'WatchError', status.message ?? 'watch error', apiPath));
+            const status = event.object as unknown as StatusBody;
+            // A server-side failure reported inside the stream: a Status without a code counts as a 500.
+            return done(KubeApiError.fromStatus(status.code ?? 500, status, { reason: 'WatchError', message: 'watch error' }, apiPath));
           }
           if (event?.type && event.object) onEvent(event.type, event.object);
         }
@@ -416,8 +474,7 @@ export class KubeClient {
             }
             return;
           }
-          const status = safeJson(body) as { reason?: string; message?: string } | undefined;
-          const error = new KubeApiError(code, status?.reason ?? response.statusMessage ?? '', status?.message ?? body.slice(0, 500), options.object);
+          const error = KubeApiError.fromStatus(code, safeJson(body), { reason: response.statusMessage ?? '', message: body.slice(0, 500) }, options.object);
           const retryAfter = Number(response.headers['retry-after']);
           if (Number.isFinite(retryAfter)) error.retryAfterSeconds = retryAfter;
           reject(error);

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { KubeApiError, type KubeObject } from '../kube/client.js';
+import { answerStatus, servesThings, TestApiServer } from '../kube/test-server.js';
+import { applyAll } from './install.js';
+
+const thing: KubeObject = { apiVersion: 'example.com/v1', kind: 'Thing', metadata: { name: 'a', namespace: 'ns' } };
+const patchPath = 'PATCH /apis/example.com/v1/namespaces/ns/things/a';
+
+describe('applyAll retries by what the server answered', () => {
+  let server: TestApiServer;
+  beforeAll(async () => {
+    server = await TestApiServer.start();
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+  beforeEach(() => server.reset());
+
+  it('sends a request an admission webhook denied once, and fails with the denial', async () => {
+    server.handler = (request, response) => {
+      if (servesThings(request, response)) return;
+      // As kube-apiserver v1.36.3 sent it (see kube/client.test.ts).
+      answerStatus(response, {
+        kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure',
+        message: 'admission webhook "deny422.example.com" denied the request: ConfigMap "deny422" is invalid: data.replicas: Invalid value: "2": must be odd',
+        reason: 'Invalid',
+        details: { name: 'deny422', kind: 'ConfigMap', causes: [{ reason: 'FieldValueInvalid', message: 'Invalid value: "2": must be odd', field: 'data.replicas' }] },
+        code: 422,
+      });
+    };
+    const error: unknown = await applyAll(server.client, [thing]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(KubeApiError);
+    expect(error).toMatchObject({ statusCode: 422, isDenied: true });
+    expect(server.seen.filter((r) => r === patchPath)).toHaveLength(1);
+  });
+
+  it('retries while the webhook is not serving yet, until it is', async () => {
+    let patches = 0;
+    server.handler = (request, response) => {
+      if (servesThings(request, response)) return;
+      patches += 1;
+      if (patches <= 2) {
+        const call = 'failed calling webhook "down.example.com": failed to call webhook: Post "https://127.0.0.1:33057/validate?timeout=5s": dial tcp 127.0.0.1:33057: connect: connection refused';
+        answerStatus(response, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `Internal error occurred: ${call}`, reason: 'InternalError', details: { causes: [{ message: call }] }, code: 500 });
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(thing));
+    };
+    await applyAll(server.client, [thing]);
+    expect(server.seen.filter((r) => r === patchPath)).toHaveLength(3);
+  });
+});
