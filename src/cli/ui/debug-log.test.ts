@@ -67,6 +67,8 @@ describe('the debug log', () => {
     expect(lines.map((l) => l.message ?? l.type)).toEqual(['provisioner test started', 'a detail for the log only', 'news for everyone', 'progress']);
     expect(lines[1]).toMatchObject({ type: 'log', level: 'debug', pid: process.pid, fields: { attempt: 2 } });
     expect(Date.parse(lines[1]!.time)).not.toBeNaN();
+    // The process logs' directory stays private, whoever creates it first.
+    expect((await stat(path.dirname(debugLogPath(dir)))).mode & 0o777).toBe(0o700);
   });
 
   it('is written by every command with an install directory, failures included, and only into a directory that exists', async () => {

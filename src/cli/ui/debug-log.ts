@@ -39,7 +39,8 @@ export class DebugLog {
     try {
       if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) return undefined;
       const logFile = debugLogPath(dir);
-      mkdirSync(path.dirname(logFile), { recursive: true });
+      // 0700 as the local control plane makes it (src/controlplane): whoever creates logs/ first decides its mode.
+      mkdirSync(path.dirname(logFile), { recursive: true, mode: 0o700 });
       const file = new RotatingLogFile(logFile);
       file.open();
       const log = new DebugLog(file, now);
