@@ -121,6 +121,11 @@ describe('reading files', () => {
     expect(thrown(() => parseJson('[' + '1,'.repeat(600) + '1]', 'f.json', ownKind)).message).toBe('f.json is 1.17 KiB, over the test journal size limit of 1 KiB');
   });
 
+  it('holds the cap while reading, for a file larger than its stat said (one that grew, or /proc)', async () => {
+    const error = await rejected(() => readInputText('/proc/self/maps', { ...userKind, maxBytes: 16 }));
+    expect(error.message).toBe('/proc/self/maps is more than 16 bytes, over the test config size limit of 16 bytes');
+  });
+
   it('reports a file that cannot be read with the kind\'s class', async () => {
     const error = await rejected(() => readInputText(dir, { ...ownKind, maxBytes: 2 ** 20 }));
     expect(error).toBeInstanceOf(EnvironmentError);

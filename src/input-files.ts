@@ -26,6 +26,9 @@ export interface FileKind {
   maxAliasCount?: number;
 }
 
+/** Bytes read at a time. */
+const readChunkBytes = 256 * 1024;
+
 /** yaml's own default: enough for any hand-written reuse, far below what a nested-alias bomb needs. */
 export const defaultMaxAliasCount = 100;
 
@@ -47,18 +50,19 @@ export async function readInputText(file: string, kind: FileKind): Promise<strin
   }
   try {
     const { size } = await handle.stat();
-    if (size > kind.maxBytes) throw tooLarge(kind, file, size);
-    // One byte past the cap tells a file that grew since the stat from one that fits.
-    const buffer = Buffer.alloc(size + 1);
+    if (size > kind.maxBytes) throw tooLarge(kind, file, formatSize(size));
+    // Read to the end rather than to the size of the stat: the file may have grown since.
+    const chunks: Buffer[] = [];
     let length = 0;
     for (;;) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      const chunk = Buffer.alloc(readChunkBytes);
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
       if (bytesRead === 0) break;
+      chunks.push(chunk.subarray(0, bytesRead));
       length += bytesRead;
-      if (length === buffer.length) break;
+      if (length > kind.maxBytes) throw tooLarge(kind, file, `more than ${formatSize(kind.maxBytes)}`);
     }
-    if (length > kind.maxBytes) throw tooLarge(kind, file, length);
-    return buffer.toString('utf8', 0, length);
+    return Buffer.concat(chunks, length).toString('utf8');
   } catch (error) {
     if (error instanceof ProvisionerError) throw error;
     throw failure(kind, file, `${file} cannot be read: ${(error as Error).message}`, []);
@@ -131,14 +135,14 @@ function formatSize(bytes: number): string {
   return `${bytes} bytes`;
 }
 
-function tooLarge(kind: FileKind, file: string, size: number): ProvisionerError {
-  return failure(kind, file, `${file} is ${formatSize(size)}, over the ${kind.name} size limit of ${formatSize(kind.maxBytes)}`, []);
+function tooLarge(kind: FileKind, file: string, size: string): ProvisionerError {
+  return failure(kind, file, `${file} is ${size}, over the ${kind.name} size limit of ${formatSize(kind.maxBytes)}`, []);
 }
 
 /** Text handed in without a read (tests, generated text) is held to the same cap. */
 function checkLength(text: string, file: string, kind: FileKind): void {
   const bytes = Buffer.byteLength(text);
-  if (bytes > kind.maxBytes) throw tooLarge(kind, file, bytes);
+  if (bytes > kind.maxBytes) throw tooLarge(kind, file, formatSize(bytes));
 }
 
 function notYaml(kind: FileKind, file: string, errors: readonly YAMLError[]): ProvisionerError {
