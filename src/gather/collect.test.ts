@@ -60,7 +60,7 @@ describe('gatherBundle', () => {
     await put(join(dir, 'logs', 'not-a-log.bin'), 'ignored');
     await put(join(dir, '.provisioner', 'journal.json'), JSON.stringify({ version: 1, runs: 1, stages: { preflight: { state: 'succeeded' } } }));
     await put(join(dir, '.provisioner', 'timings.json'), JSON.stringify({ preflight: 1200 }));
-    await put(join(dir, '.provisioner', 'provisioner.log'), `debug: loaded credentials ${planted.awsKeyId} aws_secret_access_key=${planted.awsSecret}\ndebug: done\n`);
+    await put(join(dir, 'logs', 'provisioner.log'), `debug: loaded credentials ${planted.awsKeyId} aws_secret_access_key=${planted.awsSecret}\ndebug: done\n`);
     await put(join(dir, '.provisioner', 'controlplane', 'ports.json'), JSON.stringify({ apiServer: { secure: 43211 } }));
     await put(
       join(dir, '.provisioner', 'controlplane', 'pids', 'etcd.json'),
@@ -100,9 +100,9 @@ describe('gatherBundle', () => {
         'logs/etcd.log',
         'logs/kube-apiserver.log',
         'logs/kubeadm-bootstrap-manager.log',
+        'logs/provisioner.log',
         'processes.json',
         'state/journal.json',
-        'state/provisioner.log',
         'state/timings.json',
       ].sort(),
     );
@@ -118,7 +118,7 @@ describe('gatherBundle', () => {
     expect(files.get(`${root}logs/kube-apiserver.log`)).toContain('I0101 apiserver ready');
     expect(files.get(`${root}logs/capi-manager.log`)).toContain('"data":{"value":"[REDACTED]"}');
     expect(files.get(`${root}logs/capi-manager.log.1`)).toContain('I0100 older part of the capi log');
-    expect(files.get(`${root}state/provisioner.log`)).toContain('debug: done');
+    expect(files.get(`${root}logs/provisioner.log`)).toContain('debug: done');
     expect(JSON.parse(files.get(`${root}state/journal.json`)!)).toMatchObject({ runs: 1 });
 
     const processes = JSON.parse(files.get(`${root}processes.json`)!) as { name: string; running: boolean }[];

@@ -259,7 +259,7 @@ async function gatherFiles(bundle: BundleWriter, dir: string, problem: Problem):
   for (const name of await filesIn(hookLogs, (n) => logFile.test(n))) await copy(`logs/hooks/${name}`, path.join(hookLogs, name));
   // The installer's own state: journal, timings, asset state. Not recursive: pki/ and etcd/ stay out.
   const stateDir = path.join(layout.dir, '.provisioner');
-  for (const name of await filesIn(stateDir, (n) => n.endsWith('.json') || logFile.test(n))) await copy(`state/${name}`, path.join(stateDir, name));
+  for (const name of await filesIn(stateDir, (n) => n.endsWith('.json'))) await copy(`state/${name}`, path.join(stateDir, name));
   // The control plane's ports and pidfiles, copied as they are before status reads (and prunes) them.
   for (const name of await filesIn(layout.stateDir, (n) => n === 'ports.json')) await copy(`controlplane/${name}`, path.join(layout.stateDir, name));
   const pids = path.join(layout.stateDir, 'pids');
