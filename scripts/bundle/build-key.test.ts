@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildKey, readWrapperInputs, type BuildKeyParts } from './build-key.js';
+import { buildKey, patchedReplace, readWrapperInputs, type BuildKeyParts } from './build-key.js';
 
 const etcdWrapper = fileURLToPath(new URL('../../embedded/modules/etcd', import.meta.url));
 
@@ -58,5 +58,17 @@ describe('buildKey', () => {
     const base = await keyOf(dir);
     await writeFile(path.join(dir, 'README.md'), 'notes\n');
     expect(await keyOf(dir)).toBe(base);
+  });
+});
+
+describe('patchedReplace', () => {
+  it('points at the patched copy relative to the wrapper, so no build-cache path lands in the binary', () => {
+    const line = patchedReplace('sigs.k8s.io/controller-runtime', 'v0.24.1', 'sigs.k8s.io_controller-runtime@v0.24.1-0c0a7212a80c5098');
+    expect(line).toBe('replace sigs.k8s.io/controller-runtime v0.24.1 => ../../patched/sigs.k8s.io_controller-runtime@v0.24.1-0c0a7212a80c5098');
+    expect(line).not.toContain(os.homedir());
+    // The wrapper copy is <cache>/wrappers/<name>: the relative path lands on <cache>/patched/<copy>.
+    const cache = path.join(os.tmpdir(), 'any-cache');
+    const target = line.split(' => ')[1]!;
+    expect(path.resolve(cache, 'wrappers', 'capi-0123', target)).toBe(path.join(cache, 'patched', 'sigs.k8s.io_controller-runtime@v0.24.1-0c0a7212a80c5098'));
   });
 });

@@ -3,6 +3,9 @@
  * writes, and of nothing else. In particular not of where the checkout lives or when
  * its files were touched: a second checkout of the same commit (or a CI workspace at
  * another path) must find the builds the first one cached.
+ *
+ * The same goes for what the build itself records: a binary must not name a path of
+ * the machine that built it, or the same sources would give another sha256 elsewhere.
  */
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
@@ -43,4 +46,15 @@ export function buildKey(parts: BuildKeyParts): string {
   const hash = createHash('sha256').update(JSON.stringify(rest));
   for (const input of inputs) hash.update(`\0${input.name}\0${input.content.length}\0`).update(input.content);
   return hash.digest('hex').slice(0, 32);
+}
+
+/**
+ * The go.mod line that points a module at its patched copy. The patched wrapper lives in
+ * `<build cache>/wrappers/<name>` and the copy in `<build cache>/patched/<copyName>`; the
+ * path is relative because Go records a directory replacement's path in the binary's
+ * build info (even with -trimpath), and an absolute one would carry the build cache's
+ * location (the user's home directory) into the sha256.
+ */
+export function patchedReplace(module: string, version: string, copyName: string): string {
+  return `replace ${module} ${version} => ../../patched/${copyName}`;
 }

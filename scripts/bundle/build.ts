@@ -27,7 +27,7 @@ import { parseArgs } from 'node:util';
 import { createGzip } from 'node:zlib';
 import { execa } from 'execa';
 import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type BundledComponents } from '../../src/embedded/manifest.js';
-import { buildKey, readWrapperInputs } from './build-key.js';
+import { buildKey, patchedReplace, readWrapperInputs } from './build-key.js';
 import { assembleComponents } from './components.js';
 import { addedFiles, sourcePatches } from './patches.js';
 import { binaryRecipes, componentRecipes, hostTarget, parseTarget, targetPlatform, type BinaryRecipe, type Target } from './recipe.js';
@@ -219,11 +219,7 @@ function versionFlags(recipe: BinaryRecipe, info: ModuleInfo): string[] {
   const commit = info.Origin?.Hash ?? '';
   const date = info.Time ? new Date(info.Time).toISOString().replace(/\.\d{3}Z$/, 'Z') : '';
   const vars = { gitVersion: v, gitMajor: m?.[1] ?? '', gitMinor: m?.[2] ?? '', gitCommit: commit, gitTreeState: 'clean', buildDate: date };
-  const packages =
-    recipe.stamp === 'kubernetes' ? ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']
-    : recipe.stamp === 'cluster-api' ? ['sigs.k8s.io/cluster-api/version']
-    : [];
-  return packages.flatMap((pkg) => Object.entries(vars).filter(([, value]) => value !== '').map(([name, value]) => `-X ${pkg}.${name}=${value}`));
+  return recipe.versionPackages.flatMap((pkg) => Object.entries(vars).filter(([, value]) => value !== '').map(([name, value]) => `-X ${pkg}.${name}=${value}`));
 }
 
 interface BuiltBinary {
@@ -345,7 +341,7 @@ function preparePatchedWrapper(wrapper: string, cacheRoot: string): Promise<stri
           for (const file of added) await writeFile(path.join(copy, file.file), file.content);
           await writeFile(path.join(copy, '.complete'), '');
         }
-        replaces.push(`replace ${module} ${info.Version} => ${copy}`);
+        replaces.push(patchedReplace(module, info.Version, path.basename(copy)));
       }
       if (replaces.length === 0) return undefined;
       // A copy of the wrapper whose go.mod adds the replace lines. (A go.work would do the
