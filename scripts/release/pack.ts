@@ -1,0 +1,327 @@
+/**
+ * `npm run release:pack`: builds the shipped binaries for every release target and packs
+ * the npm packages a release publishes (it publishes nothing itself):
+ *
+ *   provisioner-<version>.tgz                      JavaScript, manifests, component YAMLs and
+ *                                                  release/manifest.json (every binary's sha256
+ *                                                  per platform); no binary, no install script
+ *   provisioner-<binary>-<os>-<cpu>-<version>.tgz  @provisioner/<binary>-<os>-<cpu>: one binary,
+ *                                                  with `os`/`cpu` so npm installs only the host's
+ *
+ * The main package lists every platform package in `optionalDependencies` at exactly its
+ * own version. A binary is shipped as the executable itself (run in place) when it is at
+ * most `maxExecutableBytes`, else gzipped (extracted into the cache on first use), so
+ * every package stays well under the 80 MiB some registry mirrors accept.
+ *
+ * Every binary is checked to be a well-formed executable for its target (ELF or Mach-O
+ * header, static on linux, signed on darwin/arm64), and every packed tarball to hold its
+ * binary with an executable mode. Sizes go to stdout and `<out>/report.json`.
+ *
+ * Usage: tsx scripts/release/pack.ts [--targets all|host|os/arch,...] [--out dir]
+ *   --targets  which targets to build and pack (default: all, see recipe.ts releaseTargets)
+ *   --out      output directory (default: <repo>/.cache/release); emptied first
+ * Environment: PROVISIONER_BUILD_CACHE, as for `npm run bundle`.
+ */
+import { createReadStream, createWriteStream } from 'node:fs';
+import { chmod, copyFile, cp, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createGunzip } from 'node:zlib';
+import { execa } from 'execa';
+import { list as listTar } from 'tar';
+import {
+  platformPackageName,
+  releaseDirName,
+  releaseSchemaVersion,
+  type BundleManifest,
+  type BundledComponents,
+  type Platform,
+  type PlatformBinary,
+  type ReleasedBinary,
+  type ReleaseManifest,
+} from '../../src/embedded/manifest.js';
+import { buildBundle } from '../bundle/build.js';
+import { hostTarget, parseTarget, releaseTargets, targetPlatform, type Target } from '../bundle/recipe.js';
+import { headerBytes, readExecutableFormat } from './executable-format.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** Largest binary shipped as a plain executable; larger ones are gzipped. "Well under" the 80 MiB mirror limit. */
+export const maxExecutableBytes = 64 << 20;
+/** A package whose unpacked size is over this fails the pack. */
+export const maxPackageBytes = 72 << 20;
+/** What the main package ships besides its package.json (README.md rides along by npm's rules). */
+const mainPackageFiles = ['bin', 'dist', 'manifests', releaseDirName];
+
+interface RepoPackage {
+  name: string;
+  version: string;
+  description: string;
+  type: string;
+  license: string;
+  bin: Record<string, string>;
+  engines: Record<string, string>;
+  dependencies: Record<string, string>;
+}
+
+/** One packed tarball, as `npm pack --json` describes it. */
+export interface PackedPackage {
+  name: string;
+  version: string;
+  tarball: string;
+  packedBytes: number;
+  unpackedBytes: number;
+  files: number;
+}
+
+export interface PackReport {
+  version: string;
+  targets: string[];
+  seconds: number;
+  packages: PackedPackage[];
+}
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+export function parseTargets(text: string): Target[] {
+  if (text === 'all') return [...releaseTargets];
+  if (text === 'host') return [hostTarget()];
+  return text.split(',').map(parseTarget);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      targets: { type: 'string', default: 'all' },
+      out: { type: 'string', default: path.join(repoRoot, '.cache', 'release') },
+    },
+  });
+  const report = await releasePack({ targets: parseTargets(values.targets), outDir: path.resolve(values.out) });
+  process.stdout.write(formatReport(report));
+}
+
+/** Builds, stages, checks and packs; returns the sizes of every tarball. */
+export async function releasePack(options: { targets: readonly Target[]; outDir: string }): Promise<PackReport> {
+  const started = Date.now();
+  const repoPackage = JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as RepoPackage;
+  const { version } = repoPackage;
+  const outDir = options.outDir;
+  await rm(outDir, { recursive: true, force: true });
+  const stageDir = path.join(outDir, 'stage');
+  const tarballDir = path.join(outDir, 'packages');
+  await mkdir(tarballDir, { recursive: true });
+
+  log('release:pack: compiling the CLI (npm run build)');
+  await execa('npm', ['run', 'build'], { cwd: repoRoot, stdout: 'inherit', stderr: 'inherit' });
+
+  const released = new Map<string, ReleasedBinary>();
+  let components: BundledComponents[] | undefined;
+  let componentsDir: string | undefined;
+  let goVersion = '';
+  const platformPackages: string[] = [];
+  for (const target of options.targets) {
+    const platform = targetPlatform(target);
+    const bundleDir = path.join(outDir, 'bundles', platform);
+    const manifest = await buildBundle({ outDir: bundleDir, target, shippedOnly: true });
+    goVersion = manifest.goVersion;
+    if (!components) {
+      components = manifest.components;
+      componentsDir = bundleDir;
+    } else if (JSON.stringify(components) !== JSON.stringify(manifest.components)) {
+      throw new Error(`the component YAMLs built for ${platform} differ from those of ${targetPlatform(options.targets[0] as Target)}: they must not depend on the target`);
+    }
+    for (const binary of manifest.binaries) {
+      const build = await stagePlatformPackage(bundleDir, manifest, binary.name, target, version, repoPackage.license, stageDir);
+      platformPackages.push(build.package);
+      const entry = released.get(binary.name) ?? {
+        name: binary.name,
+        version: binary.version,
+        module: binary.module,
+        moduleVersion: binary.moduleVersion,
+        package: binary.package,
+        platforms: {},
+      };
+      entry.platforms[platform] = build;
+      released.set(binary.name, entry);
+    }
+  }
+  if (!components || !componentsDir) throw new Error('no target to pack');
+
+  const releaseManifest: ReleaseManifest = {
+    schemaVersion: releaseSchemaVersion,
+    version,
+    goVersion,
+    createdAt: new Date().toISOString(),
+    binaries: [...released.values()],
+    components,
+  };
+  const mainDir = path.join(stageDir, 'provisioner');
+  await stageMainPackage(mainDir, repoPackage, releaseManifest, componentsDir, platformPackages);
+
+  const packages: PackedPackage[] = [];
+  for (const dir of [mainDir, ...platformPackages.map((p) => path.join(stageDir, stageName(p)))]) {
+    packages.push(await npmPack(dir, tarballDir));
+  }
+  for (const pkg of packages) {
+    if (pkg.unpackedBytes > maxPackageBytes) throw new Error(`${pkg.name} unpacks to ${mib(pkg.unpackedBytes)}, over the ${mib(maxPackageBytes)} limit`);
+  }
+  const report: PackReport = {
+    version,
+    targets: options.targets.map((t) => `${t.goos}/${t.goarch}`),
+    seconds: (Date.now() - started) / 1000,
+    packages,
+  };
+  await writeFile(path.join(outDir, 'report.json'), JSON.stringify(report, null, 2) + '\n');
+  return report;
+}
+
+/** Directory name of a package's staging copy. */
+function stageName(pkg: string): string {
+  return pkg.replace(/^@/, '').replace('/', '-');
+}
+
+/**
+ * Writes `@provisioner/<binary>-<platform>`: package.json and `bin/<binary>` (or
+ * `bin/<binary>.gz`), after checking the binary is an executable for the target.
+ */
+async function stagePlatformPackage(
+  bundleDir: string,
+  manifest: BundleManifest,
+  name: string,
+  target: Target,
+  version: string,
+  license: string,
+  stageDir: string,
+): Promise<PlatformBinary> {
+  const platform: Platform = targetPlatform(target);
+  const binary = manifest.binaries.find((b) => b.name === name);
+  if (!binary) throw new Error(`the ${platform} bundle has no ${name}`);
+  const pkg = platformPackageName(name, platform);
+  const dir = path.join(stageDir, stageName(pkg));
+  await mkdir(path.join(dir, 'bin'), { recursive: true });
+  const archive = path.join(bundleDir, binary.archive);
+  const executable = path.join(dir, 'bin', name);
+  await pipeline(createReadStream(archive), createGunzip(), createWriteStream(executable, { mode: 0o755 }));
+  await chmod(executable, 0o755);
+  await checkExecutable(executable, target, `${name} for ${platform}`);
+
+  let build: PlatformBinary;
+  if (binary.size <= maxExecutableBytes) {
+    build = { package: pkg, file: `bin/${name}`, format: 'executable', sha256: binary.sha256, size: binary.size, fileSize: binary.size };
+  } else {
+    await rm(executable);
+    await copyFile(archive, path.join(dir, 'bin', `${name}.gz`));
+    build = { package: pkg, file: `bin/${name}.gz`, format: 'gzip', sha256: binary.sha256, size: binary.size, fileSize: binary.compressedSize };
+  }
+  const [os, cpu] = platform.split('-') as [string, string];
+  const packageJson = {
+    name: pkg,
+    version,
+    description: `${name} ${binary.version} for ${platform}, built from ${binary.module}@${binary.moduleVersion} for provisioner`,
+    license,
+    os: [os],
+    cpu: [cpu],
+    files: ['bin'],
+    // Yarn PnP and similar: keep the binary on disk so it can be executed.
+    preferUnplugged: true,
+  };
+  await writeFile(path.join(dir, 'package.json'), JSON.stringify(packageJson, null, 2) + '\n');
+  return build;
+}
+
+/** Throws unless `file` is a well-formed executable for `target` (static on linux, signed on darwin/arm64). */
+export async function checkExecutable(file: string, target: Target, what: string): Promise<void> {
+  const handle = await open(file, 'r');
+  const head = Buffer.alloc(headerBytes);
+  const { bytesRead } = await handle.read(head, 0, headerBytes, 0);
+  await handle.close();
+  let format;
+  try {
+    format = readExecutableFormat(head.subarray(0, bytesRead));
+  } catch (error) {
+    throw new Error(`${what} (${file}) is not a well-formed executable: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  const problems: string[] = [];
+  if (format.goos !== target.goos || format.goarch !== target.goarch) problems.push(`it is a ${format.container} for ${format.goos}/${format.goarch}`);
+  if (target.goos === 'linux' && !format.static) problems.push('it needs a program interpreter (not static)');
+  if (target.goos === 'darwin' && target.goarch === 'arm64' && !format.signed) problems.push('it has no code signature (arm64 macOS would refuse it)');
+  if (problems.length) throw new Error(`${what} (${file}) is wrong: ${problems.join('; ')}`);
+  log(`  checked ${what}: ${format.container} ${format.goos}/${format.goarch}${format.static ? ', static' : ''}${format.signed ? ', signed' : ''}`);
+}
+
+/** Writes the main `provisioner` package: JavaScript, manifests, component YAMLs and the release manifest. */
+async function stageMainPackage(dir: string, repoPackage: RepoPackage, manifest: ReleaseManifest, componentsDir: string, platformPackages: readonly string[]): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (const entry of ['bin', 'dist', 'manifests']) await cp(path.join(repoRoot, entry), path.join(dir, entry), { recursive: true });
+  await cp(path.join(repoRoot, 'README.md'), path.join(dir, 'README.md'));
+  const releaseDir = path.join(dir, releaseDirName);
+  await cp(path.join(componentsDir, 'components'), path.join(releaseDir, 'components'), { recursive: true });
+  await writeFile(path.join(releaseDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  const packageJson = {
+    name: repoPackage.name,
+    version: repoPackage.version,
+    description: repoPackage.description,
+    type: repoPackage.type,
+    license: repoPackage.license,
+    bin: repoPackage.bin,
+    engines: repoPackage.engines,
+    files: mainPackageFiles,
+    dependencies: repoPackage.dependencies,
+    // Exact versions: the release manifest's sha256s are those of exactly these builds.
+    optionalDependencies: Object.fromEntries(platformPackages.map((p) => [p, repoPackage.version])),
+  };
+  await writeFile(path.join(dir, 'package.json'), JSON.stringify(packageJson, null, 2) + '\n');
+}
+
+interface NpmPackJson {
+  name: string;
+  version: string;
+  filename: string;
+  size: number;
+  unpackedSize: number;
+  entryCount: number;
+}
+
+/** `npm pack` of one staged directory; checks every bin/ file in the tarball is executable. */
+async function npmPack(dir: string, destination: string): Promise<PackedPackage> {
+  const run = await execa('npm', ['pack', dir, '--json', '--pack-destination', destination], { cwd: destination });
+  const [packed] = JSON.parse(run.stdout) as [NpmPackJson];
+  const tarball = path.join(destination, packed.filename);
+  const modes = new Map<string, number>();
+  await listTar({ file: tarball, onReadEntry: (entry) => void modes.set(entry.path, entry.mode ?? 0) });
+  const binaries = [...modes].filter(([file]) => /^package\/bin\/[^/]+$/.test(file) && !file.endsWith('.gz') && !file.endsWith('.js'));
+  for (const [file, mode] of binaries) {
+    if ((mode & 0o111) === 0) throw new Error(`${packed.name}: ${file} is not executable in ${tarball} (mode ${mode.toString(8)})`);
+  }
+  const packedBytes = (await stat(tarball)).size;
+  log(`  packed ${packed.name}@${packed.version}: ${mib(packedBytes)} packed, ${mib(packed.unpackedSize)} unpacked, ${packed.entryCount} files`);
+  return { name: packed.name, version: packed.version, tarball, packedBytes, unpackedBytes: packed.unpackedSize, files: packed.entryCount };
+}
+
+export function formatReport(report: PackReport): string {
+  const rows = report.packages.map((p) => [p.name, mib(p.packedBytes), mib(p.unpackedBytes), String(p.files)]);
+  const header = ['PACKAGE', 'PACKED', 'UNPACKED', 'FILES'];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  const total = report.packages.reduce((a, p) => a + p.packedBytes, 0);
+  return [
+    `release:pack ${report.version} for ${report.targets.join(', ')} in ${report.seconds.toFixed(0)} s: ${report.packages.length} packages, ${mib(total)} packed`,
+    line(header),
+    ...rows.map(line),
+    '',
+  ].join('\n');
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / (1 << 20)).toFixed(1)} MiB`;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  main().catch((error: unknown) => {
+    log(`release:pack failed: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 1;
+  });
+}
