@@ -2,7 +2,7 @@ import { chmod, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HookError } from '../errors.js';
+import { HookError, InterruptedError } from '../errors.js';
 import { RecordingSink } from '../events.js';
 import { processStartTime } from '../process/proc.js';
 import { runUserHooks, type HookContext } from './hooks.js';
@@ -35,6 +35,16 @@ describe('runUserHooks', () => {
     );
     expect(error).toBeInstanceOf(HookError);
     return error as HookError;
+  }
+
+  /** The InterruptedError a run throws: an interrupted hook is no hook failure (exit 130, not 7). */
+  async function interruption(run: Promise<void>): Promise<InterruptedError> {
+    const error: unknown = await run.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(InterruptedError);
+    return error as InterruptedError;
   }
 
   it('runs hooks in order with their args from the install dir, logging each to a 0600 file', async () => {
@@ -108,8 +118,9 @@ describe('runUserHooks', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
     const started = performance.now();
-    const error = await hookError(runUserHooks([{ path: hook, args: [], timeoutMs: 60_000 }], { ...context, signal: controller.signal }));
+    const error = await interruption(runUserHooks([{ path: hook, args: [], timeoutMs: 60_000 }], { ...context, signal: controller.signal }));
     expect(error.message).toBe('The pre-provision hook forking.sh was interrupted');
+    expect(error.details).toContain('| started');
     expect(performance.now() - started).toBeLessThan(4_000);
     expect(processStartTime(await grandchild())).toBeUndefined();
   });
@@ -125,7 +136,7 @@ describe('runUserHooks', () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 500);
     const started = performance.now();
-    const error = await hookError(runUserHooks([{ path: hook, args: [], timeoutMs: 60_000 }], { ...context, signal: controller.signal }));
+    const error = await interruption(runUserHooks([{ path: hook, args: [], timeoutMs: 60_000 }], { ...context, signal: controller.signal }));
     const took = performance.now() - started;
     expect(error.message).toBe('The pre-provision hook cleanup.sh was interrupted');
     await expect(stat(cleaned)).resolves.toBeDefined();

@@ -8,7 +8,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
-import { HookError } from '../errors.js';
+import { HookError, InterruptedError } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { buildChildEnv } from '../process/env.js';
 import { readLogTail } from '../process/log-file.js';
@@ -93,16 +93,22 @@ export async function runUserHooks(hooks: readonly UserHook[], context: HookCont
     await writeFile(logFile, typeof result.all === 'string' ? result.all : '', { mode: 0o600 });
     const output = await readLogTail(logFile, tailLines);
     const took = Math.round(performance.now() - started);
+    const details = [...output.map((l) => `| ${l}`), `full output: ${logFile}`];
+    if (result.failed && result.isCanceled && !timedOut) {
+      // Stopped because the run was interrupted (Ctrl-C): not the hook's fault, and the exit code says interrupted.
+      throw new InterruptedError(`The ${context.stage} hook ${hook.path} was interrupted`, {
+        details,
+        hint: 'Run `provisioner create cluster` again to resume; the hook runs again from the start.',
+      });
+    }
     if (result.failed) {
       const why = result.timedOut || timedOut
         ? `did not finish within ${Math.round(hook.timeoutMs / 1000)} s`
-        : result.isCanceled
-          ? 'was interrupted'
-          : result.exitCode !== undefined
+        : result.exitCode !== undefined
             ? `exited with code ${result.exitCode}`
             : `could not run (${result.shortMessage})`;
       throw new HookError(`The ${context.stage} hook ${hook.path} ${why}`, {
-        details: [...output.map((l) => `| ${l}`), `full output: ${logFile}`],
+        details,
         hint: 'Fix the hook (or remove it from install-config.yaml), then run `provisioner create cluster` again to resume.',
       });
     }
