@@ -14,6 +14,7 @@ import { ExternalError, InterruptedError, UsageError, messageOf } from '../error
 import { log, type EventSink } from '../events.js';
 import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
 import { defaultRetryPolicy, forEachLimit, realSleep, withRetry } from '../apply/concurrency.js';
+import { polling, until, type Observation } from '../progress/until.js';
 import {
   clusterctlLabel,
   contentDifference,
@@ -476,31 +477,49 @@ async function forEachTierReversed(entries: readonly JournalObject[], concurrenc
 /** Tells CAPI controllers that a deletion is a move, not a teardown (no infrastructure cleanup), as clusterctl does. */
 export const deleteForMoveAnnotation = 'clusterctl.cluster.x-k8s.io/delete-for-move';
 
+/** Time an object being deleted may stay as it is (not deleted, or holding the same finalizers) before the move fails: 1 minute. */
+const deletionNoProgressTimeoutMs = 60_000;
+/** Pause between two looks at an object being deleted. */
+const deletionPollMs = 100;
+
 /**
  * Deletes an object and makes sure it is gone: delete first, then drop the finalizers (once
  * the deletion has started no controller can add one back; a paused controller that re-adds
- * its finalizer before the delete would leave the object terminating forever).
+ * its finalizer before the delete would leave the object terminating forever). Each look
+ * takes the next step and reads the object again; it waits, on the one waiting primitive,
+ * through transient answers and fails when the object stayed as it was for a minute.
  */
 async function removeFinalizersAndDelete(client: KubeClient, entry: ObjectRef & { sourceUid?: string }, signal?: AbortSignal): Promise<void> {
   const ref = asRef(entry) as KubeObject;
-  await retrying(keyOf(entry), async () => {
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const live = await client.get<KubeObject>(ref);
-      if (!live) return;
-      try {
-        if (!live.metadata.deletionTimestamp) {
-          await client.mergePatch(ref, { metadata: { annotations: { [deleteForMoveAnnotation]: '' } } });
-          await client.delete(ref);
-        } else if ((live.metadata.finalizers ?? []).length > 0) {
-          await client.mergePatch(ref, { metadata: { finalizers: null } });
-        }
-      } catch (error) {
-        if (!(error instanceof KubeApiError && error.isNotFound)) throw error;
+  let seen = 'not read yet';
+  const look = async (): Promise<Observation<void>> => {
+    try {
+      let live = await client.get<KubeObject>(ref);
+      if (live && !live.metadata.deletionTimestamp) {
+        await client.mergePatch(ref, { metadata: { annotations: { [deleteForMoveAnnotation]: '' } } });
+        await client.delete(ref);
+        live = await client.get<KubeObject>(ref);
       }
-      await new Promise((resolve) => setTimeout(resolve, attempt === 0 ? 0 : 100));
+      if (live?.metadata.deletionTimestamp && (live.metadata.finalizers ?? []).length > 0) {
+        await client.mergePatch(ref, { metadata: { finalizers: null } });
+        live = await client.get<KubeObject>(ref);
+      }
+      if (!live) return { state: 'done', value: undefined, progress: 'gone' };
+      seen = live.metadata.deletionTimestamp ? `being deleted, finalizers [${(live.metadata.finalizers ?? []).join(', ')}]` : 'not deleted';
+    } catch (error) {
+      if (error instanceof KubeApiError && error.isNotFound) return { state: 'done', value: undefined, progress: 'gone' };
+      // An answer that may differ next time is waited through (it is not progress); any other fails the move.
+      if (!isTransient(error)) throw error;
     }
-    throw new ExternalError(`${keyOf(entry)} is still there after its deletion`, { hint: 'Check what holds it (finalizers), then run pivot again.' });
-  }, signal);
+    return { state: 'waiting', value: undefined, progress: seen };
+  };
+  await until(polling(look, deletionPollMs), {
+    what: `the deletion of ${keyOf(entry)}`,
+    noProgressTimeoutMs: deletionNoProgressTimeoutMs,
+    ...(signal ? { signal } : {}),
+    onStall: (_last, stalledMs) =>
+      new ExternalError(`${keyOf(entry)} is still there ${Math.round(stalledMs / 1000)} s into its deletion: ${seen}`, { hint: 'Check what holds it (finalizers), then run pivot again.' }),
+  });
 }
 
 /**
