@@ -62,9 +62,17 @@ export interface BackgroundCli {
   result(): Promise<CliRun>;
 }
 
-export function startCli(args: readonly string[], timeoutMs: number): BackgroundCli {
+export interface StartCliOptions {
+  /**
+   * Start the CLI as the leader of its own process group, as a shell starts a foreground
+   * job, so `process.kill(-pid, 'SIGINT')` is what a terminal's Ctrl-C sends. Default false.
+   */
+  processGroup?: boolean;
+}
+
+export function startCli(args: readonly string[], timeoutMs: number, options: StartCliOptions = {}): BackgroundCli {
   const started = performance.now();
-  const child = execa(process.execPath, [cliPath, ...args], { cwd: packageRoot, reject: false, timeout: timeoutMs, stdin: 'ignore' });
+  const child = execa(process.execPath, [cliPath, ...args], { cwd: packageRoot, reject: false, timeout: timeoutMs, stdin: 'ignore', detached: options.processGroup ?? false });
   let out = '';
   let err = '';
   let done = false;

@@ -1,0 +1,182 @@
+/**
+ * Ctrl-C end to end: a real SIGINT sent to the CLI's process group, as a terminal sends it
+ * to its foreground job. The CLI runs `create cluster` on the aws platform, whose local
+ * control plane is temporary (it stops when the command ends) and whose infrastructure never
+ * becomes ready here (no AWS controller runs), so the command is interrupted, first while a
+ * pre-provision hook and the hook's own child run, then, resumed, while it waits for the
+ * infrastructure. Each time, only the CLI may get the signal: it stops the hook's whole
+ * process group and then its children in order (controllers, API server, etcd), each one
+ * reporting "stopped", none "exited" on its own.
+ *
+ * Fails (never skips) without the bundle: the CLI then exits 4 before any process starts.
+ */
+import { readFileSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExitCode } from '../../src/errors.js';
+import { processStartTime } from '../../src/process/proc.js';
+import { aliveRecorded, killRecorded, recordedProcesses, waitFor } from '../integration/support/controlplane.js';
+import { cli, editInstallConfig, ensureBuilt, processesMentioning, readJournal, startCli, type BackgroundCli } from './support/cli.js';
+
+/** Longest a start of the control plane and the stages before the interrupt may take on a loaded 2-core machine. */
+const bootTimeoutMs = 600_000;
+/** From SIGINT to the CLI's exit: the hook's group, then six processes, each within its stop grace. */
+const stopTimeoutMs = 90_000;
+const controlPlaneProcesses = 6;
+
+/** One line of `--output json`, as far as these tests read it. */
+interface EventLine {
+  type: string;
+  name?: string;
+  stage?: string;
+  state?: string;
+  message?: string;
+}
+
+type ProcessEventLine = EventLine & { type: 'process'; name: string; state: string };
+
+let dir = '';
+const runs: BackgroundCli[] = [];
+
+beforeAll(async () => {
+  await ensureBuilt();
+  dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-e2e-sigint-'));
+});
+
+afterAll(async () => {
+  for (const run of runs) if (!run.ended()) process.kill(-run.pid, 'SIGKILL');
+  if (!dir) return;
+  // Nothing here outlives the CLI when the test passes; this is the net for when it does not.
+  await killRecorded(dir).catch(() => undefined);
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** `create cluster --output json` as a terminal's foreground job: the leader of its own process group. */
+function startCreate(): BackgroundCli {
+  const run = startCli(['create', 'cluster', '--dir', dir, '--output', 'json'], bootTimeoutMs + stopTimeoutMs, { processGroup: true });
+  runs.push(run);
+  return run;
+}
+
+function events(stdout: string): EventLine[] {
+  // The last line may still be on its way.
+  return stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{') && line.endsWith('}'))
+    .map((line) => JSON.parse(line) as EventLine);
+}
+
+function processEvents(stdout: string): ProcessEventLine[] {
+  return events(stdout).filter((event): event is ProcessEventLine => event.type === 'process');
+}
+
+/** Sends SIGINT to the CLI's process group, as Ctrl-C does; returns what the CLI reported after it. */
+async function interrupt(run: BackgroundCli): Promise<{ exitCode: number | undefined; stderr: string; before: ProcessEventLine[]; after: ProcessEventLine[] }> {
+  const before = processEvents(run.stdout());
+  const recorded = await aliveRecorded(dir);
+  expect(recorded.map((e) => e.name).sort(), 'every control-plane process runs before the interrupt').toHaveLength(controlPlaneProcesses);
+  // Nothing of the control plane shares the CLI's process group (a terminal would signal it too).
+  for (const entry of recorded) expect(processGroupOf(entry.pid), entry.name).not.toBe(run.pid);
+  process.kill(-run.pid, 'SIGINT');
+  const ended = await Promise.race([
+    run.result(),
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the CLI did not exit within ${stopTimeoutMs} ms of SIGINT:\n${run.stderr()}`)), stopTimeoutMs)),
+  ]);
+  return { exitCode: ended.exitCode, stderr: ended.stderr, before, after: processEvents(ended.stdout).slice(before.length) };
+}
+
+/** Process names in the order they became ready in `events`. */
+function startOrder(events: readonly ProcessEventLine[]): string[] {
+  return events.filter((e) => e.state === 'ready').map((e) => e.name);
+}
+
+/** Checks the ordered stop: each process reported once, "stopped", controllers first, then the API server, then etcd. */
+function expectOrderedStop(after: readonly ProcessEventLine[], started: readonly string[]): void {
+  expect(after.filter((e) => e.state !== 'stopped').map((e) => `${e.name}: ${e.state} ${e.message ?? ''}`), 'no process ended on its own').toEqual([]);
+  expect(after.map((e) => e.name)).toEqual([...started].reverse());
+  expect(after.slice(-2).map((e) => e.name)).toEqual(['kube-apiserver', 'etcd']);
+  expect(after.every((e) => e.message === 'stopped')).toBe(true);
+}
+
+async function expectNothingRunning(): Promise<void> {
+  expect((await aliveRecorded(dir)).map((e) => e.name)).toEqual([]);
+  expect(await processesMentioning(dir)).toEqual([]);
+  // The pidfiles went with the processes: stopped, not left behind.
+  expect(await recordedProcesses(dir)).toEqual([]);
+}
+
+describe('Ctrl-C (SIGINT to the CLI process group) during create cluster with a temporary control plane (aws, 1 + 1)', () => {
+  let interruptedInHook = false;
+
+  it('during a pre-provision hook: stops the hook with its child, then every control-plane process in order; exits 130', async () => {
+    const config = await cli(['create', 'install-config', '--dir', dir, '--name', 'sigint', '--platform', 'aws', '--region', 'eu-west-1', '--control-plane-replicas', '1', '--workers', '1'], 60_000);
+    expect(config.exitCode, config.stderr).toBe(0);
+    // A hook whose child ignores nothing and holds the hook's output pipe.
+    await writeFile(
+      path.join(dir, 'hold.sh'),
+      '#!/bin/sh\nsleep 600 &\necho $! > "$PROVISIONER_DIR/hook-child.pid"\necho $$ > "$PROVISIONER_DIR/hook.pid"\nwait\n',
+    );
+    await chmod(path.join(dir, 'hold.sh'), 0o755);
+    await editInstallConfig(dir, (doc) => {
+      doc.hooks = { preProvision: [{ path: './hold.sh', timeout: '30m' }] };
+    });
+
+    const run = startCreate();
+    const pidOf = async (file: string) => Number((await readFile(path.join(dir, file), 'utf8')).trim());
+    const [hookPid, hookChildPid] = await waitFor(
+      'the pre-provision hook and its child to run',
+      async () => {
+        if (run.ended()) throw new Error(`create cluster ended first:\n${run.stderr()}\n${run.stdout().slice(-3000)}`);
+        return Promise.all([pidOf('hook.pid'), pidOf('hook-child.pid')]);
+      },
+      bootTimeoutMs,
+    );
+
+    const { exitCode, stderr, before, after } = await interrupt(run);
+    expect(exitCode, stderr).toBe(ExitCode.interrupted);
+    expect(stderr).toContain('SIGINT received');
+    expectOrderedStop(after, startOrder(before));
+    for (const pid of [hookPid, hookChildPid]) expect(processStartTime(pid), `hook process ${pid}`).toBeUndefined();
+    await expectNothingRunning();
+
+    const journal = await readJournal(dir);
+    expect(journal.stages['hooks/pre-provision']?.state).toBe('interrupted');
+    expect(journal.completedAt).toBeUndefined();
+    interruptedInHook = true;
+  });
+
+  it('resumed, during wait-infrastructure: the same ordered stop; the journal shows where to go on', async () => {
+    expect(interruptedInHook, 'the first run was not interrupted as planned').toBe(true);
+    await writeFile(path.join(dir, 'hold.sh'), '#!/bin/sh\necho ok\n');
+    const run = startCreate();
+    await waitFor(
+      'the infrastructure wait to start',
+      () => {
+        if (run.ended()) throw new Error(`create cluster ended first:\n${run.stderr()}\n${run.stdout().slice(-3000)}`);
+        return events(run.stdout()).some((e) => e.type === 'stage' && e.stage === 'wait-infrastructure' && e.state === 'started');
+      },
+      bootTimeoutMs,
+    );
+    // Let the watches start, so the interrupt lands inside the wait.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+
+    const { exitCode, stderr, before, after } = await interrupt(run);
+    expect(exitCode, stderr).toBe(ExitCode.interrupted);
+    expectOrderedStop(after, startOrder(before));
+    await expectNothingRunning();
+
+    const journal = await readJournal(dir);
+    expect(journal.runs).toBe(2);
+    expect(journal.stages['hooks/pre-provision']?.state).toBe('succeeded');
+    expect(journal.stages['infrastructure']?.state).toBe('succeeded');
+    expect(journal.stages['wait-infrastructure']?.state).toBe('interrupted');
+  });
+});
+
+/** Process group id of a running process: /proc/<pid>/stat field 5. */
+function processGroupOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+}
