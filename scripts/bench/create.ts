@@ -148,7 +148,7 @@ async function teardown(dir: string, command: readonly string[], notes: string[]
   if (run.exitCode !== 0) notes.push(`${command.join(' ')} on ${path.basename(dir)} exited ${run.exitCode}: ${run.stderr.split('\n').slice(-5).join(' / ')}`);
   // Whatever a failed teardown left running dies here.
   for (const entry of await readPidfiles(controlPlaneLayout(dir).stateDir)) {
-    if (isAlive(entry)) for (const target of entry.detached ? [-entry.pid, entry.pid] : [entry.pid]) {
+    if (isAlive(entry)) for (const target of [-entry.pid, entry.pid]) {
       try {
         process.kill(target, 'SIGKILL');
       } catch {

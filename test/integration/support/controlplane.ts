@@ -67,10 +67,10 @@ export async function stillAliveAfter(entries: readonly PidfileEntry[], timeoutM
   }
 }
 
-/** SIGKILLs every recorded process still alive (its group too when detached). For cleanup after a failed test. */
+/** SIGKILLs every recorded process still alive, and its process group (each child leads one). For cleanup after a failed test. */
 export async function killRecorded(dir: string): Promise<void> {
   for (const entry of await aliveRecorded(dir)) {
-    for (const target of entry.detached ? [-entry.pid, entry.pid] : [entry.pid]) {
+    for (const target of [-entry.pid, entry.pid]) {
       try {
         process.kill(target, 'SIGKILL');
       } catch {
