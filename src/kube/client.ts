@@ -122,12 +122,12 @@ export class KubeApiError extends ExternalError {
     return this.says(invalidPatch);
   }
   /**
-   * Worth retrying: no answer at all (the server or a webhook it calls is not serving yet),
-   * throttled (429), or a server-side failure (5xx: a webhook that cannot be called yet —
-   * a 500 InternalError "failed calling webhook … connect: connection refused" —, storage
-   * not ready, a timeout). Never a refusal of the request itself: any other 4xx, a webhook's
-   * denial (whatever its code) or an invalid server-side apply. Conflicts (409) are the
-   * caller's call (`isConflict`).
+   * Worth retrying: no answer at all (the server is not serving yet, or the connection
+   * broke), throttled (429), or a server-side failure (5xx), such as a webhook the server
+   * cannot call yet (a 500 InternalError "failed calling webhook … connect: connection
+   * refused"), storage not ready, or a timeout. Never a refusal of the request itself: any
+   * other 4xx, a webhook's denial (whatever its code) or an invalid server-side apply.
+   * Conflicts (409) are the caller's call (`isConflict`).
    */
   get isTransient(): boolean {
     if (this.isDenied || this.isInvalidPatch) return false;
