@@ -142,6 +142,14 @@ describe('installed platform packages', () => {
     expect(await loadBinaryCatalog({ packageRoot: install.root, env, platform })).toBeInstanceOf(BundleCatalog);
   });
 
+  it('refuses a development bundle built for another platform (a cross-build left in bundle/)', async () => {
+    const install = await fakeInstall(base);
+    const bundle: BundleManifest = { schemaVersion: 1, recipeHash: 'x', goVersion: 'go', platform: 'darwin-arm64', createdAt: 'now', binaries: [], components: [] };
+    await mkdir(path.join(install.root, 'bundle'));
+    await writeFile(path.join(install.root, 'bundle', 'manifest.json'), JSON.stringify(bundle));
+    await expect(loadBinaryCatalog({ packageRoot: install.root, env, platform })).rejects.toThrow(/built for darwin-arm64, not for this linux-x64/);
+  });
+
   it('lists every problem of a malformed release manifest by field path', () => {
     const problems = releaseManifestProblems({
       schemaVersion: 1,
