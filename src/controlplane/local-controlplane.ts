@@ -7,10 +7,12 @@
  * command find and stop anything left behind.
  *
  * Start order: etcd → kube-apiserver → CRDs (Established) → controllers (health and
- * webhook TLS) → webhook configurations and inventory. Stop order is the reverse.
+ * webhook TLS) → webhook configurations and inventory. Stop order is the reverse. A start
+ * with `reconcile: false` stops after the API server: objects can be read, and nothing
+ * reconciles them (what diagnostics need: they must not change what they diagnose).
  */
 import { access, mkdir, readFile, rm } from 'node:fs/promises';
-import { EnvironmentError, InfrastructureError, messageOf } from '../errors.js';
+import { EnvironmentError, InfrastructureError, InternalError, messageOf } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import { KubeClient } from '../kube/client.js';
 import { ensureControlPlanePki, writeKubeconfig, type ControlPlanePki } from '../pki/index.js';
@@ -33,7 +35,7 @@ export interface ProviderSpec {
   namespace: string;
   /** Component manifest (CRDs, webhooks, inventory). */
   componentsFile: string;
-  /** Controller binary path; absent for CRD-only components. */
+  /** Controller binary path; absent for CRD-only components, and may be for a start with `reconcile: false`. */
   binaryPath?: string;
   /** Controller name (the bundled binary's name): process, log and cert names. */
   controller?: string;
@@ -48,6 +50,13 @@ export interface LocalControlPlaneOptions {
   providers: readonly ProviderSpec[];
   /** Outlive the CLI (a lasting management cluster). Default false: children die with the CLI. */
   detached?: boolean;
+  /**
+   * Start the providers' controllers, which reconcile every object they find, with the CRDs
+   * and webhooks they serve. Default true. False: etcd and the API server only, for commands
+   * that only read objects (gather bootstrap, destroy bootstrap); such a start is never
+   * recorded as finished, so no later command adopts it as a whole control plane.
+   */
+  reconcile?: boolean;
   /** Extra flags per process name, e.g. `{ 'kube-apiserver': { v: 2 } }`. Default none. */
   argOverrides?: Record<string, ArgMap>;
   events?: EventSink;
@@ -138,7 +147,8 @@ export class LocalControlPlane {
     const stale = await stopStale(layout.stateDir, { events });
     if (stale.length > 0) log(events, 'warn', `Stopped ${stale.length} process(es) left running by an earlier command: ${stale.map((e) => e.name).join(', ')}`);
 
-    const controllers = this.options.providers.filter((p) => p.binaryPath && p.controller);
+    // Every controller keeps its certificates and ports even in a start without them, so the next full start finds them.
+    const controllers = this.options.providers.filter((p) => p.controller);
     const pki = await this.stage('pki', () =>
       ensureControlPlanePki(layout.pkiDir, { controllers: controllers.map((c) => c.controller!), events }),
     );
@@ -180,6 +190,10 @@ export class LocalControlPlane {
       await this.savePorts(ports);
       this.client?.close();
       this.client = KubeClient.fromFile(layout.kubeconfig);
+      if (this.options.reconcile === false) {
+        log(events, 'info', 'Started etcd and the API server only: no controller runs, so nothing reconciles what is read');
+        return;
+      }
 
       const components = await componentsLoading;
       const endpoints = this.webhookEndpoints(ports);
@@ -214,6 +228,7 @@ export class LocalControlPlane {
 
   private async startController(spec: ProviderSpec, ports: Ports, pki: ControlPlanePki): Promise<void> {
     const name = spec.controller!;
+    if (!spec.binaryPath) throw new InternalError(`${name}: no binary to start (the control plane was prepared without controllers)`);
     await this.startWithPortRetry(name, async () => {
       const p = ports.controllers[name]!;
       const args = controllerArgs(this.layout.kubeconfig, pki.webhooks[name]!.certDir, p, spec.featureGates, this.options.argOverrides?.[name]);

@@ -131,7 +131,8 @@ export async function destroyBootstrap(request: DestroyRequest): Promise<{ remov
       return { removed: false };
     }
     if (!request.force) {
-      const controlPlane = await attachLocalControlPlane({ dir, detached: false, sink, signal });
+      // Reading the Clusters needs etcd and the API server only: no controller starts to act on them.
+      const controlPlane = await attachLocalControlPlane({ dir, detached: false, reconcile: false, sink, signal });
       let clusters: KubeObject[];
       try {
         clusters = await controlPlane.client.list<KubeObject>(capiGroup, 'Cluster');

@@ -3,8 +3,9 @@
  * of its local control plane when they can be read:
  *
  * - running (a management cluster, or processes left up): read as it is;
- * - stopped but with etcd data: started for the gather (children die with the CLI), read,
- *   then stopped again — the objects of a failed install are still in its etcd;
+ * - stopped but with etcd data: etcd and the API server only are started for the gather
+ *   (children die with the CLI), read, then stopped again — the objects of a failed install
+ *   are still in its etcd, and with no controller running nothing reconciles them meanwhile;
  * - neither (or the start failed): files only, and the bundle's README says so.
  *
  * Holds the install-dir lock throughout, so no other command changes what is gathered.
@@ -60,14 +61,14 @@ export async function gatherBootstrap(request: GatherBootstrapRequest): Promise<
     }
 
     if (await isDirectory(path.join(layout.etcdDataDir, 'member'))) {
-      log(sink, 'info', `Starting the local control plane of ${layout.dir} to read its objects; it stops again after the gather`);
+      log(sink, 'info', `Starting etcd and the API server of ${layout.dir} to read its objects (no controller); they stop again after the gather`);
       const notes = [
-        'The local control plane was not running: it was started for this gather and stopped after it.',
-        'The end of each process log is that start; processes.json shows the processes started for the gather.',
+        'The local control plane was not running: etcd and the API server were started for this gather (no controller, so nothing was reconciled) and stopped after it.',
+        'The end of the etcd and kube-apiserver logs is that start; processes.json shows the processes started for the gather.',
       ];
       let controlPlane: LocalControlPlane | undefined;
       try {
-        controlPlane = await prepareLocalControlPlane({ dir: layout.dir, detached: false, sink, signal });
+        controlPlane = await prepareLocalControlPlane({ dir: layout.dir, detached: false, reconcile: false, sink, signal });
         await controlPlane.start();
       } catch (error) {
         if (error instanceof InterruptedError || signal.aborted) throw error;

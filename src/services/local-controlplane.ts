@@ -21,18 +21,25 @@ export interface LocalControlPlaneRequest {
   detached: boolean;
   sink: EventSink;
   signal: AbortSignal;
+  /**
+   * Start the providers' controllers. Default true. False for commands that only read
+   * objects (gather bootstrap, destroy bootstrap): etcd and the API server only, and the
+   * controller binaries are not even extracted. See LocalControlPlaneOptions.reconcile.
+   */
+  reconcile?: boolean;
   onFatal?: (error: ProcessError) => void;
 }
 
 export async function prepareLocalControlPlane(request: LocalControlPlaneRequest): Promise<LocalControlPlane> {
   const catalog = await loadBinaryCatalog();
-  const controllers = catalog.components.filter((c) => c.binary).map((c) => c.binary!);
+  const reconcile = request.reconcile ?? true;
+  const controllers = reconcile ? catalog.components.filter((c) => c.binary).map((c) => c.binary!) : [];
   const binaries = await ensureBinaries(['etcd', 'kube-apiserver', ...controllers], { catalog, sink: request.sink, signal: request.signal });
   const providers: ProviderSpec[] = catalog.components.map((c) => ({
     provider: c.provider,
     namespace: c.namespace,
     componentsFile: catalog.componentsPath(c),
-    ...(c.binary ? { binaryPath: binaries[c.binary]!, controller: c.binary } : {}),
+    ...(c.binary ? { controller: c.binary, ...(reconcile ? { binaryPath: binaries[c.binary]! } : {}) } : {}),
   }));
   return new LocalControlPlane({
     dir: request.dir,
@@ -40,6 +47,7 @@ export async function prepareLocalControlPlane(request: LocalControlPlaneRequest
     apiServerBinary: binaries['kube-apiserver']!,
     providers,
     detached: request.detached,
+    reconcile,
     events: request.sink,
     signal: request.signal,
     ...(request.onFatal ? { onFatal: request.onFatal } : {}),
@@ -60,7 +68,8 @@ export interface AttachedControlPlane {
 
 /**
  * Adopts the control plane of `dir` when every recorded process is running and healthy;
- * otherwise stops whatever is left of it and starts it (from its data, if any).
+ * otherwise stops whatever is left of it and starts it (from its data, if any) — without
+ * its controllers when `reconcile` is false.
  */
 export async function attachLocalControlPlane(request: LocalControlPlaneRequest): Promise<AttachedControlPlane> {
   const status = await controlPlaneStatus(request.dir);

@@ -3,11 +3,12 @@
  * bundled provider booted from the bundle in a temp dir. Plants a Secret with known data
  * and a Cluster, gathers, and reads the archive back: the Cluster is there with its
  * status, the Secret by name only, and no private key anywhere. Then the service path:
- * with the control plane running, and stopped (started for the gather, stopped after).
+ * with the control plane running, and stopped (etcd and the API server started for the gather,
+ * no controller, stopped after); destroy bootstrap likewise starts no controller.
  * Fails (never skips) when the bundle has not been built: run `npm run bundle` first.
  */
 import { randomBytes } from 'node:crypto';
-import { appendFile, mkdtemp, rm, stat } from 'node:fs/promises';
+import { appendFile, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import * as tar from 'tar';
@@ -16,6 +17,7 @@ import { controlPlaneStatus, type LocalControlPlane } from '../../src/controlpla
 import { RecordingSink } from '../../src/events.js';
 import { gatherBundle } from '../../src/gather/collect.js';
 import type { KubeObject } from '../../src/kube/client.js';
+import { destroyBootstrap } from '../../src/services/destroy.js';
 import { gatherBootstrap } from '../../src/services/gather.js';
 import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
 
@@ -134,13 +136,18 @@ describe('gather with the real control plane', () => {
     expectNoSecrets(files);
   });
 
-  it('the service starts a stopped control plane for the gather and stops it after', async () => {
+  it('the service starts etcd and the API server of a stopped control plane for the gather, no controller, and stops them after', async () => {
     await controlPlane.stop();
     expect((await controlPlaneStatus(dir)).processes.filter((p) => p.running)).toEqual([]);
+    const controllerLogs = await controllerLogSizes(dir);
+    expect(Object.keys(controllerLogs)).toHaveLength(4);
 
     const sink = new RecordingSink();
     const result = await gatherBootstrap({ dir, output: path.join(dir, 'started.tar.gz'), sink, signal: abort.signal });
     expect(result.objectSource).toBe('started');
+    // Diagnostics change nothing: no controller was started to reconcile what was read, and none wrote a line.
+    expect(startedProcesses(sink)).toEqual(['etcd', 'kube-apiserver']);
+    expect(await controllerLogSizes(dir)).toEqual(controllerLogs);
     const files = await readArchive(result.path);
     expect(fileEndingWith(files, '/resources/cluster.x-k8s.io/clusters.yaml')).toContain(`name: ${clusterName}`);
     expect(fileEndingWith(files, '/README.txt')).toContain('started for this gather');
@@ -149,4 +156,29 @@ describe('gather with the real control plane', () => {
     expect((await controlPlaneStatus(dir)).processes.filter((p) => p.running)).toEqual([]);
     await expect(stat(path.join(dir, '.provisioner.lock'))).rejects.toThrow();
   });
+
+  it('destroy bootstrap reads the Clusters with etcd and the API server only, and refuses while one is managed', async () => {
+    expect((await controlPlaneStatus(dir)).processes.filter((p) => p.running)).toEqual([]);
+    const controllerLogs = await controllerLogSizes(dir);
+    const sink = new RecordingSink();
+    await expect(destroyBootstrap({ dir, sink, signal: abort.signal })).rejects.toThrow(`still manages ${namespace}/${clusterName}`);
+    expect(startedProcesses(sink)).toEqual(['etcd', 'kube-apiserver']);
+    expect(await controllerLogSizes(dir)).toEqual(controllerLogs);
+    expect((await controlPlaneStatus(dir)).processes.filter((p) => p.running)).toEqual([]);
+  });
 });
+
+/** Names of the processes a command started, from its `process` events. */
+function startedProcesses(sink: RecordingSink): string[] {
+  return [...new Set(sink.ofType('process').filter((e) => e.state === 'starting').map((e) => e.name))].sort();
+}
+
+/** Size of each controller's log (every log but etcd's and the API server's): a controller that ran writes to it. */
+async function controllerLogSizes(dir: string): Promise<Record<string, number>> {
+  const sizes: Record<string, number> = {};
+  for (const file of await readdir(path.join(dir, 'logs'))) {
+    if (!file.endsWith('.log') || file === 'etcd.log' || file === 'kube-apiserver.log') continue;
+    sizes[file] = (await stat(path.join(dir, 'logs', file))).size;
+  }
+  return sizes;
+}
