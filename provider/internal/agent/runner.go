@@ -1,0 +1,457 @@
+package agent
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	agentv1 "provisioner.dev/provider/api/v1alpha1"
+	"provisioner.dev/provider/internal/version"
+)
+
+// RunOptions are the run command's inputs.
+type RunOptions struct {
+	DataDir DataDir
+	// LockPath is the node's plan lock file.
+	LockPath string
+	// LockStaleAfter: a lock whose holder has not refreshed it for this long is taken over.
+	LockStaleAfter time.Duration
+	// HeartbeatInterval between two Host status reports (each also checks the credential
+	// and renews the token when a third of its life is left).
+	HeartbeatInterval time.Duration
+	Log               logr.Logger
+}
+
+// Run watches this host's NodePlans and executes them, one at a time, until ctx ends or
+// the server stops accepting the credential.
+func Run(ctx context.Context, o RunOptions) error {
+	cred, err := o.DataDir.LoadCredential()
+	if err != nil {
+		return err
+	}
+	if cred == nil {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("not registered: no credential in %s; run `provisioner-agent register` first", o.DataDir)}
+	}
+	cfg := &rest.Config{
+		Host:            cred.Server,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cred.CAData},
+		BearerTokenFile: o.DataDir.TokenPath(),
+		UserAgent:       "provisioner-agent/" + version.Version,
+		QPS:             5,
+		Burst:           10,
+	}
+	scheme := Scheme()
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	log := o.Log
+	host := &hostReporter{client: direct, cred: cred, dataDir: o.DataDir, log: log}
+	if err := host.heartbeat(ctx); err != nil {
+		return err
+	}
+	lock := &Lock{Path: o.LockPath, StaleAfter: o.LockStaleAfter}
+	if err := recoverLock(ctx, direct, lock, cred, log); err != nil {
+		return fmt.Errorf("plan lock %s: %w", o.LockPath, err)
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Logger:                 log,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{cred.Namespace: {}},
+			ByObject: map[client.Object]cache.ByObject{
+				&agentv1.NodePlan{}: {Label: labels.SelectorFromSet(labels.Set{agentv1.HostLabel: cred.Host})},
+			},
+		},
+		// The agent may only get these, never list or watch them.
+		Client: client.Options{Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &agentv1.Host{}}}},
+	})
+	if err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	r := &planReconciler{
+		client: mgr.GetClient(),
+		reader: mgr.GetAPIReader(),
+		lock:   lock,
+		log:    log,
+		base:   runCtx,
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		For(&agentv1.NodePlan{}).
+		Named("nodeplan").
+		// One plan at a time in this process; the lock file orders it with any other.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Complete(r); err != nil {
+		return err
+	}
+
+	go func() {
+		interval := o.HeartbeatInterval
+		if interval <= 0 {
+			interval = 30 * time.Second
+		}
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-t.C:
+				if err := host.heartbeat(runCtx); err != nil {
+					var exit *ExitError
+					if errors.As(err, &exit) {
+						stop(err)
+						return
+					}
+					log.Error(err, "heartbeat")
+				}
+			}
+		}
+	}()
+
+	log.Info("watching plans", "host", cred.Host, "namespace", cred.Namespace, "lock", o.LockPath, "version", version.Version)
+	err = mgr.Start(runCtx)
+	r.stopAll()
+	if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
+}
+
+// recoverLock looks at the lock a previous agent left. A stale lock on a plan of this
+// host that is still Executing its generation is taken over, so that plan resumes
+// first; any other stale lock is released.
+func recoverLock(ctx context.Context, c client.Client, lock *Lock, cred *Credential, log logr.Logger) error {
+	info, err := lock.Read()
+	if err != nil || info == nil {
+		return err
+	}
+	if !lock.Stale(info) {
+		log.Info("the plan lock is held by a live process; plans wait for it", "plan", info.Plan, "pid", info.PID)
+		return nil
+	}
+	namespace, name, _ := strings.Cut(info.Plan, "/")
+	if namespace == cred.Namespace {
+		var plan agentv1.NodePlan
+		err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &plan)
+		if err == nil && plan.Status.Phase == agentv1.PhaseExecuting && plan.Generation == info.Generation && plan.Status.ObservedGeneration == info.Generation {
+			if err := lock.TakeOver(info); err != nil {
+				return err
+			}
+			log.Info("resuming the plan whose agent stopped while it held the lock", "plan", info.Plan, "stalePID", info.PID, "attempts", plan.Status.Attempts)
+			return nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	removed, err := lock.ReleaseStale()
+	if removed != nil {
+		log.Info("released a stale plan lock", "plan", removed.Plan, "stalePID", removed.PID)
+	}
+	return err
+}
+
+// hostReporter keeps the Host's status current and the agent's token fresh, and turns
+// a refused credential into a clear, final error.
+type hostReporter struct {
+	client  client.Client
+	cred    *Credential
+	dataDir DataDir
+	log     logr.Logger
+}
+
+func (h *hostReporter) revoked(err error) error {
+	return refused("credential revoked: %s no longer accepts host %s's credential (%v). Its Host object was deleted or its ServiceAccount removed; "+
+		"remove %s and register again with a new token from `provisioner hosts registration-command`",
+		h.cred.Server, h.cred.Host, err, h.dataDir)
+}
+
+func (h *hostReporter) heartbeat(ctx context.Context) error {
+	hostname, _ := os.Hostname()
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{
+		"lastHeartbeatTime": metav1.Now(),
+		"agentVersion":      version.Version,
+		"hostname":          hostname,
+		"os":                runtime.GOOS,
+		"arch":              runtime.GOARCH,
+	}})
+	if err != nil {
+		return err
+	}
+	host := &agentv1.Host{ObjectMeta: metav1.ObjectMeta{Name: h.cred.Host}}
+	if err := h.client.Status().Patch(ctx, host, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsUnauthorized(err) || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return h.revoked(err)
+		}
+		return fmt.Errorf("host %s status: %w", h.cred.Host, err)
+	}
+	return h.renewToken(ctx)
+}
+
+// renewToken replaces the token when less than a third of its lifetime is left.
+func (h *hostReporter) renewToken(ctx context.Context) error {
+	raw, err := os.ReadFile(h.dataDir.TokenPath())
+	if err != nil {
+		return err
+	}
+	issued, expires, ok := tokenTimes(string(raw))
+	if !ok || time.Now().Before(issued.Add(expires.Sub(issued)*2/3)) {
+		return nil
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: h.cred.Namespace, Name: h.cred.ServiceAccount}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(expires.Sub(issued).Seconds()))}}
+	if err := h.client.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return fmt.Errorf("renew the agent token: %w", err)
+	}
+	if err := writeFileAtomic(h.dataDir.TokenPath(), []byte(tr.Status.Token)); err != nil {
+		return err
+	}
+	h.log.Info("renewed the agent token", "expires", tr.Status.ExpirationTimestamp.Time)
+	return nil
+}
+
+// tokenTimes reads iat and exp from a JWT's payload, unverified: it is our own token,
+// read only to know when to renew it.
+func tokenTimes(token string) (issued, expires time.Time, ok bool) {
+	parts := strings.Split(strings.TrimSpace(token), ".")
+	if len(parts) != 3 {
+		return time.Time{}, time.Time{}, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, time.Time{}, false
+	}
+	var claims struct {
+		IssuedAt  int64 `json:"iat"`
+		ExpiresAt int64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.ExpiresAt <= claims.IssuedAt {
+		return time.Time{}, time.Time{}, false
+	}
+	return time.Unix(claims.IssuedAt, 0), time.Unix(claims.ExpiresAt, 0), true
+}
+
+// planReconciler decides, for each plan event, whether to start, stop, or wait.
+type planReconciler struct {
+	client client.Client
+	reader client.Reader
+	lock   *Lock
+	log    logr.Logger
+	// base carries the agent's values (logger); executions are stopped through stopAll.
+	base context.Context
+
+	mu      sync.Mutex
+	running *execution
+}
+
+type execution struct {
+	key        types.NamespacedName
+	generation int64
+	cancel     context.CancelCauseFunc
+	done       chan struct{}
+}
+
+// waitPoll is how often a plan waiting for the lock looks again.
+const waitPoll = time.Second
+
+func terminal(plan *agentv1.NodePlan) bool {
+	if plan.Status.ObservedGeneration != plan.Generation {
+		return false
+	}
+	switch plan.Status.Phase {
+	case agentv1.PhaseApplied, agentv1.PhaseFailed, agentv1.PhaseCancelled:
+		return true
+	}
+	return false
+}
+
+func (r *planReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.mu.Lock()
+	running := r.running
+	r.mu.Unlock()
+
+	var plan agentv1.NodePlan
+	if err := r.client.Get(ctx, req.NamespacedName, &plan); err != nil {
+		if apierrors.IsNotFound(err) && running != nil && running.key == req.NamespacedName {
+			running.cancel(errDeleted)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	cancelRequested := plan.Annotations[agentv1.CancelAnnotation] == "true"
+	if running != nil && running.key == req.NamespacedName {
+		switch {
+		case cancelRequested:
+			running.cancel(errCancelled)
+		case plan.Generation != running.generation:
+			running.cancel(errSuperseded)
+		}
+		return ctrl.Result{}, nil
+	}
+	if terminal(&plan) {
+		return ctrl.Result{}, nil
+	}
+	key := req.String()
+	if cancelRequested {
+		if err := r.lock.Release(key); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.reporter(req.NamespacedName)(ctx, func(s *agentv1.NodePlanStatus) {
+			s.ObservedGeneration = plan.Generation
+			s.Phase = agentv1.PhaseCancelled
+			s.Message = "cancelled by the " + agentv1.CancelAnnotation + " annotation before it ran"
+			s.CompletionTime = &metav1.Time{Time: time.Now()}
+			s.LockHolder = ""
+		})
+	}
+	if running != nil {
+		return ctrl.Result{RequeueAfter: waitPoll}, r.waiting(ctx, &plan, running.key.String()+" (this agent)")
+	}
+	acquired, holder, replaced, err := r.lock.Acquire(key, plan.Generation)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("plan lock %s: %w", r.lock.Path, err)
+	}
+	if !acquired {
+		return ctrl.Result{RequeueAfter: waitPoll}, r.waiting(ctx, &plan, fmt.Sprintf("%s (pid %d)", holder.Plan, holder.PID))
+	}
+	if replaced != nil {
+		r.log.Info("took over a stale plan lock", "plan", key, "stalePlan", replaced.Plan, "stalePID", replaced.PID)
+	}
+	var prior int32
+	if plan.Status.Phase == agentv1.PhaseExecuting && plan.Status.ObservedGeneration == plan.Generation {
+		// The previous agent stopped during this plan: its attempts count.
+		prior = plan.Status.Attempts
+	}
+	r.start(&plan, prior)
+	return ctrl.Result{}, nil
+}
+
+// waiting records that plan waits for the lock (written only when something changed).
+func (r *planReconciler) waiting(ctx context.Context, plan *agentv1.NodePlan, holder string) error {
+	message := "waiting for the node's plan lock, held by " + holder
+	if plan.Status.Phase == agentv1.PhasePending && plan.Status.LockHolder == holder && plan.Status.ObservedGeneration == plan.Generation {
+		return nil
+	}
+	return r.reporter(client.ObjectKeyFromObject(plan))(ctx, func(s *agentv1.NodePlanStatus) {
+		s.ObservedGeneration = plan.Generation
+		s.Phase = agentv1.PhasePending
+		s.LockHolder = holder
+		s.Message = message
+		setCondition(s, plan.Generation, agentv1.ConditionLockAcquired, false, "Waiting", message)
+	})
+}
+
+func (r *planReconciler) start(plan *agentv1.NodePlan, prior int32) {
+	// Not a child of the agent's context: stopping the agent must stop the execution
+	// with errStopping (keep it Executing, to resume), not fail it.
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.base))
+	key := client.ObjectKeyFromObject(plan)
+	exe := &execution{key: key, generation: plan.Generation, cancel: cancel, done: make(chan struct{})}
+	r.mu.Lock()
+	r.running = exe
+	r.mu.Unlock()
+	lockKey := key.String()
+	log := r.log.WithValues("plan", lockKey, "generation", plan.Generation)
+	executor := &Executor{Reader: r.reader, Report: r.reporter(key), Lock: r.lock, Log: log}
+
+	go func() {
+		defer close(exe.done)
+		defer cancel(nil)
+		heartbeatDone := make(chan struct{})
+		go func() {
+			t := time.NewTicker(max(r.lock.StaleAfter/4, 100*time.Millisecond))
+			defer t.Stop()
+			for {
+				select {
+				case <-heartbeatDone:
+					return
+				case <-t.C:
+					if err := r.lock.Update(lockKey, func(*LockInfo) {}); err != nil {
+						log.Error(err, "lock heartbeat")
+					}
+				}
+			}
+		}()
+		log.Info("executing", "priorAttempts", prior)
+		outcome := executor.Execute(ctx, plan.DeepCopy(), prior)
+		close(heartbeatDone)
+		log.Info("execution ended", "phase", outcome.Phase, "message", outcome.Message)
+
+		if !outcome.Stopped {
+			// The last word lands even though ctx may be cancelled.
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			err := r.reporter(key)(rctx, func(s *agentv1.NodePlanStatus) {
+				s.Phase = outcome.Phase
+				s.Message = outcome.Message
+				s.LockHolder = ""
+				if !outcome.Superseded {
+					s.CompletionTime = &metav1.Time{Time: time.Now()}
+				}
+				setCondition(s, plan.Generation, agentv1.ConditionLockAcquired, false, "Released", "the plan ended and released the node's plan lock")
+			})
+			rcancel()
+			if err != nil && !apierrors.IsNotFound(err) {
+				log.Error(err, "final status")
+			}
+			if err := r.lock.Release(lockKey); err != nil {
+				log.Error(err, "release the plan lock")
+			}
+		}
+		// A stopping agent keeps its lock: the next start finds it stale and resumes.
+		r.mu.Lock()
+		r.running = nil
+		r.mu.Unlock()
+	}()
+}
+
+// stopAll stops the running execution (it stays Executing, to be resumed) and waits.
+func (r *planReconciler) stopAll() {
+	r.mu.Lock()
+	running := r.running
+	r.mu.Unlock()
+	if running != nil {
+		running.cancel(errStopping)
+		<-running.done
+	}
+}
+
+func (r *planReconciler) reporter(key types.NamespacedName) Reporter {
+	return func(ctx context.Context, mutate func(*agentv1.NodePlanStatus)) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var plan agentv1.NodePlan
+			if err := r.reader.Get(ctx, key, &plan); err != nil {
+				return err
+			}
+			mutate(&plan.Status)
+			return r.client.Status().Update(ctx, &plan)
+		})
+	}
+}
