@@ -10,6 +10,17 @@ const noRendering = { group: ['ink', 'ink/*', 'react', 'react/*'], message: 'Onl
 const noKubeClient = { group: ['@kubernetes/client-node', '@kubernetes/client-node/*'], message: 'Only src/kube imports the Kubernetes client.' };
 const noKubernetes = { group: ['**/kube/**', '**/controlplane/**', '**/wait/**'], message: 'process/ and progress/ know nothing of Kubernetes.' };
 
+// What start-up loads (main, program, command declarations, the renderer picker) must not
+// import services, ink or react as values: commands import them inside their action, so
+// `--help` and `--version` stay fast (src/cli/startup.test.ts checks the whole graph).
+// Dynamic `import()` and `import type` are allowed; a separate rule name, so it adds to the blocks below.
+const startupFiles = ['src/main.ts', 'src/cli/program.ts', 'src/cli/options.ts', 'src/cli/commands/**/*.ts', 'src/cli/ui/index.ts'];
+const lazyOnly = {
+  group: ['**/services/**', 'ink', 'ink/*', 'react', 'react/*', '**/ui/ink/**', './ink/**', '**/install-config-prompt.js'],
+  message: 'Start-up must stay light: import this where it runs (a command action, the live view) with `await import(...)`.',
+  allowTypeImports: true,
+};
+
 const domainModules = ['config', 'assets', 'pki', 'controlplane', 'apply', 'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms', 'progress'];
 const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
 
@@ -30,6 +41,11 @@ export default tseslint.config(
   },
   // CLI, services and top-level files: anything but the Kubernetes client.
   { files: ['src/**/*.ts', 'src/**/*.tsx'], rules: restrict([noKubeClient]) },
+  {
+    files: startupFiles,
+    ignores: ['**/*.test.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns: [lazyOnly] }] },
+  },
   // Domain modules: no CLI, no services, no rendering, no Kubernetes client.
   { files: domainModules.map((m) => `src/${m}/**/*.ts`), rules: restrict([noCliOrServices, noRendering, noKubeClient]) },
   // kube/ is the one importer of the client; still a domain module.

@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { dirOption, noProgressTimeoutOption } from '../options.js';
 import type { Runner } from '../program.js';
-import { waitForInstallComplete } from '../../services/wait-for.js';
 
 export function registerWaitFor(program: Command, run: Runner): void {
   const waitFor = program.command('wait-for').description('wait for a stage of an install');
@@ -12,6 +11,7 @@ export function registerWaitFor(program: Command, run: Runner): void {
     .addOption(noProgressTimeoutOption())
     .action(
       run<{ dir: string; noProgressTimeout?: number }>(async (options, ctx) => {
+        const { waitForInstallComplete } = await import('../../services/wait-for.js');
         const result = await waitForInstallComplete({
           dir: options.dir,
           sink: ctx.sink,
