@@ -186,6 +186,30 @@ describe('waitFor', () => {
     }
   });
 
+  it('a watch the server ends and restarts, with nothing changed, does not move the deadline', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const client = new FakeClient();
+      client.listed = [thing('a', 'Pending')];
+      let settled = false;
+      const wait = waitFor(client.asKubeClient(), options(new RecordingSink(), { noProgressTimeoutMs: 200 })).finally(() => (settled = true));
+      const failure = rejection(wait);
+      await vi.advanceTimersByTimeAsync(0);
+      // Every 50 ms the server ends the watch; each restart lists the same object again (newer resourceVersion).
+      for (let restart = 1; restart <= 3; restart++) {
+        client.listed = [thing('a', 'Pending', String(restart + 1))];
+        client.watches.at(-1)?.onDone();
+        await vi.advanceTimersByTimeAsync(50);
+      }
+      expect(client.lists).toBe(4);
+      await vi.advanceTimersByTimeAsync(50);
+      expect(settled).toBe(true);
+      expect(((await failure) as Error).message).toBe('stalled 200 ms with 1 objects');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("emits an object event only when an object's view changes", async () => {
     const client = new FakeClient();
     client.listed = [thing('a', 'Pending'), thing('b', 'Pending')];
