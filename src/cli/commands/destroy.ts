@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { dirOption } from '../options.js';
+import { dirOption, noProgressTimeoutOption } from '../options.js';
 import type { Runner } from '../program.js';
 
 export function registerDestroy(program: Command, run: Runner): void {
@@ -9,10 +9,16 @@ export function registerDestroy(program: Command, run: Runner): void {
     .command('cluster')
     .description('delete the cluster and every Cluster API object of it, then stop the local control plane and remove local state (works after a failed or interrupted create)')
     .addOption(dirOption())
+    .addOption(noProgressTimeoutOption())
     .action(
-      run<{ dir: string }>(async (options, ctx) => {
+      run<{ dir: string; noProgressTimeout?: number }>(async (options, ctx) => {
         const { destroyCluster } = await import('../../services/destroy.js');
-        const result = await destroyCluster({ dir: options.dir, sink: ctx.sink, signal: ctx.signal });
+        const result = await destroyCluster({
+          dir: options.dir,
+          sink: ctx.sink,
+          signal: ctx.signal,
+          ...(options.noProgressTimeout ? { noProgressTimeoutMs: options.noProgressTimeout * 60_000 } : {}),
+        });
         ctx.sink.emit({
           type: 'result',
           kind: 'destroyed',
