@@ -10,14 +10,13 @@ import { log } from '../events.js';
 import {
   installConfigFile,
   installConfigFileName,
-  installConfigSchema,
   loadInstallConfigText,
   newInstallConfigDocument,
   toJsonSchema,
   type InstallConfig,
   type NewInstallConfigAnswers,
 } from '../config/index.js';
-import { allPlatformRules } from '../platforms/index.js';
+import { installConfigSchema, platformNamed } from '../platforms/index.js';
 import type { FieldProblem } from '../errors.js';
 import type { Asset } from './asset.js';
 import { readInputText } from '../input-files.js';
@@ -42,7 +41,7 @@ export function installConfigJsonSchema(): Record<string, unknown> {
   return {
     $schema: 'http://json-schema.org/draft-07/schema#',
     title: 'provisioner install config',
-    ...toJsonSchema(installConfigSchema),
+    ...toJsonSchema(installConfigSchema.root),
   };
 }
 
@@ -55,7 +54,7 @@ export const installConfigAsset: Asset<LoadedInstallConfig> = {
     if (text === undefined) {
       throw new ConfigError(`${file} does not exist`, [], { hint: `run \`provisioner create install-config --dir ${ctx.dir}\` to write one` });
     }
-    const { config, warnings } = await loadInstallConfigText(text, { dir: ctx.dir, extraRules: allPlatformRules(), fileName: file });
+    const { config, warnings } = await loadInstallConfigText(text, { dir: ctx.dir, schema: installConfigSchema, fileName: file });
     for (const warning of warnings) {
       log(ctx.sink, 'warn', `${installConfigFileName}: ${warning.path}: ${warning.message}${warning.hint ? ` (${warning.hint})` : ''}`);
     }
@@ -65,7 +64,8 @@ export const installConfigAsset: Asset<LoadedInstallConfig> = {
 
 /** Renders the install config a user would write for these answers, with the schema modeline. */
 export function renderNewInstallConfig(answers: NewInstallConfigAnswers): string {
-  return `${schemaModeline}\n${stringify(newInstallConfigDocument(answers), { lineWidth: 0 })}`;
+  const section = platformNamed(answers.platform).newSection(answers.platformAnswers);
+  return `${schemaModeline}\n${stringify(newInstallConfigDocument(answers, section), { lineWidth: 0 })}`;
 }
 
 /** `create install-config`: writes install-config.yaml (validated first) and the schema copy its modeline names. */
@@ -76,7 +76,7 @@ export function newInstallConfigAsset(answers: NewInstallConfigAnswers): Asset<L
     async generate(_parents, ctx) {
       const text = renderNewInstallConfig(answers);
       // Validate what we are about to write: answers go through the same rules as a hand-written file.
-      const { config, warnings } = await loadInstallConfigText(text, { dir: ctx.dir, extraRules: allPlatformRules() });
+      const { config, warnings } = await loadInstallConfigText(text, { dir: ctx.dir, schema: installConfigSchema });
       for (const warning of warnings) log(ctx.sink, 'warn', `${warning.path}: ${warning.message}${warning.hint ? ` (${warning.hint})` : ''}`);
       return {
         value: { config, warnings, text, sha256: sha256(text) },

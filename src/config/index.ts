@@ -1,10 +1,11 @@
-/** The install config: schema, types, defaults, validation, explain. */
+/** The install config: schema, types, defaults, validation, explain. Platforms plug their sections in through ./platform-section.ts. */
 export * from './install-config.js';
 export * from './kubernetes-versions.js';
-export { withDefaults, newInstallConfigDocument, awsControlPlaneInstanceProfile, awsNodeInstanceProfile, type NewInstallConfigAnswers } from './defaults.js';
+export { withDefaults, newInstallConfigDocument, type NewInstallConfigAnswers } from './defaults.js';
 export { loadInstallConfigText, validateInstallConfigText, validateInstallConfigDocument, resolveConfigPath, type LoadOptions, type ValidateOptions, type ValidatedInstallConfig } from './load.js';
-export { installConfigRules, reservedNamespaces, soundPools, type Rule, type RuleReport } from './rules.js';
-export { formatPath, toJsonSchema, type PathSegment } from './schema.js';
+export { installConfigRules, namespaceNotReserved, reservedNamespaces, soundPools, type Rule, type RuleReport } from './rules.js';
+export { machineSection, platformNameOf, platformPath, platformSection, type InstallConfigSchema, type Loose, type PlatformConfigSection } from './platform-section.js';
+export { computed, defaulted, formatPath, optional, required, s, toJsonSchema, type Infer, type ObjectNode, type PathSegment } from './schema.js';
 export { parseCidr, cidrsOverlap, type Cidr } from './cidr.js';
 export * from './ownership.js';
 export { lookupField, renderExplain, splitExplainPath, typeLabel, type ExplainTarget } from './explain.js';

@@ -9,7 +9,7 @@ import { parseCidr } from './cidr.js';
 import { checkKubernetesVersion, defaultKubernetesVersion, supportedRangeText } from './kubernetes-versions.js';
 import { checkQualifiedName, dns1035Label, dns1123Label, dns1123Subdomain, durationPattern, labelValuePattern } from './names.js';
 import type { InstallConfigSchema, PlatformConfigSection } from './platform-section.js';
-import { computed, defaulted, optional, required, s, type Infer, type ObjectNode, type SchemaNode } from './schema.js';
+import { computed, defaulted, optional, required, s, type DefaultValue, type Infer, type ObjectNode, type SchemaNode } from './schema.js';
 
 export const installConfigApiVersion = 'provisioner.dev/v1alpha1';
 export const installConfigKind = 'InstallConfig';
@@ -226,7 +226,8 @@ function installConfigNode<P extends SchemaNode, M extends SchemaNode>(platform:
           unique: 'name',
         }),
       ),
-      platform: defaulted(platform, { [defaultPlatform]: {} }),
+      // An object's default is a mapping whatever its fields; TypeScript cannot see that through the generic P.
+      platform: defaulted(platform, { [defaultPlatform]: {} } as DefaultValue<P>),
       hooks: optional(hooksSchema),
     },
     {

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, ExitCode, exitCodeOf } from '../errors.js';
-import { allPlatformRules } from '../platforms/index.js';
+import { installConfigSchema } from '../platforms/index.js';
+import type { AwsMachine, AwsPlatform } from '../platforms/aws/config.js';
 import { loadInstallConfigText, validateInstallConfigText } from './load.js';
 
 const base = `apiVersion: provisioner.dev/v1alpha1
@@ -26,7 +27,7 @@ const awsBase = `${base}platform:
 
 function problemsOf(text: string): ConfigError {
   try {
-    validateInstallConfigText(text, { extraRules: allPlatformRules() });
+    validateInstallConfigText(text, { schema: installConfigSchema });
   } catch (error) {
     if (error instanceof ConfigError) return error;
     throw error;
@@ -156,7 +157,7 @@ describe('malformed and contradictory install configs', () => {
 
 describe('valid install configs', () => {
   it('fills defaults and computed fields', () => {
-    const { config } = validateInstallConfigText(base, { extraRules: allPlatformRules() });
+    const { config } = validateInstallConfigText(base, { schema: installConfigSchema });
     expect(config.metadata.namespace).toBe('demo');
     expect(config.kubernetesVersion).toBe('v1.36.3');
     expect(config.networking).toEqual({ podCIDRs: ['192.168.0.0/16'], serviceCIDRs: ['10.128.0.0/12'], serviceDomain: 'cluster.local' });
@@ -165,14 +166,14 @@ describe('valid install configs', () => {
   });
 
   it('derives aws machine settings from the platform section', () => {
-    const { config } = validateInstallConfigText(`${awsBase}    defaultInstanceType: m6i.large\n    ami: ami-0123456789abcdef0\n`, { extraRules: allPlatformRules() });
+    const { config } = validateInstallConfigText(`${awsBase}    defaultInstanceType: m6i.large\n    ami: ami-0123456789abcdef0\n`, { schema: installConfigSchema });
     expect(config.machinePools[0]?.platform.aws).toEqual({ instanceType: 'm6i.large', rootVolumeSize: 80, ami: 'ami-0123456789abcdef0', iamInstanceProfile: 'control-plane.cluster-api-provider-aws.sigs.k8s.io' });
-    expect(config.machinePools[1]?.platform.aws?.iamInstanceProfile).toBe('nodes.cluster-api-provider-aws.sigs.k8s.io');
-    expect(config.platform.aws?.credentials).toEqual({ file: '~/.aws/credentials', profile: 'default' });
+    expect((config.machinePools[1]?.platform.aws as AwsMachine | undefined)?.iamInstanceProfile).toBe('nodes.cluster-api-provider-aws.sigs.k8s.io');
+    expect((config.platform.aws as AwsPlatform | undefined)?.credentials).toEqual({ file: '~/.aws/credentials', profile: 'default' });
   });
 
   it('warns, without failing, about a control plane without high availability and pools that run nothing', () => {
-    const { warnings } = validateInstallConfigText(base.replace('quantity: 3', 'quantity: 1').replace('quantity: 2', 'quantity: 0'), { extraRules: allPlatformRules() });
+    const { warnings } = validateInstallConfigText(base.replace('quantity: 3', 'quantity: 1').replace('quantity: 2', 'quantity: 0'), { schema: installConfigSchema });
     expect(warnings.map((w) => w.path).sort()).toEqual(['machinePools', 'machinePools[0].quantity']);
   });
 });
@@ -191,7 +192,7 @@ describe('files the install config references', () => {
     await writeFile(path.join(dir, 'ok.sh'), '#!/bin/sh\n');
     await chmod(path.join(dir, 'ok.sh'), 0o755);
     const text = `${base}hooks:\n  preProvision:\n    - path: ./ok.sh\n    - path: ./missing.sh\n    - path: not-executable.sh\n`;
-    const error = await loadInstallConfigText(text, { dir, extraRules: allPlatformRules() }).catch((e: unknown) => e);
+    const error = await loadInstallConfigText(text, { dir, schema: installConfigSchema }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
     const problems = (error as ConfigError).problems;
     expect(problems.map((p) => p.path)).toEqual(['hooks.preProvision[1].path', 'hooks.preProvision[2].path']);
@@ -201,18 +202,18 @@ describe('files the install config references', () => {
 
   it('reports file problems together with field problems', async () => {
     const text = `${base.replace('quantity: 3', 'quantity: 2')}hooks:\n  preProvision:\n    - path: ./missing.sh\n`;
-    const error = (await loadInstallConfigText(text, { dir, extraRules: allPlatformRules() }).catch((e: unknown) => e)) as ConfigError;
+    const error = (await loadInstallConfigText(text, { dir, schema: installConfigSchema }).catch((e: unknown) => e)) as ConfigError;
     expect(error.problems.map((p) => p.path).sort()).toEqual(['hooks.preProvision[0].path', 'machinePools[0].quantity']);
   });
 
   it('warns when the credentials file is missing or readable by others, never failing manifests for it', async () => {
-    const missing = await loadInstallConfigText(`${awsBase}    sshKeyName: k\n    credentials: {file: ./creds}\n`, { dir, extraRules: allPlatformRules() });
+    const missing = await loadInstallConfigText(`${awsBase}    sshKeyName: k\n    credentials: {file: ./creds}\n`, { dir, schema: installConfigSchema });
     expect(missing.warnings.map((w) => w.path)).toEqual(['platform.aws.credentials.file']);
     await writeFile(path.join(dir, 'creds'), '[default]\n', { mode: 0o644 });
-    const open = await loadInstallConfigText(`${awsBase}    sshKeyName: k\n    credentials: {file: ./creds}\n`, { dir, extraRules: allPlatformRules() });
+    const open = await loadInstallConfigText(`${awsBase}    sshKeyName: k\n    credentials: {file: ./creds}\n`, { dir, schema: installConfigSchema });
     expect(open.warnings[0]?.hint).toContain('chmod 600');
     await chmod(path.join(dir, 'creds'), 0o600);
-    const ok = await loadInstallConfigText(`${awsBase}    sshKeyName: k\n    credentials: {file: ./creds}\n`, { dir, extraRules: allPlatformRules() });
+    const ok = await loadInstallConfigText(`${awsBase}    sshKeyName: k\n    credentials: {file: ./creds}\n`, { dir, schema: installConfigSchema });
     expect(ok.warnings).toEqual([]);
   });
 });

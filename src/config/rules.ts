@@ -5,7 +5,8 @@
  * every rule runs, so one pass reports every problem.
  */
 import { cidrsOverlap, parseCidr, type Cidr } from './cidr.js';
-import { hasRole, platformNames, type InstallConfig } from './install-config.js';
+import { hasRole, type InstallConfig } from './install-config.js';
+import { platformNameOf } from './platform-section.js';
 import type { PathSegment } from './schema.js';
 
 export interface RuleProblem {
@@ -32,7 +33,7 @@ export interface Rule {
 /** Longest object name Cluster API accepts where names become label values (MachineDeployment, Cluster). */
 export const maxLabelValueName = 63;
 
-/** Namespaces that belong to Kubernetes or to the providers; generated objects never go there. */
+/** Namespaces that belong to Kubernetes or to the core providers; generated objects never go there (nor into a platform's `providerNamespaces`). */
 export const reservedNamespaces = [
   'default',
   'kube-system',
@@ -41,8 +42,6 @@ export const reservedNamespaces = [
   'capi-system',
   'capi-kubeadm-bootstrap-system',
   'capi-kubeadm-control-plane-system',
-  'capd-system',
-  'capa-system',
 ];
 
 /** The pools that passed the schema, with their index: per-pool rules still run when another pool is broken. */
@@ -51,17 +50,22 @@ export function soundPools(config: InstallConfig, report: RuleReport): { pool: I
   return config.machinePools.map((pool, index) => ({ pool, index })).filter(({ index }) => !report.broken(['machinePools', index]));
 }
 
-export const installConfigRules: readonly Rule[] = [
-  {
+/** The namespace of the generated objects is none of `reserved` (the core ones and every platform's providers'), nor `kube-*`. */
+export function namespaceNotReserved(reserved: readonly string[]): Rule {
+  return {
     name: 'namespace-not-reserved',
     reads: ['metadata'],
     check(config, report) {
       const ns = config.metadata.namespace;
-      if (reservedNamespaces.includes(ns) || ns.startsWith('kube-')) {
+      if (reserved.includes(ns) || ns.startsWith('kube-')) {
         report.error(['metadata', 'namespace'], `${ns} belongs to Kubernetes or Cluster API; the manifests create and own their namespace`, 'choose a namespace of your own, e.g. the cluster name');
       }
     },
-  },
+  };
+}
+
+/** The rules of the common part of the install config (the namespace rule is added with the platforms' namespaces, see load.ts). */
+export const installConfigRules: readonly Rule[] = [
   {
     name: 'one-control-plane-pool',
     reads: ['machinePools'],
@@ -165,9 +169,9 @@ export const installConfigRules: readonly Rule[] = [
     name: 'pool-platform-matches',
     reads: ['platform'],
     check(config, report) {
-      const clusterPlatform = config.platform.aws ? 'aws' : 'inmemory';
+      const clusterPlatform = platformNameOf(config);
       soundPools(config, report).forEach(({ pool, index }) => {
-        for (const name of platformNames) {
+        for (const name of Object.keys(pool.platform)) {
           if (name !== clusterPlatform && pool.platform[name] !== undefined) {
             report.error(['machinePools', index, 'platform', name], `the cluster platform is ${clusterPlatform}; ${name} machine settings do not apply`, `move the settings under machinePools[${index}].platform.${clusterPlatform}, or remove them`);
           }

@@ -138,7 +138,7 @@ export const s = {
 };
 
 /** What a default may be: shallow types only (objects default to `{}` and fill their own fields). */
-type DefaultValue<N> = N extends StringNode<infer T>
+export type DefaultValue<N> = N extends StringNode<infer T>
   ? T
   : N extends NumberNode
     ? number

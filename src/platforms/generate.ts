@@ -17,14 +17,12 @@ import {
   installConfigOwner,
   nodeSyncedLabelDomains,
   ownershipMetadata,
-  platformOf,
   workerPools,
   type DesiredSetOwner,
   type InstallConfig,
   type MachinePool,
-  type PlatformName,
 } from '../config/index.js';
-import { platforms } from './registry.js';
+import { platformFor } from './registry.js';
 import type { Platform, TemplateRole } from './platform.js';
 import {
   clusterNameLabel,
@@ -76,7 +74,8 @@ export interface GeneratedManifest {
 
 export interface ManifestSet {
   owner: DesiredSetOwner;
-  platform: PlatformName;
+  /** The platform's name. */
+  platform: string;
   namespace: string;
   /** In file-name (apply) order. */
   manifests: GeneratedManifest[];
@@ -101,7 +100,7 @@ export const fixedFileNames = {
 
 /** Generates every object for `config` (validated and defaulted). */
 export function generateManifests(config: InstallConfig): ManifestSet {
-  const platform = platforms[platformOf(config)];
+  const platform = platformFor(config);
   const owner = installConfigOwner(config);
   const ownership = ownershipMetadata(owner);
   const clusterName = config.metadata.name;

@@ -1,26 +1,38 @@
 /**
- * What a platform contributes. The common Cluster API objects (Cluster, KubeadmControlPlane,
- * KubeadmConfigTemplate, MachineDeployment) are built once in ./generate.ts; a platform
- * supplies its infrastructure objects, the kubeadm settings its machines need, its
- * validation rules, and which controllers (bundle binary names) with which feature
- * gates must run.
+ * What a platform contributes. Everything platform-specific lives in one folder,
+ * src/platforms/<name>/, behind this interface, and the registry (./registry.ts) lists
+ * the folders; services, config and cli only ever go through the registry, so they never
+ * name a platform (src/platforms/no-platform-names.test.ts checks it).
  *
- * Lifecycle hooks (pre-provision, infra-ready, bootstrap data, post-provision) are to be
- * added to this interface as optional members, so platforms without them stay valid.
+ * A platform supplies:
+ *   - its install-config sections (`installConfig`: schema, defaults, rules, `explain`
+ *     text, file checks) and the flags and prompt questions of `create install-config`
+ *     (`inputs`, `newSection`);
+ *   - its manifests: the infrastructure cluster and machine templates, and the kubeadm
+ *     settings its machines need (the common Cluster API objects are built once in
+ *     ./generate.ts);
+ *   - the controllers that provision it and the credentials files they read, handed over
+ *     by path in the controller's environment, never by content;
+ *   - what the lifecycle needs to know (`lifecycle`) and optional hooks the stages of
+ *     `create cluster` call (`hooks`).
  */
-import type { InstallConfig, MachinePool, PlatformName, Rule } from '../config/index.js';
+import type { InstallConfig, MachinePool, PlatformConfigSection, SchemaNode } from '../config/index.js';
 import type { ClusterConfiguration, InfrastructureCluster, InfrastructureMachineTemplate, NodeRegistration, UnnamedObject } from './types.js';
 
-/** Executable names of controllers, as in the bundle. */
-export type ControllerBinary = 'capi-manager' | 'kubeadm-bootstrap-manager' | 'kubeadm-control-plane-manager' | 'capd-manager' | 'capa-manager';
+/** A bundled controller's executable name, e.g. `capi-manager`. */
+export type ControllerBinary = string;
 
 export interface ControllerRequirement {
   binary: ControllerBinary;
-  /** Provider name as clusterctl knows it, e.g. `infrastructure-docker`. */
+  /** Provider name as clusterctl knows it, e.g. `infrastructure-docker`: its CRDs and webhooks are installed with it. */
   provider: string;
   /** Feature gates to pass as `--feature-gates`, by gate name. Empty: the controller's defaults. */
   featureGates: Record<string, boolean>;
-  /** False when the bundle does not carry this binary (the platform's manifests can still be generated and validated). */
+  /** Extra flags, by flag name without dashes. Default: none. */
+  args?: Record<string, string | number | boolean>;
+  /** Non-secret environment the controller needs, e.g. its debug server's port. Default: none. */
+  env?: Record<string, string>;
+  /** False when the bundle does not carry this binary: its CRDs are installed (the manifests can be validated), nothing runs it. */
   bundled: boolean;
 }
 
@@ -32,6 +44,8 @@ export interface CredentialFileReference {
   fileEnv: string;
   /** Extra non-secret settings, e.g. { AWS_PROFILE: 'default' }. */
   settings: Record<string, string>;
+  /** Binaries of the controllers that read it (from `controllers()`). */
+  controllers: readonly ControllerBinary[];
 }
 
 /** The role a machine template is for: control-plane machines or a worker pool. */
@@ -45,27 +59,118 @@ export interface PlatformKubeadm {
   nodeRegistration: NodeRegistration;
 }
 
+/** A group/version and kind. */
+export interface KindRef {
+  apiVersion: string;
+  kind: string;
+}
+
+/**
+ * One answer `create install-config` takes for the platform: a flag (`--<flag>`, with the
+ * environment twin `PROVISIONER_<FLAG>`) on any terminal, a question on an interactive one.
+ * Platforms may share an input (same key, same meaning): the flag is declared once.
+ */
+export interface PlatformInput {
+  /** Answer key, camelCase; the flag is its kebab-case form: `sshKeyName` → `--ssh-key-name`. */
+  key: string;
+  /** Placeholder of the value in --help, e.g. `region`. */
+  valueName: string;
+  /** One line for --help. */
+  description: string;
+  /** The prompt's question. */
+  label: string;
+  /** Must be answered: without a terminal the flag is required. Default false (empty leaves the field's default). */
+  required?: boolean;
+  /** Pre-filled answer of the question (Enter accepts it). Default: none. */
+  initial?: string;
+  /** The schema node the answer must satisfy, checked as it is typed. Default: any text. */
+  node?: SchemaNode;
+}
+
+/** Facts about where a platform's machines live, which the stages of the lifecycle act on. */
+export interface PlatformLifecycle {
+  /**
+   * Machines live inside an infrastructure controller's process (simulated): the control
+   * plane that runs it must outlive `create cluster` (it starts detached and stays up as
+   * the cluster's management), and a pivot stops the source before the target takes over.
+   * False: the temporary control plane stops after the hand-off.
+   */
+  machinesInController: boolean;
+  /** Infrastructure kinds the hand-off records in cluster-state.yaml, besides the Cluster API core ones. */
+  stateKinds: readonly KindRef[];
+  /**
+   * What `destroy bootstrap` removes besides the local control plane and its data
+   * (e.g. a cloud resource that served only the bootstrap), in one line for the docs.
+   * Default: nothing else.
+   */
+  bootstrapResources?: string;
+}
+
+/** What a hook is given: the install directory and a kubeconfig of the management cluster. */
+export interface PlatformHookContext {
+  config: InstallConfig;
+  /** Absolute install directory. */
+  dir: string;
+  /** Kubeconfig of the (local or existing) management cluster. */
+  kubeconfig: string;
+  signal: AbortSignal;
+  /** One line of progress for the user. */
+  log(message: string): void;
+}
+
+/**
+ * Lifecycle hooks, each optional, called by the stages of `create cluster` (before the
+ * user's hooks of the same stage). A hook that throws fails its stage; it must be safe to
+ * call again on a resume.
+ */
+export interface PlatformHooks {
+  /** Before any infrastructure object is applied: checks that need no cloud (credentials file readable and well-formed, region known). */
+  preProvision?(context: PlatformHookContext): Promise<void>;
+  /** The infrastructure is ready and the control-plane endpoint is known. */
+  infraReady?(context: PlatformHookContext): Promise<void>;
+  /** Bootstrap data exists, before the machines are created. */
+  bootstrapData?(context: PlatformHookContext): Promise<void>;
+  /** The control plane and nodes are ready, before the hand-off. */
+  postProvision?(context: PlatformHookContext): Promise<void>;
+  /** `destroy bootstrap`: removes `lifecycle.bootstrapResources`, after the local control plane is gone. */
+  destroyBootstrap?(context: Omit<PlatformHookContext, 'kubeconfig'>): Promise<void>;
+}
+
 export interface Platform {
-  readonly name: PlatformName;
-  /** One line for `--help` and prompts. */
+  readonly name: string;
+  /** One line for `--help`, the prompt's platform choice and `explain`. */
   readonly description: string;
+  /** Its sections of the install config. */
+  readonly installConfig: PlatformConfigSection;
+  /** Flags and prompt questions of `create install-config`. */
+  readonly inputs: readonly PlatformInput[];
+  /** The `platform.<name>` section a user would write for these answers (keys of `inputs`; absent: not given). */
+  newSection(answers: Readonly<Record<string, string>>): Record<string, unknown>;
   /** Group/kinds of the infrastructure objects (group infrastructure.cluster.x-k8s.io). */
   readonly infrastructure: { apiVersion: string; clusterKind: string; machineTemplateKind: string };
   /** Provider version the objects were written against, for the record. */
   readonly providerVersion: string;
-  /** Checks of the platform section and the pools' machine settings; run with the install config's own rules. */
-  readonly rules: readonly Rule[];
-  /** The infrastructure cluster's spec (DevCluster, AWSCluster). */
+  /** The infrastructure cluster's spec (its provider's kind). */
   infrastructureCluster(config: InstallConfig): UnnamedObject<InfrastructureCluster>;
   /** The infrastructure machine template of a pool; the generator names it by a hash of its spec. */
   machineTemplate(config: InstallConfig, pool: MachinePool, role: TemplateRole): UnnamedObject<InfrastructureMachineTemplate>;
   /** Kubeadm settings for the machines of `role`. */
   kubeadm(config: InstallConfig, role: TemplateRole): PlatformKubeadm;
-  /** Controllers that must run to provision this platform. */
+  /** Kinds apply lists for pruning even when the new generation has none of them (a removed last pool's templates). */
+  readonly prunableKinds: readonly KindRef[];
+  /** Controllers that must run to provision this platform; `create cluster` starts exactly these. */
   controllers(config: InstallConfig): ControllerRequirement[];
   /** Credentials files the controllers read (never their content). */
   credentialFiles(config: InstallConfig, installDir: string): CredentialFileReference[];
+  readonly lifecycle: PlatformLifecycle;
+  readonly hooks?: PlatformHooks;
 }
+
+/** Kinds of the Cluster API core and kubeadm providers that apply may prune, whatever the platform. */
+export const corePrunableKinds: readonly KindRef[] = [
+  { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineDeployment' },
+  { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfigTemplate' },
+];
 
 /** The core, bootstrap and control-plane controllers every platform needs. */
 export function coreControllers(): ControllerRequirement[] {

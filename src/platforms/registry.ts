@@ -1,20 +1,71 @@
-/** The platforms, by name. */
-import { platformOf, type InstallConfig, type PlatformName, type Rule } from '../config/index.js';
+/**
+ * The platforms. Adding one: write its folder (src/platforms/<name>/, implementing
+ * Platform) and list it here; the install-config schema, `explain`, the flags and prompt
+ * of `create install-config`, manifests and `create cluster` all take it from this list.
+ */
+import { composeInstallConfigSchema, platformNameOf, type InstallConfig, type InstallConfigSchema } from '../config/index.js';
+import { UsageError } from '../errors.js';
 import { awsPlatform } from './aws/index.js';
 import { inMemoryPlatform } from './inmemory/index.js';
-import type { Platform } from './platform.js';
+import { corePrunableKinds, type KindRef, type Platform, type PlatformInput } from './platform.js';
 
-export const platforms: Readonly<Record<PlatformName, Platform>> = {
-  inmemory: inMemoryPlatform,
-  aws: awsPlatform,
-};
+/** Every platform, the default (a config without a `platform` section, `--platform` unset) first. */
+export const platforms: readonly Platform[] = [inMemoryPlatform, awsPlatform];
 
-/** The platform the config's `platform` section names. */
-export function platformFor(config: InstallConfig): Platform {
-  return platforms[platformOf(config)];
+/** The platform of a config that names none. */
+export const defaultPlatform: Platform = platforms[0]!;
+
+/** The install config's schema with every platform's sections: what validation, the JSON Schema and `explain` use. */
+export const installConfigSchema: InstallConfigSchema = composeInstallConfigSchema(
+  platforms.map((p) => p.installConfig),
+  defaultPlatform.name,
+);
+
+const byName = new Map(platforms.map((p) => [p.name, p]));
+
+/** The platform called `name`; a UsageError naming the known ones otherwise. */
+export function platformNamed(name: string): Platform {
+  const platform = byName.get(name);
+  if (!platform) throw new UsageError(`unknown platform ${JSON.stringify(name)}`, { hint: `use one of: ${platformNames().join(', ')}` });
+  return platform;
 }
 
-/** Every platform's rules: each checks only its own section, so all can run on any config. */
-export function allPlatformRules(): Rule[] {
-  return Object.values(platforms).flatMap((p) => [...p.rules]);
+export function platformNames(): string[] {
+  return platforms.map((p) => p.name);
+}
+
+/** The platform the (validated) config's `platform` section names. */
+export function platformFor(config: InstallConfig): Platform {
+  return platformNamed(platformNameOf(config));
+}
+
+/**
+ * The platform an install-config document names, read without validating it (a command
+ * that must not fail on a config edited since the cluster was made); undefined when it
+ * names none or several.
+ */
+export function platformOfDocument(document: unknown): Platform | undefined {
+  const section = (document as { platform?: unknown } | null | undefined)?.platform;
+  if (section === undefined || section === null) return defaultPlatform;
+  if (typeof section !== 'object') return undefined;
+  const named = Object.keys(section).filter((key) => byName.has(key));
+  return named.length === 1 ? byName.get(named[0]!) : undefined;
+}
+
+/** Kinds apply may prune on this platform: the core ones and the platform's templates. */
+export function prunableKinds(platform: Platform): KindRef[] {
+  return [...corePrunableKinds, ...platform.prunableKinds];
+}
+
+/** The inputs of every platform, each key once (platforms sharing an input share its flag), in registration order. */
+export function allPlatformInputs(): { input: PlatformInput; platforms: string[] }[] {
+  const inputs = new Map<string, { input: PlatformInput; platforms: string[] }>();
+  for (const platform of platforms) {
+    for (const input of platform.inputs) {
+      const seen = inputs.get(input.key);
+      if (seen) seen.platforms.push(platform.name);
+      else inputs.set(input.key, { input, platforms: [platform.name] });
+    }
+  }
+  return [...inputs.values()];
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { validateInstallConfigText } from '../config/index.js';
 import type { KubeObject } from '../kube/client.js';
-import { allPlatformRules, generateManifests } from '../platforms/index.js';
+import { generateManifests, installConfigSchema } from '../platforms/index.js';
 import { countMachines, parseDurationMs, partitionByStage } from './create-cluster.js';
 
 /** An inmemory install config: 3 control-plane machines, pools of 2 and 4 workers; the rest defaulted. */
@@ -25,7 +25,7 @@ platform:
 `;
 
 function generatedObjects(): KubeObject[] {
-  const config = validateInstallConfigText(installConfig, { extraRules: allPlatformRules() }).config;
+  const config = validateInstallConfigText(installConfig, { schema: installConfigSchema }).config;
   return generateManifests(config).manifests.map((m) => m.object as KubeObject);
 }
 

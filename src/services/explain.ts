@@ -1,7 +1,8 @@
 /** `provisioner explain install-config[.field]`: the schema's documentation at the terminal. */
-import { installConfigSchema, lookupField, renderExplain, splitExplainPath } from '../config/index.js';
+import { lookupField, renderExplain, splitExplainPath } from '../config/index.js';
 import { UsageError } from '../errors.js';
 import type { EventSink } from '../events.js';
+import { installConfigSchema } from '../platforms/index.js';
 
 /** Documents that explain knows, by the names a user may type. */
 const resources: Record<string, string> = { 'install-config': 'install-config', installconfig: 'install-config' };
@@ -20,7 +21,7 @@ export function explain(options: ExplainOptions): string {
   if (!resource) {
     throw new UsageError(`cannot explain ${JSON.stringify(resourceName)}`, { hint: 'explain install-config, or one of its fields: install-config.machinePools.roles' });
   }
-  const found = lookupField(installConfigSchema, rest);
+  const found = lookupField(installConfigSchema.root, rest);
   if (!found.ok) {
     const where = found.at ? `${resource}.${found.at}` : resource;
     throw new UsageError(`${where} has no field ${JSON.stringify(found.unknown)}`, {

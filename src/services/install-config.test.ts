@@ -6,10 +6,10 @@ import { parse } from 'yaml';
 import { validateInstallConfigText, type NewInstallConfigAnswers } from '../config/index.js';
 import { ConfigError } from '../errors.js';
 import { RecordingSink } from '../events.js';
-import { allPlatformRules } from '../platforms/index.js';
+import { installConfigSchema } from '../platforms/index.js';
 import { createInstallConfig } from './install-config.js';
 
-const answers: NewInstallConfigAnswers = { name: 'demo', platform: 'inmemory', kubernetesVersion: 'v1.36.3', controlPlaneReplicas: 3, workers: 2 };
+const answers: NewInstallConfigAnswers = { name: 'demo', platform: 'inmemory', kubernetesVersion: 'v1.36.3', controlPlaneReplicas: 3, workers: 2, platformAnswers: {} };
 
 let dir: string;
 beforeEach(async () => {
@@ -25,7 +25,7 @@ describe('createInstallConfig', () => {
     const result = await createInstallConfig({ dir, answers, force: false, sink });
     const text = await readFile(result.path, 'utf8');
     expect(text.split('\n')[0]).toBe('# yaml-language-server: $schema=.provisioner/install-config.schema.json');
-    const { config } = validateInstallConfigText(text, { extraRules: allPlatformRules() });
+    const { config } = validateInstallConfigText(text, { schema: installConfigSchema });
     expect(config.machinePools.map((p) => [p.name, p.quantity, p.roles])).toEqual([
       ['control-plane', 3, ['etcd', 'controlPlane']],
       ['worker', 2, ['worker']],
@@ -43,7 +43,7 @@ describe('createInstallConfig', () => {
   });
 
   it('writes the aws section from the answers', async () => {
-    const result = await createInstallConfig({ dir, answers: { ...answers, platform: 'aws', region: 'eu-west-1', sshKeyName: 'ops', instanceType: 'm6i.large', credentialsFile: '~/creds' }, force: false, sink: new RecordingSink() });
+    const result = await createInstallConfig({ dir, answers: { ...answers, platform: 'aws', platformAnswers: { region: 'eu-west-1', sshKeyName: 'ops', instanceType: 'm6i.large', credentialsFile: '~/creds' } }, force: false, sink: new RecordingSink() });
     const doc = parse(await readFile(result.path, 'utf8')) as { platform: unknown };
     expect(doc.platform).toEqual({ aws: { region: 'eu-west-1', defaultInstanceType: 'm6i.large', sshKeyName: 'ops', credentials: { file: '~/creds' } } });
   });

@@ -22,14 +22,15 @@ import { ConfigError } from '../../src/errors.js';
 import { RecordingSink } from '../../src/events.js';
 import type { KubeObject } from '../../src/kube/client.js';
 import { generateManifests, type GeneratedManifest } from '../../src/platforms/generate.js';
+import { defaultPlatform, installConfigSchema } from '../../src/platforms/registry.js';
 import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
 import { removeInstallDir, tempInstallDir, waitFor } from './support/controlplane.js';
 
 const clusterName = 'apply-it';
 
 function generate() {
-  const document = newInstallConfigDocument({ name: clusterName, platform: 'inmemory', kubernetesVersion: defaultKubernetesVersion, controlPlaneReplicas: 1, workers: 1 });
-  return generateManifests(validateInstallConfigDocument(document).config);
+  const document = newInstallConfigDocument({ name: clusterName, platform: defaultPlatform.name, kubernetesVersion: defaultKubernetesVersion, controlPlaneReplicas: 1, workers: 1, platformAnswers: {} }, {});
+  return generateManifests(validateInstallConfigDocument(document, { schema: installConfigSchema }).config);
 }
 
 const manifestSet = generate();

@@ -1,8 +1,9 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-// Declaring the flags needs only these two constants: the config barrel would load the YAML parser and validation.
-import { platformNames, type PlatformName } from '../../config/install-config.js';
 import { defaultKubernetesVersion } from '../../config/kubernetes-versions.js';
 import type { NewInstallConfigAnswers } from '../../config/index.js';
+// The platforms declare their own flags; the registry loads no Kubernetes client, ink or react.
+import { allPlatformInputs, defaultPlatform, platformNamed, platformNames } from '../../platforms/registry.js';
+import type { PlatformInput } from '../../platforms/platform.js';
 import { InterruptedError, UsageError } from '../../errors.js';
 import type { Runner } from '../program.js';
 import { registerCreateCluster } from './create-cluster.js';
@@ -32,29 +33,31 @@ function collect(value: string, previous: string[] | undefined): string[] {
 interface CreateInstallConfigFlags {
   dir: string;
   name?: string;
-  platform: PlatformName;
+  platform: string;
   kubernetesVersion: string;
   controlPlaneReplicas: number;
   workers: number;
-  region?: string;
-  sshKeyName?: string;
-  instanceType: string;
-  credentialsFile: string;
   force: boolean;
 }
 
-/** Flags that answer prompt questions, by answer key. */
-const answerFlags: Record<AnswerKey, keyof CreateInstallConfigFlags> = {
-  name: 'name',
-  platform: 'platform',
-  kubernetesVersion: 'kubernetesVersion',
-  controlPlaneReplicas: 'controlPlaneReplicas',
-  workers: 'workers',
-  region: 'region',
-  sshKeyName: 'sshKeyName',
-  instanceType: 'instanceType',
-  credentialsFile: 'credentialsFile',
-};
+/** Flags that answer the common prompt questions; each platform input is a flag of its own key too. */
+const commonAnswerFlags = ['name', 'platform', 'kubernetesVersion', 'controlPlaneReplicas', 'workers'] as const satisfies readonly (keyof CreateInstallConfigFlags)[];
+
+/** `sshKeyName` → `ssh-key-name`: a platform input's flag. */
+function kebab(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/** `ssh-key-name` → `PROVISIONER_SSH_KEY_NAME`: a flag's environment twin. */
+function envOf(flag: string): string {
+  return `PROVISIONER_${flag.replace(/-/g, '_').toUpperCase()}`;
+}
+
+/** A platform input as a flag: no default (an absent one leaves the install config's default), its environment twin, the platforms that take it. */
+function platformInputOption(input: PlatformInput, takenBy: readonly string[]): Option {
+  const flag = kebab(input.key);
+  return new Option(`--${flag} <${input.valueName}>`, `${input.description}; --platform ${takenBy.join('|')}`).env(envOf(flag));
+}
 
 function registerCreateInstallConfig(create: Command, run: Runner): void {
   const command = create
@@ -63,24 +66,18 @@ function registerCreateInstallConfig(create: Command, run: Runner): void {
     .addOption(dirOption())
     /** `--name`: the cluster name. No default: required without a terminal. */
     .addOption(new Option('--name <name>', 'cluster name').env('PROVISIONER_NAME'))
-    /** `--platform`: default `inmemory` (simulated machines, runs anywhere). */
-    .addOption(new Option('--platform <platform>', 'where machines run').choices([...platformNames]).env('PROVISIONER_PLATFORM').default('inmemory'))
+    /** `--platform`: default the registry's first platform (simulated machines, runs anywhere). */
+    .addOption(new Option('--platform <platform>', 'where machines run').choices(platformNames()).env('PROVISIONER_PLATFORM').default(defaultPlatform.name))
     /** `--kubernetes-version`: default the bundled Kubernetes version. */
     .addOption(new Option('--kubernetes-version <version>', 'Kubernetes version of the machines').env('PROVISIONER_KUBERNETES_VERSION').default(defaultKubernetesVersion))
     /** `--control-plane-replicas`: default 3 (survives the loss of one machine). */
     .addOption(new Option('--control-plane-replicas <n>', 'control-plane machines (odd)').argParser(integer(1)).env('PROVISIONER_CONTROL_PLANE_REPLICAS').default(3))
     /** `--workers`: default 2; 0 omits the worker pool and lets the control plane run workloads. */
     .addOption(new Option('--workers <n>', 'worker machines').argParser(integer(0)).env('PROVISIONER_WORKERS').default(2))
-    /** `--region`: AWS region; no default, required with --platform aws. */
-    .addOption(new Option('--region <region>', 'AWS region (aws)').env('PROVISIONER_REGION'))
-    /** `--ssh-key-name`: EC2 key pair; default none. */
-    .addOption(new Option('--ssh-key-name <name>', 'EC2 key pair installed on machines (aws)').env('PROVISIONER_SSH_KEY_NAME'))
-    /** `--instance-type`: default t3.large. */
-    .addOption(new Option('--instance-type <type>', 'EC2 instance type (aws)').env('PROVISIONER_INSTANCE_TYPE').default('t3.large'))
-    /** `--credentials-file`: default ~/.aws/credentials. The file is referenced, never copied. */
-    .addOption(new Option('--credentials-file <path>', 'AWS shared credentials file (aws)').env('PROVISIONER_CREDENTIALS_FILE').default('~/.aws/credentials'))
     /** `--force`: default false; replace an existing install-config.yaml. */
     .addOption(new Option('--force', 'replace an existing install-config.yaml').env('PROVISIONER_FORCE').default(false));
+  // Each platform's flags (`PlatformInput`), declared once when platforms share one.
+  for (const { input, platforms } of allPlatformInputs()) command.addOption(platformInputOption(input, platforms));
 
   command.action(
     run<CreateInstallConfigFlags>(async (flags, ctx) => {
@@ -90,11 +87,11 @@ function registerCreateInstallConfig(create: Command, run: Runner): void {
       ]);
       const raw: Partial<Record<AnswerKey, string>> = {};
       const given: Partial<Record<AnswerKey, string>> = {};
-      for (const [key, flag] of Object.entries(answerFlags) as [AnswerKey, keyof CreateInstallConfigFlags][]) {
-        const value = flags[flag];
+      for (const key of [...commonAnswerFlags, ...allPlatformInputs().map(({ input }) => input.key)]) {
+        const value: unknown = command.getOptionValue(key);
         if (value === undefined) continue;
         raw[key] = String(value);
-        const source = command.getOptionValueSource(flag);
+        const source = command.getOptionValueSource(key);
         if (source === 'cli' || source === 'env') given[key] = String(value);
       }
       let answers: NewInstallConfigAnswers;
@@ -107,7 +104,12 @@ function registerCreateInstallConfig(create: Command, run: Runner): void {
         }
       } else {
         if (!flags.name) throw new UsageError('--name is required without a terminal', { hint: 'pass --name <cluster name> (or set PROVISIONER_NAME)' });
-        if (flags.platform === 'aws' && !flags.region) throw new UsageError('--region is required with --platform aws', { hint: 'pass --region, e.g. --region us-east-1 (or set PROVISIONER_REGION)' });
+        for (const input of platformNamed(flags.platform).inputs) {
+          if (input.required && raw[input.key] === undefined) {
+            const flag = kebab(input.key);
+            throw new UsageError(`--${flag} is required with --platform ${flags.platform}`, { hint: `pass --${flag} <${input.valueName}> (or set ${envOf(flag)})` });
+          }
+        }
         answers = toAnswers(raw);
       }
       await createInstallConfig({ dir: flags.dir, answers, force: flags.force, sink: ctx.sink, signal: ctx.signal });
@@ -117,8 +119,8 @@ function registerCreateInstallConfig(create: Command, run: Runner): void {
 
 /** A terminal user who passed every needed flag is not asked again. */
 function everyQuestionAnswered(given: Partial<Record<AnswerKey, string>>): boolean {
-  const base: AnswerKey[] = ['name', 'platform', 'kubernetesVersion', 'controlPlaneReplicas', 'workers'];
-  const needed = given.platform === 'aws' ? [...base, 'region' as const] : base;
+  const platform = platformNamed(given.platform ?? defaultPlatform.name);
+  const needed = [...commonAnswerFlags, ...platform.inputs.filter((i) => i.required).map((i) => i.key)];
   return needed.every((key) => given[key] !== undefined);
 }
 

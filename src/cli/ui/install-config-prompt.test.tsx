@@ -69,7 +69,7 @@ describe('InstallConfigPrompt', () => {
     await vi.waitFor(() => expect(onSubmit).toHaveBeenCalled(), { timeout: 2000 });
     const answers = onSubmit.mock.calls[0]?.[0];
     expect(answers).toMatchObject({ platform: 'aws', region: 'us-east-1', instanceType: 't3.large', sshKeyName: '', credentialsFile: '~/.aws/credentials' });
-    expect(toAnswers(answers ?? {})).toEqual({ name: 'demo', platform: 'aws', kubernetesVersion: 'v1.36.3', controlPlaneReplicas: 3, workers: 2, region: 'us-east-1', instanceType: 't3.large', credentialsFile: '~/.aws/credentials' });
+    expect(toAnswers(answers ?? {})).toEqual({ name: 'demo', platform: 'aws', kubernetesVersion: 'v1.36.3', controlPlaneReplicas: 3, workers: 2, platformAnswers: { region: 'us-east-1', instanceType: 't3.large', credentialsFile: '~/.aws/credentials' } });
   });
 
   it('cancels on Escape', async () => {

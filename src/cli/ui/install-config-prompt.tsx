@@ -5,20 +5,14 @@
  */
 import React, { useEffect, useReducer } from 'react';
 import { Box, Text, render, useInput } from 'ink';
-import {
-  checkKubernetesVersion,
-  defaultKubernetesVersion,
-  installConfigSchema,
-  awsPlatformSchema,
-  platformNames,
-  validateNode,
-  type NewInstallConfigAnswers,
-  type PlatformName,
-  type SchemaNode,
-  type SchemaProblem,
-} from '../../config/index.js';
+import { checkKubernetesVersion, clusterNameSchema, defaultKubernetesVersion, validateNode, type NewInstallConfigAnswers, type SchemaNode, type SchemaProblem } from '../../config/index.js';
+import { allPlatformInputs, defaultPlatform, platformNamed, platforms } from '../../platforms/index.js';
 
-export type AnswerKey = keyof NewInstallConfigAnswers;
+/** The questions every platform asks, by answer key. */
+export const commonAnswerKeys = ['name', 'platform', 'kubernetesVersion', 'controlPlaneReplicas', 'workers'] as const;
+
+/** A common answer's key, or a platform input's (`PlatformInput.key`). */
+export type AnswerKey = string;
 
 export interface Question {
   key: AnswerKey;
@@ -55,18 +49,15 @@ const integerCheck =
 
 /** The questions of `create install-config`, with the flags' values as initial answers. */
 export function installConfigQuestions(initial: Partial<Record<AnswerKey, string>>): Question[] {
-  const nameNode = installConfigSchema.fields.metadata.node.fields.name.node;
-  const aws = awsPlatformSchema.fields;
-  const isAws = (a: Partial<Record<AnswerKey, string>>) => a.platform === 'aws';
   const withInitial = (q: Question): Question => (initial[q.key] !== undefined ? { ...q, initial: initial[q.key] } : q);
   const questions: Question[] = [
-    { key: 'name', label: 'Cluster name', kind: 'text', validate: nodeCheck(nameNode) },
+    { key: 'name', label: 'Cluster name', kind: 'text', validate: nodeCheck(clusterNameSchema) },
     {
       key: 'platform',
       label: 'Platform',
       kind: 'select',
-      choices: platformNames.map((p) => ({ value: p, label: p === 'inmemory' ? 'inmemory — simulated machines, runs anywhere' : 'aws — EC2 machines (needs AWS credentials)' })),
-      initial: 'inmemory',
+      choices: platforms.map((p) => ({ value: p.name, label: `${p.name} — ${p.description}` })),
+      initial: defaultPlatform.name,
     },
     { key: 'kubernetesVersion', label: 'Kubernetes version', kind: 'text', initial: defaultKubernetesVersion, validate: checkKubernetesVersion },
     {
@@ -77,27 +68,32 @@ export function installConfigQuestions(initial: Partial<Record<AnswerKey, string
       validate: integerCheck(1, (n) => (n % 2 === 0 ? 'use an odd number: etcd needs a majority (1, 3, 5)' : undefined)),
     },
     { key: 'workers', label: 'Worker machines (0: the control plane runs workloads)', kind: 'number', initial: '2', validate: integerCheck(0) },
-    { key: 'region', label: 'AWS region', kind: 'text', when: isAws, validate: nodeCheck(aws.region.node) },
-    { key: 'instanceType', label: 'Instance type', kind: 'text', when: isAws, initial: 't3.large', validate: nodeCheck(aws.defaultInstanceType.node) },
-    { key: 'sshKeyName', label: 'EC2 key pair name (empty: none)', kind: 'text', when: isAws, optional: true, validate: nodeCheck(aws.sshKeyName.node) },
-    { key: 'credentialsFile', label: 'AWS credentials file', kind: 'text', when: isAws, initial: '~/.aws/credentials' },
+    // Then the chosen platform's own questions.
+    ...allPlatformInputs().map(({ input, platforms: askedBy }): Question => ({
+      key: input.key,
+      label: input.label,
+      kind: 'text',
+      when: (a) => askedBy.includes(a.platform ?? defaultPlatform.name),
+      ...(input.initial !== undefined ? { initial: input.initial } : {}),
+      ...(input.required ? {} : { optional: true }),
+      ...(input.node ? { validate: nodeCheck(input.node) } : {}),
+    })),
   ];
   return questions.map(withInitial);
 }
 
 /** Turns raw answers into the service's typed answers. */
 export function toAnswers(raw: Partial<Record<AnswerKey, string>>): NewInstallConfigAnswers {
-  const platform = (raw.platform ?? 'inmemory') as PlatformName;
+  const platform = platformNamed(raw.platform ?? defaultPlatform.name);
+  // Only the chosen platform's answers, and only those given: an empty one leaves the field's default.
+  const platformAnswers = Object.fromEntries(platform.inputs.flatMap((input) => (raw[input.key] ? [[input.key, raw[input.key]!]] : [])));
   return {
     name: raw.name ?? '',
-    platform,
+    platform: platform.name,
     kubernetesVersion: raw.kubernetesVersion ?? defaultKubernetesVersion,
     controlPlaneReplicas: Number(raw.controlPlaneReplicas ?? 3),
     workers: Number(raw.workers ?? 2),
-    ...(platform === 'aws' && raw.region ? { region: raw.region } : {}),
-    ...(platform === 'aws' && raw.instanceType ? { instanceType: raw.instanceType } : {}),
-    ...(platform === 'aws' && raw.sshKeyName ? { sshKeyName: raw.sshKeyName } : {}),
-    ...(platform === 'aws' && raw.credentialsFile ? { credentialsFile: raw.credentialsFile } : {}),
+    platformAnswers,
   };
 }
 

@@ -9,15 +9,13 @@
  * Not generated: the cloud-controller-manager and CSI add-ons (the provider's template
  * ships them as ClusterResourceSets); the cluster needs a CCM before nodes become Ready.
  */
-import { cidrsOverlap, parseCidr, resolveConfigPath, soundPools, type InstallConfig, type MachinePool, type Rule } from '../../config/index.js';
-import { coreControllers, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
+import { machineSection, platformSection, resolveConfigPath, type InstallConfig, type MachinePool } from '../../config/index.js';
+import { coreControllers, type ControllerRequirement, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
+import { awsConfig, awsDefaultCredentialsFile, awsName, awsPlatformSchema } from './config.js';
 import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 
 /** The CAPA release these objects were written against. */
 export const awsProviderVersion = 'sigs.k8s.io/cluster-api-provider-aws/v2 v2.13.0';
-
-/** CAPA's default VPC block when none is given. */
-export const awsDefaultVpcCidr = '10.0.0.0/16';
 
 export interface AWSCluster extends InfrastructureCluster {
   apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2';
@@ -53,81 +51,47 @@ export interface AWSMachineTemplate extends InfrastructureMachineTemplate {
 const nodeNameFromMetadata = '{{ ds.meta_data.local_hostname }}';
 const externalCloudProvider = { name: 'cloud-provider', value: 'external' };
 
-const awsRules: Rule[] = [
-  {
-    name: 'aws-vpc-and-subnets',
-    reads: ['platform'],
-    check(config, report) {
-      const aws = config.platform.aws;
-      if (!aws) return;
-      if (aws.subnets && !aws.vpcID) {
-        report.error(['platform', 'aws', 'vpcID'], 'subnets are set but vpcID is not', 'existing subnets belong to an existing VPC: set vpcID to it, or remove subnets to let the provider create both');
-      }
-      if (aws.vpcID && !aws.subnets) {
-        report.error(['platform', 'aws', 'subnets'], 'vpcID is set but subnets are not', 'list the subnets of the VPC to use, or remove vpcID to let the provider create a VPC');
-      }
-      if (aws.vpcID && aws.vpcCIDR) {
-        report.error(['platform', 'aws', 'vpcCIDR'], 'vpcCIDR applies only to a VPC the provider creates; vpcID names an existing one', 'remove vpcCIDR, or remove vpcID and subnets');
-      }
-    },
-  },
-  {
-    name: 'aws-vpc-cidr-disjoint',
-    reads: ['platform', 'networking'],
-    check(config, report) {
-      const aws = config.platform.aws;
-      if (!aws || aws.vpcID) return;
-      const vpc = parseCidr(aws.vpcCIDR ?? awsDefaultVpcCidr);
-      if (!vpc.ok) return;
-      const lists = { podCIDRs: config.networking.podCIDRs, serviceCIDRs: config.networking.serviceCIDRs };
-      for (const [field, list] of Object.entries(lists)) {
-        list.forEach((text, index) => {
-          const other = parseCidr(text);
-          if (other.ok && cidrsOverlap(vpc.cidr, other.cidr)) {
-            const at = aws.vpcCIDR ? ['platform', 'aws', 'vpcCIDR'] : ['networking', field, index];
-            report.error(at, `the VPC block ${vpc.cidr.text} overlaps networking.${field}[${index}] (${text})`, 'machine, pod and service networks must be disjoint');
-          }
-        });
-      }
-    },
-  },
-  {
-    name: 'aws-pool-subnet-known',
-    reads: ['platform'],
-    check(config, report) {
-      const aws = config.platform.aws;
-      if (!aws?.subnets) return;
-      soundPools(config, report).forEach(({ pool, index }) => {
-        const subnet = pool.platform.aws?.subnet;
-        if (subnet && !aws.subnets?.includes(subnet)) {
-          report.error(['machinePools', index, 'platform', 'aws', 'subnet'], `${subnet} is not one of platform.aws.subnets`, `use one of: ${aws.subnets?.join(', ')}`);
-        }
-      });
-    },
-  },
-  {
-    name: 'aws-ssh-key',
-    reads: ['platform'],
-    check(config, report) {
-      if (config.platform.aws && !config.platform.aws.sshKeyName) {
-        report.warn(['platform', 'aws', 'sshKeyName'], 'no SSH key: you will not be able to log in to machines to debug them', 'set sshKeyName to an EC2 key pair in the region');
-      }
-    },
-  },
-];
-
 function awsSection(config: InstallConfig) {
-  const aws = config.platform.aws;
+  const aws = platformSection(config, awsConfig);
   if (!aws) throw new Error('the aws platform was asked to generate for a config without platform.aws');
   return aws;
 }
 
+const infrastructureApiVersion = `${capiGroups.infrastructure}/${capiVersion}`;
+const aws = awsPlatformSchema.fields;
+
+/** The controller that provisions AWS; not in the bundle yet, so its CRDs are installed (for validation) and nothing runs it. */
+const capa: ControllerRequirement = { binary: 'capa-manager', provider: 'infrastructure-aws', featureGates: { AutoControllerIdentityCreator: true }, bundled: false };
+
 export const awsPlatform: Platform = {
-  name: 'aws',
+  name: awsName,
   description: 'EC2 machines through Cluster API Provider AWS; needs AWS credentials (by file)',
-  infrastructure: { apiVersion: `${capiGroups.infrastructure}/${capiVersion}`, clusterKind: 'AWSCluster', machineTemplateKind: 'AWSMachineTemplate' },
+  installConfig: awsConfig,
+  inputs: [
+    { key: 'region', valueName: 'region', description: 'AWS region (aws)', label: 'AWS region', required: true, node: aws.region.node },
+    { key: 'instanceType', valueName: 'type', description: 'EC2 instance type (aws; default t3.large)', label: 'Instance type', initial: String(aws.defaultInstanceType.default), node: aws.defaultInstanceType.node },
+    { key: 'sshKeyName', valueName: 'name', description: 'EC2 key pair installed on machines (aws; default none)', label: 'EC2 key pair name (empty: none)', node: aws.sshKeyName.node },
+    // Referenced, never copied.
+    { key: 'credentialsFile', valueName: 'path', description: `AWS shared credentials file (aws; default ${awsDefaultCredentialsFile})`, label: 'AWS credentials file', initial: awsDefaultCredentialsFile },
+  ],
+  newSection(answers) {
+    return {
+      region: answers.region,
+      ...(answers.instanceType ? { defaultInstanceType: answers.instanceType } : {}),
+      ...(answers.sshKeyName ? { sshKeyName: answers.sshKeyName } : {}),
+      ...(answers.credentialsFile ? { credentials: { file: answers.credentialsFile } } : {}),
+    };
+  },
+  infrastructure: { apiVersion: infrastructureApiVersion, clusterKind: 'AWSCluster', machineTemplateKind: 'AWSMachineTemplate' },
   providerVersion: awsProviderVersion,
-  rules: awsRules,
+  prunableKinds: [{ apiVersion: infrastructureApiVersion, kind: 'AWSMachineTemplate' }],
+  lifecycle: {
+    machinesInController: false,
+    stateKinds: [
+      { apiVersion: infrastructureApiVersion, kind: 'AWSCluster' },
+      { apiVersion: infrastructureApiVersion, kind: 'AWSMachine' },
+    ],
+  },
 
   infrastructureCluster(config: InstallConfig): UnnamedObject<AWSCluster> {
     const aws = awsSection(config);
@@ -145,7 +109,7 @@ export const awsPlatform: Platform = {
 
   machineTemplate(config: InstallConfig, pool: MachinePool): UnnamedObject<AWSMachineTemplate> {
     const aws = awsSection(config);
-    const machine = pool.platform.aws;
+    const machine = machineSection(pool, awsConfig);
     if (!machine) throw new Error(`pool ${pool.name} has no aws settings; defaults should have set them`);
     return {
       apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2',
@@ -173,11 +137,11 @@ export const awsPlatform: Platform = {
   },
 
   controllers() {
-    return [...coreControllers(), { binary: 'capa-manager', provider: 'infrastructure-aws', featureGates: { AutoControllerIdentityCreator: true }, bundled: false }];
+    return [...coreControllers(), capa];
   },
 
   credentialFiles(config: InstallConfig, installDir: string) {
     const credentials = awsSection(config).credentials;
-    return [{ path: resolveConfigPath(installDir, credentials.file), fileEnv: 'AWS_SHARED_CREDENTIALS_FILE', settings: { AWS_PROFILE: credentials.profile } }];
+    return [{ path: resolveConfigPath(installDir, credentials.file), fileEnv: 'AWS_SHARED_CREDENTIALS_FILE', settings: { AWS_PROFILE: credentials.profile }, controllers: [capa.binary] }];
   },
 };

@@ -8,8 +8,9 @@
  * The settings are those of the provider's ClusterClass `in-memory`
  * (templates/clusterclass-in-memory.yaml), written as explicit objects.
  */
-import { soundPools, type InstallConfig, type MachinePool } from '../../config/index.js';
+import { machineSection, type InstallConfig, type MachinePool } from '../../config/index.js';
 import { coreControllers, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
+import { inMemoryConfig, inMemoryName } from './config.js';
 import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 
 export const inMemoryProviderVersion = 'sigs.k8s.io/cluster-api/test v1.14.0';
@@ -47,33 +48,35 @@ export interface DevMachineTemplate extends InfrastructureMachineTemplate {
 /** The simulated kubelet never fills its disks; the class sets these so evictions never start. */
 const evictionHard = { name: 'eviction-hard', value: 'nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%' };
 const criSocket = 'unix:///var/run/containerd/containerd.sock';
+/** Every listener of the local control plane is on loopback, the simulated workload API servers too. */
+const loopback = '127.0.0.1';
+
+const infrastructureApiVersion = `${capiGroups.infrastructure}/${capiVersion}`;
 
 export const inMemoryPlatform: Platform = {
-  name: 'inmemory',
+  name: inMemoryName,
   description: 'simulated machines in the bundled in-memory provider; runs anywhere, no credentials',
-  infrastructure: { apiVersion: `${capiGroups.infrastructure}/${capiVersion}`, clusterKind: 'DevCluster', machineTemplateKind: 'DevMachineTemplate' },
+  installConfig: inMemoryConfig,
+  inputs: [],
+  newSection: () => ({}),
+  infrastructure: { apiVersion: infrastructureApiVersion, clusterKind: 'DevCluster', machineTemplateKind: 'DevMachineTemplate' },
   providerVersion: inMemoryProviderVersion,
-  rules: [
-    {
-      name: 'inmemory-taints-are-simulated',
-      reads: ['platform'],
-      check(config, report) {
-        if (!config.platform.inmemory) return;
-        soundPools(config, report).forEach(({ pool, index }) => {
-          if (pool.taints.length > 0) {
-            report.warn(['machinePools', index, 'taints'], 'in-memory Nodes are simulated: the taints are written to the kubeadm config, but the simulated Nodes do not carry them');
-          }
-        });
-      },
-    },
-  ],
+  prunableKinds: [{ apiVersion: infrastructureApiVersion, kind: 'DevMachineTemplate' }],
+  lifecycle: {
+    // The provider's in-memory backend holds the VMs, etcd members and API servers in its process.
+    machinesInController: true,
+    stateKinds: [
+      { apiVersion: infrastructureApiVersion, kind: 'DevCluster' },
+      { apiVersion: infrastructureApiVersion, kind: 'DevMachine' },
+    ],
+  },
 
   infrastructureCluster(): UnnamedObject<DevCluster> {
     return { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'DevCluster', spec: { backend: { inMemory: {} } } };
   },
 
   machineTemplate(_config: InstallConfig, pool: MachinePool): UnnamedObject<DevMachineTemplate> {
-    const settings = pool.platform.inmemory;
+    const settings = machineSection(pool, inMemoryConfig);
     if (!settings) throw new Error(`pool ${pool.name} has no inmemory settings; defaults should have set them`);
     const jitter = String(settings.startupJitter);
     const provisioning = (startupDuration: string) => ({ provisioning: { startupDuration, startupJitter: jitter } });
@@ -107,7 +110,19 @@ export const inMemoryPlatform: Platform = {
   },
 
   controllers() {
-    return [...coreControllers(), { binary: 'capd-manager', provider: 'infrastructure-docker', featureGates: {}, bundled: true }];
+    const capd = {
+      binary: 'capd-manager',
+      provider: 'infrastructure-docker',
+      featureGates: {},
+      env: {
+        // The in-memory backend publishes the simulated control-plane endpoints on this address.
+        POD_IP: loopback,
+        // Its debug server: any free port (upstream fixes 19000, which two control planes would share; a bundle patch reads this).
+        PROVISIONER_INMEMORY_DEBUG_PORT: '0',
+      },
+      bundled: true,
+    };
+    return [...coreControllers(), capd];
   },
 
   credentialFiles() {
