@@ -1,11 +1,14 @@
 package agent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -197,16 +200,68 @@ func (l *Lock) TakeOver(stale *LockInfo) error {
 	})
 }
 
+// processAlive: the PID exists and is not a zombie (a dead process its parent, or
+// init, has not reaped yet still answers kill(pid, 0)).
 func processAlive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	state, _, ok := procStat(pid)
+	return !ok || state != 'Z'
 }
 
+// procStat reads a process's state and process group from /proc/<pid>/stat.
+func procStat(pid int) (state byte, pgrp int, ok bool) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+	rest := raw[bytes.LastIndexByte(raw, ')')+1:]
+	fields := strings.Fields(string(rest))
+	if len(fields) < 3 || len(fields[0]) != 1 {
+		return 0, 0, false
+	}
+	pgrp, err = strconv.Atoi(fields[2])
+	return fields[0][0], pgrp, err == nil
+}
+
+// groupAlive: some live (non-zombie) process is in the process group.
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if state, pgrp, ok := procStat(pid); ok && pgrp == pgid && state != 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// killGroupTimeout bounds the wait for a killed process group to be gone.
+const killGroupTimeout = 10 * time.Second
+
+// killGroup SIGKILLs a dead holder's instruction group and waits until none of it runs,
+// so the plan's next run never overlaps the killed one.
 func killGroup(pgid int) {
-	if pgid > 1 {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	if pgid <= 1 {
+		return
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	deadline := time.Now().Add(killGroupTimeout)
+	for groupAlive(pgid) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
 	}
 }
