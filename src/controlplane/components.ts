@@ -92,13 +92,7 @@ export function controllerArgs(kubeconfig: string, webhookCertDir: string, ports
   };
 }
 
-/** Environment every provider controller gets on top of the allow-list. */
+/** Environment every provider controller gets on top of the allow-list; a platform adds its controllers' own (ProviderSpec.env). */
 export function controllerEnv(): Record<string, string> {
-  return {
-    PROVISIONER_BIND_ADDRESS: loopback,
-    // The in-memory provider publishes simulated control-plane endpoints on this address.
-    POD_IP: loopback,
-    // Its debug server: any free port (upstream fixes 19000, which two control planes would share).
-    PROVISIONER_INMEMORY_DEBUG_PORT: '0',
-  };
+  return { PROVISIONER_BIND_ADDRESS: loopback };
 }

@@ -40,6 +40,10 @@ export interface ProviderSpec {
   /** Controller name (the bundled binary's name): process, log and cert names. */
   controller?: string;
   featureGates?: Record<string, boolean>;
+  /** Extra flags of this controller (a platform's). Default none; LocalControlPlaneOptions.argOverrides win. */
+  args?: ArgMap;
+  /** Extra environment of this controller: a platform's settings, credentials files by path (never content). Default none. */
+  env?: Readonly<Record<string, string>>;
 }
 
 export interface LocalControlPlaneOptions {
@@ -231,13 +235,13 @@ export class LocalControlPlane {
     if (!spec.binaryPath) throw new InternalError(`${name}: no binary to start (the control plane was prepared without controllers)`);
     await this.startWithPortRetry(name, async () => {
       const p = ports.controllers[name]!;
-      const args = controllerArgs(this.layout.kubeconfig, pki.webhooks[name]!.certDir, p, spec.featureGates, this.options.argOverrides?.[name]);
+      const args = controllerArgs(this.layout.kubeconfig, pki.webhooks[name]!.certDir, p, spec.featureGates, { ...spec.args, ...this.options.argOverrides?.[name] });
       // Ready means both: the manager reports healthy and its webhook server completes a TLS
       // handshake, so the first apply never races a webhook that is not serving yet.
       const health = httpProbe(`http://${loopback}:${p.health}/readyz`);
       const webhook = tcpTlsProbe(loopback, p.webhook, { ca: pki.caCertPem });
       const probe: ReadinessProbe = async (s) => (await health(s)) && (await webhook(s));
-      return this.process(name, spec.binaryPath!, args, { ...p }, probe, controllerStartTimeoutMs, controllerEnv());
+      return this.process(name, spec.binaryPath!, args, { ...p }, probe, controllerStartTimeoutMs, { ...controllerEnv(), ...spec.env });
     }, async () => {
       ports.controllers[name] = { webhook: await allocatePort(), health: await allocatePort(), diagnostics: await allocatePort() };
     });

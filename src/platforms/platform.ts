@@ -159,7 +159,7 @@ export interface Platform {
   /** Kinds apply lists for pruning even when the new generation has none of them (a removed last pool's templates). */
   readonly prunableKinds: readonly KindRef[];
   /** Controllers that must run to provision this platform; `create cluster` starts exactly these. */
-  controllers(config: InstallConfig): ControllerRequirement[];
+  readonly controllers: readonly ControllerRequirement[];
   /** Credentials files the controllers read (never their content). */
   credentialFiles(config: InstallConfig, installDir: string): CredentialFileReference[];
   readonly lifecycle: PlatformLifecycle;

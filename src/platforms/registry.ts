@@ -7,7 +7,7 @@ import { composeInstallConfigSchema, platformNameOf, type InstallConfig, type In
 import { UsageError } from '../errors.js';
 import { awsPlatform } from './aws/index.js';
 import { inMemoryPlatform } from './inmemory/index.js';
-import { corePrunableKinds, type KindRef, type Platform, type PlatformInput } from './platform.js';
+import { corePrunableKinds, type ControllerRequirement, type KindRef, type Platform, type PlatformInput } from './platform.js';
 
 /** Every platform, the default (a config without a `platform` section, `--platform` unset) first. */
 export const platforms: readonly Platform[] = [inMemoryPlatform, awsPlatform];
@@ -68,4 +68,17 @@ export function allPlatformInputs(): { input: PlatformInput; platforms: string[]
     }
   }
   return [...inputs.values()];
+}
+
+/**
+ * Every platform's controllers, one per binary (the first platform's settings win where
+ * two declare the same core controller): what `management start`, which runs every
+ * bundled provider, starts each with.
+ */
+export function allControllers(): ControllerRequirement[] {
+  const byBinary = new Map<string, ControllerRequirement>();
+  for (const platform of platforms) {
+    for (const requirement of platform.controllers) if (!byBinary.has(requirement.binary)) byBinary.set(requirement.binary, requirement);
+  }
+  return [...byBinary.values()];
 }

@@ -9,11 +9,13 @@ import { ensureBinaries } from '../embedded/cache.js';
 import { loadBinaryCatalog } from '../embedded/catalog.js';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { ExternalError, messageOf } from '../errors.js';
+import { EnvironmentError, ExternalError, messageOf } from '../errors.js';
 import { writeFileAtomic } from '../files.js';
 import { invalidInput, readJsonFile, type FileKind } from '../input-files.js';
 import { log, type EventSink } from '../events.js';
 import { KubeClient } from '../kube/client.js';
+import type { BundledComponents } from '../embedded/manifest.js';
+import { allControllers, type ControllerRequirement, type CredentialFileReference } from '../platforms/index.js';
 import type { ProcessError } from '../process/errors.js';
 
 export interface LocalControlPlaneRequest {
@@ -27,20 +29,40 @@ export interface LocalControlPlaneRequest {
    * controller binaries are not even extracted. See LocalControlPlaneOptions.reconcile.
    */
   reconcile?: boolean;
+  /**
+   * The controllers to run, with their flags and environment: a platform's
+   * (`Platform.controllers`); only their providers' CRDs and webhooks are installed.
+   * Default: every provider the bundle carries, with the settings the platforms declare
+   * (`management start`).
+   */
+  controllers?: readonly ControllerRequirement[];
+  /** Credentials files the controllers read, handed over by path in their environment (never content). Default none. */
+  credentials?: readonly CredentialFileReference[];
   onFatal?: (error: ProcessError) => void;
 }
 
 export async function prepareLocalControlPlane(request: LocalControlPlaneRequest): Promise<LocalControlPlane> {
   const catalog = await loadBinaryCatalog();
   const reconcile = request.reconcile ?? true;
-  const controllers = reconcile ? catalog.components.filter((c) => c.binary).map((c) => c.binary!) : [];
+  const requirements = selectProviders(catalog.components, request.controllers, request.sink);
+  const running = (c: (typeof catalog.components)[number]) => Boolean(c.binary && requirements.get(c.provider)?.bundled !== false);
+  const components = catalog.components.filter((c) => requirements.has(c.provider));
+  const controllers = reconcile ? components.filter(running).map((c) => c.binary!) : [];
   const binaries = await ensureBinaries(['etcd', 'kube-apiserver', ...controllers], { catalog, sink: request.sink, signal: request.signal });
-  const providers: ProviderSpec[] = catalog.components.map((c) => ({
-    provider: c.provider,
-    namespace: c.namespace,
-    componentsFile: catalog.componentsPath(c),
-    ...(c.binary ? { controller: c.binary, ...(reconcile ? { binaryPath: binaries[c.binary]! } : {}) } : {}),
-  }));
+  const providers: ProviderSpec[] = components.map((c) => {
+    const requirement = requirements.get(c.provider);
+    const spec: ProviderSpec = { provider: c.provider, namespace: c.namespace, componentsFile: catalog.componentsPath(c) };
+    if (!running(c)) return spec;
+    const env = { ...requirement?.env, ...credentialsEnv(request.credentials ?? [], c.binary!) };
+    return {
+      ...spec,
+      controller: c.binary!,
+      ...(reconcile ? { binaryPath: binaries[c.binary!]! } : {}),
+      ...(requirement && Object.keys(requirement.featureGates).length > 0 ? { featureGates: requirement.featureGates } : {}),
+      ...(requirement?.args ? { args: requirement.args } : {}),
+      ...(Object.keys(env).length > 0 ? { env } : {}),
+    };
+  });
   return new LocalControlPlane({
     dir: request.dir,
     etcdBinary: binaries.etcd!,
@@ -52,6 +74,36 @@ export async function prepareLocalControlPlane(request: LocalControlPlaneRequest
     signal: request.signal,
     ...(request.onFatal ? { onFatal: request.onFatal } : {}),
   });
+}
+
+/**
+ * The requirement of each provider to install, by provider name: the given controllers,
+ * or (none given) every provider of the bundle with the platforms' settings for it.
+ */
+function selectProviders(components: readonly BundledComponents[], selected: readonly ControllerRequirement[] | undefined, sink: EventSink): Map<string, ControllerRequirement | undefined> {
+  if (!selected) {
+    const declared = new Map(allControllers().map((r) => [r.binary, r]));
+    return new Map(components.map((c) => [c.provider, c.binary ? declared.get(c.binary) : undefined]));
+  }
+  const bundled = new Set(components.map((c) => c.provider));
+  for (const requirement of selected) {
+    if (!bundled.has(requirement.provider)) {
+      throw new EnvironmentError(`The bundle has no ${requirement.provider} provider (${requirement.binary}), which this install's platform needs`, {
+        hint: 'Rebuild the bundle (`npm run bundle`), or point PROVISIONER_BUNDLE_DIR at one that carries it.',
+      });
+    }
+    if (!requirement.bundled) {
+      log(sink, 'warn', `${requirement.binary} is not in the bundle yet: the ${requirement.provider} CRDs are installed so the manifests validate, but no controller provisions this platform's infrastructure`);
+    }
+  }
+  return new Map(selected.map((r) => [r.provider, r]));
+}
+
+/** The environment that points `controller` at the credentials files it reads: each file's path and its non-secret settings. */
+export function credentialsEnv(credentials: readonly CredentialFileReference[], controller: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const file of credentials) if (file.controllers.includes(controller)) Object.assign(env, { [file.fileEnv]: file.path }, file.settings);
+  return env;
 }
 
 /** A running local control plane this command can use, whether it started it or found it running. */

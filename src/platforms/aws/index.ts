@@ -136,9 +136,7 @@ export const awsPlatform: Platform = {
     };
   },
 
-  controllers() {
-    return [...coreControllers(), capa];
-  },
+  controllers: [...coreControllers(), capa],
 
   credentialFiles(config: InstallConfig, installDir: string) {
     const credentials = awsSection(config).credentials;

@@ -9,7 +9,7 @@
  * (templates/clusterclass-in-memory.yaml), written as explicit objects.
  */
 import { machineSection, type InstallConfig, type MachinePool } from '../../config/index.js';
-import { coreControllers, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
+import { coreControllers, type ControllerRequirement, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
 import { inMemoryConfig, inMemoryName } from './config.js';
 import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 
@@ -52,6 +52,20 @@ const criSocket = 'unix:///var/run/containerd/containerd.sock';
 const loopback = '127.0.0.1';
 
 const infrastructureApiVersion = `${capiGroups.infrastructure}/${capiVersion}`;
+
+/** The dev provider's manager, which serves the in-memory backend. */
+const capd: ControllerRequirement = {
+  binary: 'capd-manager',
+  provider: 'infrastructure-docker',
+  featureGates: {},
+  env: {
+    // The in-memory backend publishes the simulated control-plane endpoints on this address.
+    POD_IP: loopback,
+    // Its debug server: any free port (upstream fixes 19000, which two control planes would share; a bundle patch reads this).
+    PROVISIONER_INMEMORY_DEBUG_PORT: '0',
+  },
+  bundled: true,
+};
 
 export const inMemoryPlatform: Platform = {
   name: inMemoryName,
@@ -109,21 +123,7 @@ export const inMemoryPlatform: Platform = {
     };
   },
 
-  controllers() {
-    const capd = {
-      binary: 'capd-manager',
-      provider: 'infrastructure-docker',
-      featureGates: {},
-      env: {
-        // The in-memory backend publishes the simulated control-plane endpoints on this address.
-        POD_IP: loopback,
-        // Its debug server: any free port (upstream fixes 19000, which two control planes would share; a bundle patch reads this).
-        PROVISIONER_INMEMORY_DEBUG_PORT: '0',
-      },
-      bundled: true,
-    };
-    return [...coreControllers(), capd];
-  },
+  controllers: [...coreControllers(), capd],
 
   credentialFiles() {
     return [];
