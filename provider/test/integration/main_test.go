@@ -46,6 +46,8 @@ var (
 	agentBin string
 	// caChecksum pins the test API server's CA.
 	caChecksum string
+	// testEnv is the envtest environment (for its users and webhook serving certs).
+	testEnv *envtest.Environment
 )
 
 func TestMain(m *testing.M) {
@@ -77,6 +79,7 @@ func run(m *testing.M) int {
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{"../../config/webhook"}},
 	}
+	testEnv = env
 	if cfg, err = env.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "start envtest:", err)
 		return 1
