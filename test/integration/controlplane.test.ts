@@ -176,6 +176,8 @@ describe('local control plane with the real binaries', () => {
     expect(error.statusCode).toBe(422);
     expect(error.message).toContain('admission webhook "validation.cluster.cluster.x-k8s.io" denied the request');
     expect(error.message).toContain(message);
+    // A final answer: no retry loop may send it again.
+    expect([error.isDenied, error.isTransient]).toEqual([true, false]);
     expect(await controlPlane().kube.get(bad)).toBeUndefined();
   });
 
