@@ -42,10 +42,12 @@ export function platformFor(config: InstallConfig): Platform {
 /**
  * The platform an install-config document names, read without validating it (a command
  * that must not fail on a config edited since the cluster was made); undefined when it
- * names none or several.
+ * names several or none it knows, or is no document at all (a config without a `platform`
+ * section names the default platform).
  */
 export function platformOfDocument(document: unknown): Platform | undefined {
-  const section = (document as { platform?: unknown } | null | undefined)?.platform;
+  if (typeof document !== 'object' || document === null) return undefined;
+  const section = (document as { platform?: unknown }).platform;
   if (section === undefined || section === null) return defaultPlatform;
   if (typeof section !== 'object') return undefined;
   const named = Object.keys(section).filter((key) => byName.has(key));

@@ -15,17 +15,13 @@ export interface ApplyRequest {
   owner: DesiredSetOwner;
   sink: EventSink;
   signal: AbortSignal;
+  /**
+   * Kinds listed for pruning even when the new generation has none of them (a removed
+   * last worker pool must still delete its MachineDeployment and templates): the
+   * platform's (platforms' `prunableKinds`).
+   */
+  prunableKinds: readonly KindRef[];
 }
-
-/**
- * Kinds listed for pruning even when the new generation has none of them (a removed
- * last worker pool must still delete its MachineDeployment and templates).
- */
-export const prunableKinds: readonly KindRef[] = [
-  { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineDeployment' },
-  { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfigTemplate' },
-  { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'DevMachineTemplate' },
-];
 
 /** Objects from user-added files join the set, so later generations can prune them too. */
 export function withOwnership(objects: readonly KubeObject[], owner: DesiredSetOwner): KubeObject[] {
@@ -43,7 +39,7 @@ export function withOwnership(objects: readonly KubeObject[], owner: DesiredSetO
 /** Applies one stage's objects (no pruning). */
 export async function applyObjects(client: KubeClient, objects: readonly KubeObject[], request: ApplyRequest, options: { prune?: boolean; all?: readonly KubeObject[] } = {}): Promise<void> {
   const set = { owner: request.owner, objects: withOwnership(options.all ?? objects, request.owner) };
-  const plan = await planApply(client, set, { sink: request.sink, signal: request.signal, ...(options.prune ? { extraKinds: prunableKinds } : {}) });
+  const plan = await planApply(client, set, { sink: request.sink, signal: request.signal, ...(options.prune ? { extraKinds: request.prunableKinds } : {}) });
   log(request.sink, 'debug', formatPlan(plan));
   await executePlan(client, plan, { sink: request.sink, signal: request.signal, prune: options.prune ?? false });
 }
@@ -51,7 +47,7 @@ export async function applyObjects(client: KubeClient, objects: readonly KubeObj
 /** Dry-runs the whole set; returns one problem per object the server refused. Writes nothing. */
 export async function dryRunObjects(client: KubeClient, objects: readonly KubeObject[], request: ApplyRequest): Promise<{ problems: FieldProblem[]; planText: string }> {
   const set = { owner: request.owner, objects: withOwnership(objects, request.owner) };
-  const plan = await planApply(client, set, { sink: request.sink, signal: request.signal, extraKinds: prunableKinds });
+  const plan = await planApply(client, set, { sink: request.sink, signal: request.signal, extraKinds: request.prunableKinds });
   const report = await dryRunPlan(client, plan, { sink: request.sink, signal: request.signal });
   return {
     problems: report.problems.map((p) => ({ path: p.key, message: p.message })),

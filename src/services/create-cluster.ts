@@ -10,17 +10,20 @@
  * wait-infrastructure → infra-ready hooks → bootstrap-data hooks → control-plane →
  * workers → wait-cluster → post-provision hooks → hand-off.
  *
- * Hand-off depends on where the machines live. On `inmemory` they are simulated inside
- * the infrastructure controller's process, so the control plane must keep running: it
- * is started detached and stays up as the cluster's management cluster (`destroy
- * cluster` stops it). Other platforms stop the temporary control plane after the
- * hand-off and keep its data for `destroy` and `gather`.
+ * The platform (src/platforms, through the registry) decides what runs and what happens
+ * at the end: the control plane starts exactly its controllers, with its credentials
+ * files by path; its hooks run first in each hook stage. Hand-off depends on where the
+ * machines live: when they live inside an infrastructure controller's process
+ * (`lifecycle.machinesInController`), the control plane must keep running: it is started
+ * detached and stays up as the cluster's management cluster (`destroy cluster` stops it).
+ * Otherwise the temporary control plane stops after the hand-off and keeps its data for
+ * `destroy` and `gather`.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
-import type { InstallConfig } from '../config/index.js';
+import type { HookStage, InstallConfig } from '../config/index.js';
 import { ConfigError, InfrastructureError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
@@ -28,6 +31,7 @@ import { KubeApiError, KubeClient, apiRequestsMade, describeRef, type KubeObject
 import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
 import { Journal } from '../lifecycle/journal.js';
 import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
+import { platformFor, prunableKinds, type KindRef } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
 import { writeFileAtomic } from '../process/fs.js';
 import { capiGroup, clusterKinds, clusterReady, infrastructureReady, stallError } from '../wait/capi.js';
@@ -122,8 +126,10 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const clusterName = config.metadata.name;
     const namespace = config.metadata.namespace;
     const expectedMachines = countMachines(objects);
+    const platform = platformFor(config);
     // A dry-run changes nothing, so its control plane is temporary on every platform.
-    keepRunning = config.platform.inmemory !== undefined && !request.dryRun;
+    keepRunning = platform.lifecycle.machinesInController && !request.dryRun;
+    const localControlPlane = { dir, detached: keepRunning, controllers: platform.controllers, credentials: platform.credentialFiles(config, dir), sink, signal };
 
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
     if (external) keepRunning = false;
@@ -140,7 +146,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     // A move in flight goes first: the source may already have let go of objects, so nothing may be re-applied to it.
     if (!request.dryRun && !external && isUnfinished(pendingPivot)) {
       log(sink, 'info', `An unfinished pivot (phase ${pendingPivot.phase}) is resumed before anything else`);
-      controlPlane = (await stage('controlplane', () => attachLocalControlPlane({ dir, detached: keepRunning, sink, signal })))!;
+      controlPlane = (await stage('controlplane', () => attachLocalControlPlane(localControlPlane)))!;
       const pivoted = await pivotStages(pivotTo ?? pendingPivot.targetKubeconfig);
       await journal.complete();
       return { kubeconfig: path.join(dir, 'auth', 'kubeconfig'), managementKubeconfig: pivoted, controlPlaneRunning: false, resumed, stages: timings, pivotedTo: pivoted };
@@ -150,13 +156,18 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
       if (external) return attachExternalManagement(external, dir, infrastructureKinds(objects));
       // The target of a pivot is checked before anything is created: a missing provider there is known now, not after the cluster is up.
       if (pivotTo && !request.dryRun) (await checkManagementCluster(pivotTo, infrastructureKinds(objects))).close();
-      return attachLocalControlPlane({ dir, detached: keepRunning, sink, signal });
+      return attachLocalControlPlane(localControlPlane);
     }))!;
     const client = controlPlane.client;
     const hookContext = (name: string) => ({ stage: name, dir, kubeconfig: controlPlane!.kubeconfig, events: sink, signal });
+    /** A hook stage: the platform's hook, then the user's hooks of that stage. */
+    const hooks = (hookStage: HookStage, name: string) => async () => {
+      await platform.hooks?.[hookStage]?.({ config, dir, kubeconfig: controlPlane!.kubeconfig, signal, log: (message) => log(sink, 'info', message) });
+      await runUserHooks(userHooks(config, hookStage), hookContext(name));
+    };
 
     const owner = manifests.manifests.generated.owner;
-    const applyRequest = { owner, sink, signal };
+    const applyRequest = { owner, sink, signal, prunableKinds: prunableKinds(platform) };
     const preflight = (await stage('preflight', async () => {
       const { problems, planText } = await dryRunObjects(client, objects, applyRequest);
       if (problems.length > 0) {
@@ -172,7 +183,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     }
 
     const byStage = partitionByStage(objects);
-    await stage('hooks/pre-provision', () => runUserHooks(userHooks(config, 'preProvision'), hookContext('pre-provision')), { skipIfDone: true });
+    await stage('hooks/pre-provision', hooks('preProvision', 'pre-provision'), { skipIfDone: true });
     await stage('infrastructure', () => applyObjects(client, byStage.infrastructure, applyRequest));
     await stage('wait-infrastructure', () =>
       waitFor(client, {
@@ -186,13 +197,13 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
         ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
       }),
     );
-    await stage('hooks/infra-ready', () => runUserHooks(userHooks(config, 'infraReady'), hookContext('infra-ready')), { skipIfDone: true });
-    await stage('hooks/bootstrap-data', () => runUserHooks(userHooks(config, 'bootstrapData'), hookContext('bootstrap-data')), { skipIfDone: true });
+    await stage('hooks/infra-ready', hooks('infraReady', 'infra-ready'), { skipIfDone: true });
+    await stage('hooks/bootstrap-data', hooks('bootstrapData', 'bootstrap-data'), { skipIfDone: true });
     await stage('control-plane', () => applyObjects(client, byStage.controlPlane, applyRequest));
     await stage('workers', () => applyObjects(client, byStage.workers, applyRequest, { prune: true, all: objects }));
     await stage('wait-cluster', () => waitHealthy(client, { ...healthy, what: 'the control plane and nodes', fatal: controlPlane!.fatal }));
-    await stage('hooks/post-provision', () => runUserHooks(userHooks(config, 'postProvision'), hookContext('post-provision')), { skipIfDone: true });
-    const kubeconfig = (await stage('hand-off', () => handOff(client, dir, clusterName, namespace)))!;
+    await stage('hooks/post-provision', hooks('postProvision', 'post-provision'), { skipIfDone: true });
+    const kubeconfig = (await stage('hand-off', () => handOff(client, dir, clusterName, namespace, platform.lifecycle.stateKinds)))!;
     if (pivotTo && external) {
       log(sink, 'info', `The cluster is already managed by the cluster of ${external}: nothing to pivot`);
     } else if (pivotTo) {
@@ -204,17 +215,17 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     return { kubeconfig, managementKubeconfig: controlPlane.kubeconfig, controlPlaneRunning: keepRunning, resumed, stages: timings };
 
     /**
-     * pivot: the journaled move into `target` (services/pivot.ts), which on the in-memory
-     * platform stops the local control plane before the target takes over; then
+     * pivot: the journaled move into `target` (services/pivot.ts), which stops the local
+     * control plane before the target takes over when the machines live in its controllers; then
      * wait-pivoted: until the target reports the cluster healthy and the workload cluster's
      * API answers with every node Ready, served by whoever manages it now.
      */
     async function pivotStages(target: string): Promise<string> {
       const source = controlPlane!;
-      const inmemory = config.platform.inmemory !== undefined;
-      const moved = (await stage('pivot', () => pivotFrom({ dir, toKubeconfig: target, source, inmemory, sink, signal })))!;
+      const { machinesInController } = platform.lifecycle;
+      const moved = (await stage('pivot', () => pivotFrom({ dir, toKubeconfig: target, source, machinesInController, sink, signal })))!;
       if (moved.sourceStopped) controlPlane = undefined;
-      else if (!inmemory) {
+      else if (!machinesInController) {
         // A temporary control plane with nothing left to manage: stopped now rather than after the wait.
         await source.stop();
         controlPlane = undefined;
@@ -374,20 +385,16 @@ export function partitionByStage(objects: readonly KubeObject[]): StagedObjects 
   return staged;
 }
 
-/** Writes the workload cluster's kubeconfig (0600) and the final state of every CAPI object. */
-export async function handOff(client: KubeClient, dir: string, clusterName: string, namespace: string): Promise<string> {
+/** Writes the workload cluster's kubeconfig (0600) and the final state of every CAPI object, with the platform's infrastructure kinds (`lifecycle.stateKinds`). */
+export async function handOff(client: KubeClient, dir: string, clusterName: string, namespace: string, platformKinds: readonly KindRef[]): Promise<string> {
   const kubeconfig = path.join(dir, 'auth', 'kubeconfig');
   await mkdir(path.dirname(kubeconfig), { recursive: true, mode: 0o700 });
   await writeFileAtomic(kubeconfig, await workloadKubeconfig(client, clusterName, namespace), 0o600);
 
   const state: KubeObject[] = [];
   for (const kind of clusterKinds(namespace)) state.push(...(await client.list(kind.apiVersion, kind.kind, { namespace })));
-  for (const [apiVersion, kind] of [
-    ['infrastructure.cluster.x-k8s.io/v1beta2', 'DevCluster'],
-    ['infrastructure.cluster.x-k8s.io/v1beta2', 'DevMachine'],
-    ['bootstrap.cluster.x-k8s.io/v1beta2', 'KubeadmConfig'],
-    ['cluster.x-k8s.io/v1beta2', 'MachineSet'],
-  ] as const) {
+  const kinds: readonly KindRef[] = [...platformKinds, { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfig' }, { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet' }];
+  for (const { apiVersion, kind } of kinds) {
     try {
       state.push(...(await client.list(apiVersion, kind, { namespace })));
     } catch (error) {

@@ -7,9 +7,11 @@
  * interrupted create, since it only needs the control plane's data.
  *
  * destroy bootstrap: removes what exists only for bootstrapping — the local control plane
- * and its data. It refuses while that control plane still manages a cluster (on the
- * in-memory platform it always does, unless the cluster was pivoted away), because the
- * cluster would be left with no management; `--force` does it anyway.
+ * and its data, and whatever else the platform made only for the bootstrap
+ * (`lifecycle.bootstrapResources`, its `destroyBootstrap` hook). It refuses while that
+ * control plane still manages a cluster (on a platform whose machines live in its
+ * controllers it always does, unless the cluster was pivoted away), because the cluster
+ * would be left with no management; `--force` does it anyway.
  */
 import { access, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -25,7 +27,8 @@ import { capiGroup, clusterDeleted, clusterKinds, stallError } from '../wait/cap
 import { waitFor } from '../wait/waiter.js';
 import { finalStateFile } from './create-cluster.js';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
-import { desiredSetSelector, installConfigOwner } from '../config/index.js';
+import { desiredSetSelector, installConfigOwner, type InstallConfig } from '../config/index.js';
+import { platformFor } from '../platforms/index.js';
 import { attachExternalManagement, attachLocalControlPlane, externalManagementFile, recordedExternalManagement } from './local-controlplane.js';
 
 export interface DestroyRequest {
@@ -66,8 +69,12 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
       return { deleted: [] };
     }
     // Only this install's Cluster (found by its desired-set label): a management cluster may hold others.
-    const selector = await ownSelector(dir, sink, signal, Boolean(external));
-    const controlPlane = external ? await attachExternalManagement(external, dir, []) : await attachLocalControlPlane({ dir, detached: false, sink, signal });
+    const config = await ownConfig(dir, sink, signal, Boolean(external));
+    const selector = config ? desiredSetSelector(installConfigOwner(config)) : undefined;
+    // The platform's controllers delete its infrastructure, with its credentials; an unreadable config: every bundled provider.
+    const platform = config ? platformFor(config) : undefined;
+    const controllers = platform && config ? { controllers: platform.controllers, credentials: platform.credentialFiles(config, dir) } : {};
+    const controlPlane = external ? await attachExternalManagement(external, dir, []) : await attachLocalControlPlane({ dir, detached: false, ...controllers, sink, signal });
     const deleted: string[] = [];
     try {
       const clusters = await controlPlane.client.list<KubeObject>(capiGroup, 'Cluster', selector ? { labelSelector: selector } : {});
@@ -103,12 +110,24 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
   }
 }
 
-/** The label selector of this install's objects, from its install config; undefined (all Clusters) when it cannot be read and the control plane is ours. */
-async function ownSelector(dir: string, sink: EventSink, signal: AbortSignal, external: boolean): Promise<string | undefined> {
+/** What the platform made only for the bootstrap (its `destroyBootstrap` hook), when its install config can be read. */
+async function destroyPlatformBootstrap(dir: string, sink: EventSink, signal: AbortSignal): Promise<void> {
+  let config: InstallConfig;
   try {
     const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
-    const { config } = await store.fetch(installConfigAsset);
-    return desiredSetSelector(installConfigOwner(config));
+    config = (await store.fetch(installConfigAsset)).config;
+  } catch (error) {
+    log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(error)}), so the platform's own bootstrap resources, if it has any, were left alone`);
+    return;
+  }
+  await platformFor(config).hooks?.destroyBootstrap?.({ config, dir, signal, log: (message) => log(sink, 'info', message) });
+}
+
+/** This install's config (its objects' label selector, its platform); undefined (all Clusters, every provider) when it cannot be read and the control plane is ours. */
+async function ownConfig(dir: string, sink: EventSink, signal: AbortSignal, external: boolean): Promise<InstallConfig | undefined> {
+  try {
+    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
+    return (await store.fetch(installConfigAsset)).config;
   } catch (error) {
     if (external) {
       throw new EnvironmentError(`Cannot tell which Cluster of the management cluster is this install's: ${messageOf(error)}`, {
@@ -152,6 +171,7 @@ export async function destroyBootstrap(request: DestroyRequest): Promise<{ remov
     await rm(layout.stateDir, { recursive: true, force: true });
     await rm(layout.kubeconfig, { force: true });
     log(sink, 'info', `Removed the local control plane and its data from ${dir}`);
+    await destroyPlatformBootstrap(dir, sink, signal);
     return { removed: true };
   } finally {
     await lock.release();

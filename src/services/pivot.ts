@@ -7,8 +7,8 @@
  * - `--dry-run` prints the plan (objects by kind, in creation order) and changes nothing.
  *
  * The source is the local control plane of the dir: adopted when running, else started
- * from its data (detached on the in-memory platform, whose machines live in its
- * controllers). After a move on the in-memory platform the source is stopped once it holds
+ * from its data with the platform's controllers (detached when the platform's machines live
+ * in its controllers). After a move on such a platform the source is stopped once it holds
  * no Cluster; its data stays (`destroy bootstrap` removes it).
  */
 import { access } from 'node:fs/promises';
@@ -24,6 +24,7 @@ import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
 import { countByKind } from '../pivot/graph.js';
 import { phaseIndex, readPivotJournal, writePivotJournal, type PivotJournal, type PivotPhase } from '../pivot/journal.js';
 import { coreKinds, describePlan, discoverMoveKinds, journalFor, planMove, preflight, rollbackPivot, runPivot } from '../pivot/move.js';
+import { platformOfDocument, type Platform } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
 import { attachLocalControlPlane, recordExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
 
@@ -54,7 +55,7 @@ export interface PivotResult {
   /** The plan's lines (dry-run) or a summary. */
   lines: string[];
   resumedFrom?: PivotPhase;
-  /** The source control plane was stopped (in-memory platform, no Cluster left). */
+  /** The source control plane was stopped (its controllers ran the machines, and no Cluster is left). */
   sourceStopped: boolean;
   rolledBackObjects?: number;
 }
@@ -66,10 +67,12 @@ async function exists(file: string): Promise<boolean> {
   );
 }
 
-/** True when the install config names the in-memory platform (its machines live in the local controllers). */
-async function isInmemory(dir: string): Promise<boolean> {
-  const config = (await readYamlFile(path.join(dir, installConfigFileName), installConfigFile)) as { platform?: Record<string, unknown> } | null | undefined;
-  return config?.platform?.['inmemory'] !== undefined;
+/**
+ * The platform the install config names, read without validating it (the config may have
+ * been edited since the cluster was made); undefined when it names none or several.
+ */
+async function platformOfInstall(dir: string): Promise<Platform | undefined> {
+  return platformOfDocument(await readYamlFile(path.join(dir, installConfigFileName), installConfigFile));
 }
 
 export async function pivot(request: PivotRequest): Promise<PivotResult> {
@@ -82,19 +85,20 @@ export async function pivot(request: PivotRequest): Promise<PivotResult> {
     throw new UsageError(`No local control plane data in ${dir}: there is nothing to pivot`, { hint: 'Run `provisioner create cluster --dir` first, or pass the install directory that holds the cluster.' });
   }
   const lock = await acquireDirLock(dir, { command: 'pivot', events: sink });
-  const inmemory = await isInmemory(dir);
+  const platform = await platformOfInstall(dir);
+  const machinesInController = platform?.lifecycle.machinesInController ?? false;
   let source: AttachedControlPlane | undefined;
   try {
     // Checked before the source boots: a wrong target or a rollback with nothing to undo costs nothing.
     const journal = await openPivotJournal(dir, toKubeconfig, request.rollback ?? false);
-    source = await attachLocalControlPlane({ dir, detached: inmemory, sink, signal });
-    const result = await pivotFrom({ ...request, dir, toKubeconfig, source, inmemory, journal });
+    source = await attachLocalControlPlane({ dir, detached: machinesInController, ...(platform ? { controllers: platform.controllers } : {}), sink, signal });
+    const result = await pivotFrom({ ...request, dir, toKubeconfig, source, machinesInController, journal });
     if (result.sourceStopped) source = undefined;
     return result;
   } finally {
     if (source) {
       // A control plane that manages simulated machines stays up; otherwise stop what this command started.
-      if (inmemory) source.client.close();
+      if (machinesInController) source.client.close();
       else await source.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the local control plane: ${messageOf(error)}`));
     }
     await lock.release();
@@ -135,30 +139,30 @@ export interface PivotFromRequest extends Omit<PivotRequest, 'dir'> {
   dir: string;
   /** The running source: the install's local control plane. */
   source: AttachedControlPlane;
-  /** The install runs on the in-memory platform (its machines live in the source's provider process). */
-  inmemory: boolean;
+  /** The install's machines live in the source's infrastructure controller (Platform.lifecycle.machinesInController). */
+  machinesInController: boolean;
   /** The journal as the caller read and checked it (openPivotJournal). Default: read and checked here. */
   journal?: PivotJournal | undefined;
 }
 
 /**
  * The move itself, from a source control plane the caller attached and under the caller's
- * directory lock (`pivot` and `create cluster --pivot-to` share it). On the in-memory
- * platform the source is stopped once it holds no Cluster, before the target unpauses, so
- * that the target's in-memory provider can serve the cluster's endpoint on its port; the
+ * directory lock (`pivot` and `create cluster --pivot-to` share it). When the machines live
+ * in the source's controllers, the source is stopped once it holds no Cluster, before the
+ * target unpauses, so that the target's provider can serve the cluster's endpoint on its port; the
  * source's data stays (`destroy bootstrap` removes it). A finished move records the target
  * as the install's management cluster, so `destroy cluster`, `wait-for` and `create
  * cluster` work against it from then on.
  */
 export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult> {
-  const { dir, sink, signal, source, inmemory } = request;
+  const { dir, sink, signal, source, machinesInController } = request;
   const toKubeconfig = path.resolve(request.toKubeconfig);
   let journal = 'journal' in request ? request.journal : await openPivotJournal(dir, toKubeconfig, request.rollback ?? false);
   const unfinished = isUnfinished(journal);
   const target = KubeClient.fromFile(toKubeconfig);
   let sourceStopped = false;
   const stopSourceIfEmpty = async () => {
-    if (!inmemory || sourceStopped) return;
+    if (!machinesInController || sourceStopped) return;
     const left = await source.client.list<KubeObject>('cluster.x-k8s.io/v1beta2', 'Cluster');
     if (left.length > 0) {
       log(sink, 'warn', `The local control plane still manages ${left.length} other Cluster(s), so it keeps running; the moved cluster's endpoint stays with it until it stops`);
@@ -233,7 +237,7 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
       ...(request.concurrency ? { concurrency: request.concurrency } : {}),
       ...(request.afterPhase ? { afterPhase: request.afterPhase } : {}),
     });
-    // A move finished earlier (journal done) on a resume still stops an in-memory source left running.
+    // A move finished earlier (journal done) on a resume still stops a source that runs the machines, left running.
     await stopSourceIfEmpty();
     await recordExternalManagement(dir, toKubeconfig);
     return {

@@ -18,6 +18,7 @@ import { log, type EventSink } from '../events.js';
 import type { KubeObject } from '../kube/client.js';
 import { readPivotJournal } from '../pivot/journal.js';
 import { acquireDirLock } from '../process/lock.js';
+import { platformFor } from '../platforms/index.js';
 import { countMachines, handOff, waitHealthy } from './create-cluster.js';
 import { attachExternalManagement, attachLocalControlPlane, recordedExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
 import { isUnfinished } from './pivot.js';
@@ -56,14 +57,15 @@ export async function waitForInstallComplete(request: WaitForRequest): Promise<W
     const manifests = await store.fetch(clusterApiManifestsAsset);
     const objects = manifests.files.flatMap((f) => f.objects as unknown as KubeObject[]);
 
-    // On inmemory the local control plane runs the simulated machines: once started it stays up, as create cluster leaves it.
-    const keepRunning = !external && config.platform.inmemory !== undefined;
+    const platform = platformFor(config);
+    // When the local control plane runs the machines, once started it stays up, as create cluster leaves it.
+    const keepRunning = !external && platform.lifecycle.machinesInController;
     let management: AttachedControlPlane;
     if (external) {
       log(sink, 'info', `Asking the management cluster of ${external}, which manages this install`);
       management = await attachExternalManagement(external, dir, []);
     } else {
-      management = await attachLocalControlPlane({ dir, detached: keepRunning, sink, signal });
+      management = await attachLocalControlPlane({ dir, detached: keepRunning, controllers: platform.controllers, credentials: platform.credentialFiles(config, dir), sink, signal });
     }
     try {
       await waitHealthy(management.client, {
@@ -76,7 +78,7 @@ export async function waitForInstallComplete(request: WaitForRequest): Promise<W
         fatal: management.fatal,
         ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}),
       });
-      const kubeconfig = await handOff(management.client, dir, config.metadata.name, config.metadata.namespace);
+      const kubeconfig = await handOff(management.client, dir, config.metadata.name, config.metadata.namespace, platform.lifecycle.stateKinds);
       return { kubeconfig, managementKubeconfig: management.kubeconfig };
     } finally {
       if (keepRunning || management.adopted) management.client.close();
