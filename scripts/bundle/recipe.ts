@@ -42,8 +42,18 @@ export function targetPlatform(target: Target): Platform {
   return platformOf(target.goos, target.goarch === 'amd64' ? 'x64' : 'arm64');
 }
 
-/** How a binary reports its version: which Go variables the linker stamps. */
-export type VersionStamp = 'kubernetes' | 'cluster-api' | 'none';
+/**
+ * How a binary reports its version: the Go packages whose `gitVersion`, `gitMajor`,
+ * `gitCommit`, ... variables the linker stamps (Kubernetes' and Cluster API's
+ * convention, which the providers copy). Empty: the binary reports its own.
+ */
+const stamps = {
+  kubernetes: ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version'],
+  clusterApi: ['sigs.k8s.io/cluster-api/version'],
+  aws: ['sigs.k8s.io/cluster-api-provider-aws/v2/version'],
+  vsphere: ['sigs.k8s.io/cluster-api-provider-vsphere/pkg/version'],
+  none: [],
+} as const satisfies Record<string, readonly string[]>;
 
 export interface BinaryRecipe {
   /** Executable name in the bundle. */
@@ -54,20 +64,25 @@ export interface BinaryRecipe {
   package: string;
   /** Module whose version the binary reports. */
   versionModule: string;
-  stamp: VersionStamp;
+  /** Go packages whose version variables the linker sets (see `stamps`). */
+  versionPackages: readonly string[];
   /** False for test and benchmark tools: built for development, never shipped in a release bundle. */
   shipped: boolean;
 }
 
 export const binaryRecipes: readonly BinaryRecipe[] = [
-  { name: 'etcd', wrapper: 'etcd', package: '.', versionModule: 'go.etcd.io/etcd/server/v3', stamp: 'none', shipped: true },
-  { name: 'kube-apiserver', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-apiserver', versionModule: 'k8s.io/kubernetes', stamp: 'kubernetes', shipped: true },
-  { name: 'capi-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/core', versionModule: 'sigs.k8s.io/cluster-api', stamp: 'cluster-api', shipped: true },
-  { name: 'kubeadm-bootstrap-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/bootstrap/kubeadm', versionModule: 'sigs.k8s.io/cluster-api', stamp: 'cluster-api', shipped: true },
-  { name: 'kubeadm-control-plane-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/controlplane/kubeadm', versionModule: 'sigs.k8s.io/cluster-api', stamp: 'cluster-api', shipped: true },
-  { name: 'capd-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/test/infrastructure/docker', versionModule: 'sigs.k8s.io/cluster-api/test', stamp: 'cluster-api', shipped: true },
-  { name: 'clusterctl', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/cmd/clusterctl', versionModule: 'sigs.k8s.io/cluster-api', stamp: 'cluster-api', shipped: false },
-  { name: 'kubectl', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kubectl', versionModule: 'k8s.io/kubernetes', stamp: 'kubernetes', shipped: false },
+  { name: 'etcd', wrapper: 'etcd', package: '.', versionModule: 'go.etcd.io/etcd/server/v3', versionPackages: stamps.none, shipped: true },
+  { name: 'kube-apiserver', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-apiserver', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
+  { name: 'capi-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/core', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
+  { name: 'kubeadm-bootstrap-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/bootstrap/kubeadm', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
+  { name: 'kubeadm-control-plane-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/controlplane/kubeadm', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
+  { name: 'capd-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/test/infrastructure/docker', versionModule: 'sigs.k8s.io/cluster-api/test', versionPackages: stamps.clusterApi, shipped: true },
+  { name: 'capa-manager', wrapper: 'capa', package: 'sigs.k8s.io/cluster-api-provider-aws/v2', versionModule: 'sigs.k8s.io/cluster-api-provider-aws/v2', versionPackages: stamps.aws, shipped: true },
+  { name: 'capv-manager', wrapper: 'capv', package: 'sigs.k8s.io/cluster-api-provider-vsphere', versionModule: 'sigs.k8s.io/cluster-api-provider-vsphere', versionPackages: stamps.vsphere, shipped: true },
+  // The vCenter simulator for the vsphere platform's tests; main.version is its own variable.
+  { name: 'vcsim', wrapper: 'vcsim', package: '.', versionModule: 'github.com/vmware/govmomi', versionPackages: ['main'], shipped: false },
+  { name: 'clusterctl', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/cmd/clusterctl', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: false },
+  { name: 'kubectl', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kubectl', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: false },
 ];
 
 export type ProviderType = 'CoreProvider' | 'BootstrapProvider' | 'ControlPlaneProvider' | 'InfrastructureProvider';
@@ -116,9 +131,15 @@ export const componentRecipes: readonly ComponentsRecipe[] = [
     binary: 'capd-manager',
   },
   {
-    // CRDs only: lets the local control plane validate AWS manifests with a server-side dry-run.
-    provider: 'infrastructure-aws', type: 'InfrastructureProvider', namespace: 'capa-system', wrapper: 'crds-aws', module: 'sigs.k8s.io/cluster-api-provider-aws/v2',
+    provider: 'infrastructure-aws', type: 'InfrastructureProvider', namespace: 'capa-system', wrapper: 'capa', module: 'sigs.k8s.io/cluster-api-provider-aws/v2',
     crdKustomizations: ['config/crd'],
-    webhookManifests: [],
+    webhookManifests: ['config/webhook/manifests.yaml'],
+    binary: 'capa-manager',
+  },
+  {
+    provider: 'infrastructure-vsphere', type: 'InfrastructureProvider', namespace: 'capv-system', wrapper: 'capv', module: 'sigs.k8s.io/cluster-api-provider-vsphere',
+    crdKustomizations: ['config/default/crd'],
+    webhookManifests: ['config/govmomi/webhook/manifests.yaml'],
+    binary: 'capv-manager',
   },
 ];
