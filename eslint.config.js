@@ -8,6 +8,7 @@ import tseslint from 'typescript-eslint';
 const noCliOrServices = { group: ['**/cli/**', '**/services/**'], message: 'Domain modules must not import the CLI or services layer.' };
 const noRendering = { group: ['ink', 'ink/*', 'react', 'react/*'], message: 'Only src/cli/ui renders.' };
 const noKubeClient = { group: ['@kubernetes/client-node', '@kubernetes/client-node/*'], message: 'Only src/kube imports the Kubernetes client.' };
+const noPlatforms = { group: ['**/platforms/**'], message: 'config defines the interface platforms implement (config/platform-section.ts); the registry passes them in, config never imports them.' };
 const noKubernetes = { group: ['**/kube/**', '**/controlplane/**', '**/wait/**'], message: 'process/ and progress/ know nothing of Kubernetes.' };
 
 // What start-up loads (main, program, command declarations, the renderer picker) must not
@@ -50,6 +51,8 @@ export default tseslint.config(
   { files: domainModules.map((m) => `src/${m}/**/*.ts`), rules: restrict([noCliOrServices, noRendering, noKubeClient]) },
   // kube/ is the one importer of the client; still a domain module.
   { files: ['src/kube/**/*.ts'], rules: restrict([noCliOrServices, noRendering]) },
+  // config/ is below platforms/: platforms import it, never the other way (its tests may use the registry).
+  { files: ['src/config/**/*.ts'], ignores: ['src/config/**/*.test.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noPlatforms]) },
   // process/ knows nothing of Kubernetes at all, nor does progress/ (the one waiting primitive, which process/ uses too).
   { files: ['src/process/**/*.ts', 'src/progress/**/*.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noKubernetes]) },
 );

@@ -50,7 +50,7 @@ export interface BundledComponents {
   /** Namespace the provider's inventory entry lives in, e.g. `capi-system`. */
   namespace: string;
   version: string;
-  /** Binary that serves this provider's controllers and webhooks; absent for CRD-only entries (e.g. AWS for validation). */
+  /** Binary that serves this provider's controllers and webhooks; absent for CRD-only entries (a provider bundled for validation only). */
   binary?: string;
   /** Multi-document YAML file relative to the bundle directory. */
   file: string;

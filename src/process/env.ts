@@ -1,7 +1,8 @@
 /**
  * A child's environment, built from an allow-list instead of inherited: a control-plane
- * process gets no stray credentials (AWS_*, KUBECONFIG, tokens) from the user's shell, and
- * never a proxy for loopback traffic. Credentials go to children by file, never here.
+ * process gets no stray credentials (a cloud's keys, KUBECONFIG, tokens) from the user's shell,
+ * and never a proxy for loopback traffic. Credentials go to children by file: a variable
+ * naming the file's path, never its content.
  */
 
 /** Variables passed through from the parent by default. */

@@ -36,7 +36,7 @@ export function registerCreateCluster(create: Command, run: Runner): void {
       '\nRun it again after an interrupt or a failure: it resumes from .provisioner/journal.json.\n' +
         'Outputs: auth/kubeconfig (the new cluster, 0600), auth/management.kubeconfig (its local manager),\n' +
         '.provisioner/cluster-state.yaml (final state of every Cluster API object), logs/ (one log per process).\n' +
-        '\nExamples:\n  provisioner create install-config --dir ./demo --name demo --platform inmemory\n  provisioner create cluster --dir ./demo\n  kubectl --kubeconfig ./demo/auth/kubeconfig get nodes\n' +
+        '\nExamples:\n  provisioner create install-config --dir ./demo --name demo\n  provisioner create cluster --dir ./demo\n  kubectl --kubeconfig ./demo/auth/kubeconfig get nodes\n' +
         '\n  # create, then hand the cluster to a lasting management cluster:\n  provisioner management start --dir ./mgmt\n  provisioner create cluster --dir ./demo --pivot-to ./mgmt/auth/management.kubeconfig',
     )
     .action(
