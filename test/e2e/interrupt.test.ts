@@ -22,9 +22,8 @@ import { cli, editInstallConfig, ensureBuilt, processesMentioning, readJournal, 
 
 /** Longest a start of the control plane and the stages before the interrupt may take on a loaded 2-core machine. */
 const bootTimeoutMs = 600_000;
-/** From SIGINT to the CLI's exit: the hook's group, then six processes, each within its stop grace. */
+/** From SIGINT to the CLI's exit: the hook's group, then every control-plane process, each within its stop grace. */
 const stopTimeoutMs = 90_000;
-const controlPlaneProcesses = 6;
 
 /** One line of `--output json`, as far as these tests read it. */
 interface EventLine {
@@ -76,7 +75,11 @@ function processEvents(stdout: string): ProcessEventLine[] {
 async function interrupt(run: BackgroundCli): Promise<{ exitCode: number | undefined; stderr: string; before: ProcessEventLine[]; after: ProcessEventLine[] }> {
   const before = processEvents(run.stdout());
   const recorded = await aliveRecorded(dir);
-  expect(recorded.map((e) => e.name).sort(), 'every control-plane process runs before the interrupt').toHaveLength(controlPlaneProcesses);
+  // Whatever the platform needs (etcd, the API server, its controllers) was started and still runs.
+  const started = startOrder(before);
+  expect(started.slice(0, 2)).toEqual(['etcd', 'kube-apiserver']);
+  expect(started.length, 'controllers started').toBeGreaterThan(2);
+  expect(recorded.map((e) => e.name).sort(), 'every control-plane process runs before the interrupt').toEqual([...started].sort());
   // Nothing of the control plane shares the CLI's process group (a terminal would signal it too).
   for (const entry of recorded) expect(processGroupOf(entry.pid), entry.name).not.toBe(run.pid);
   process.kill(-run.pid, 'SIGINT');
