@@ -44,25 +44,15 @@ export interface LocalControlPlaneRequest {
 export async function prepareLocalControlPlane(request: LocalControlPlaneRequest): Promise<LocalControlPlane> {
   const catalog = await loadBinaryCatalog();
   const reconcile = request.reconcile ?? true;
-  const requirements = selectProviders(catalog.components, request.controllers, request.sink);
-  const running = (c: (typeof catalog.components)[number]) => Boolean(c.binary && requirements.get(c.provider)?.bundled !== false);
-  const components = catalog.components.filter((c) => requirements.has(c.provider));
-  const controllers = reconcile ? components.filter(running).map((c) => c.binary!) : [];
+  const planned = planProviders(catalog.components, { controllers: request.controllers, credentials: request.credentials ?? [], sink: request.sink });
+  const controllers = reconcile ? planned.flatMap((p) => (p.controller ? [p.controller] : [])) : [];
   const binaries = await ensureBinaries(['etcd', 'kube-apiserver', ...controllers], { catalog, sink: request.sink, signal: request.signal });
-  const providers: ProviderSpec[] = components.map((c) => {
-    const requirement = requirements.get(c.provider);
-    const spec: ProviderSpec = { provider: c.provider, namespace: c.namespace, componentsFile: catalog.componentsPath(c) };
-    if (!running(c)) return spec;
-    const env = { ...requirement?.env, ...credentialsEnv(request.credentials ?? [], c.binary!) };
-    return {
-      ...spec,
-      controller: c.binary!,
-      ...(reconcile ? { binaryPath: binaries[c.binary!]! } : {}),
-      ...(requirement && Object.keys(requirement.featureGates).length > 0 ? { featureGates: requirement.featureGates } : {}),
-      ...(requirement?.args ? { args: requirement.args } : {}),
-      ...(Object.keys(env).length > 0 ? { env } : {}),
-    };
-  });
+  const providers: ProviderSpec[] = planned.map(({ component, controller, ...settings }) => ({
+    provider: component.provider,
+    namespace: component.namespace,
+    componentsFile: catalog.componentsPath(component),
+    ...(controller ? { controller, ...(reconcile ? { binaryPath: binaries[controller]! } : {}), ...settings } : {}),
+  }));
   return new LocalControlPlane({
     dir: request.dir,
     etcdBinary: binaries.etcd!,
@@ -76,27 +66,58 @@ export async function prepareLocalControlPlane(request: LocalControlPlaneRequest
   });
 }
 
+/** A provider to install: its components, and the controller that runs for it with its settings (none: CRDs and webhooks only). */
+export interface PlannedProvider {
+  component: BundledComponents;
+  controller?: string;
+  featureGates?: Record<string, boolean>;
+  args?: Record<string, string | number | boolean>;
+  env?: Record<string, string>;
+}
+
 /**
- * The requirement of each provider to install, by provider name: the given controllers,
- * or (none given) every provider of the bundle with the platforms' settings for it.
+ * The providers a control plane installs and the controllers it runs: those of
+ * `controllers` (a platform's; a `bundled: false` one gets its CRDs only), or, given none,
+ * every provider of the bundle with the settings the platforms declare for it. Each
+ * controller's environment gets the credentials files it reads, by path.
  */
-function selectProviders(components: readonly BundledComponents[], selected: readonly ControllerRequirement[] | undefined, sink: EventSink): Map<string, ControllerRequirement | undefined> {
-  if (!selected) {
+export function planProviders(
+  components: readonly BundledComponents[],
+  options: { controllers?: readonly ControllerRequirement[] | undefined; credentials: readonly CredentialFileReference[]; sink: EventSink },
+): PlannedProvider[] {
+  const selected = options.controllers;
+  const requirements = new Map<string, ControllerRequirement | undefined>();
+  if (selected) {
+    const bundled = new Set(components.map((c) => c.provider));
+    for (const requirement of selected) {
+      if (!bundled.has(requirement.provider)) {
+        throw new EnvironmentError(`The bundle has no ${requirement.provider} provider (${requirement.binary}), which this install's platform needs`, {
+          hint: 'Rebuild the bundle (`npm run bundle`), or point PROVISIONER_BUNDLE_DIR at one that carries it.',
+        });
+      }
+      if (!requirement.bundled) {
+        log(options.sink, 'warn', `${requirement.binary} is not in the bundle yet: the ${requirement.provider} CRDs are installed so the manifests validate, but no controller provisions this platform's infrastructure`);
+      }
+      requirements.set(requirement.provider, requirement);
+    }
+  } else {
     const declared = new Map(allControllers().map((r) => [r.binary, r]));
-    return new Map(components.map((c) => [c.provider, c.binary ? declared.get(c.binary) : undefined]));
+    for (const c of components) requirements.set(c.provider, c.binary ? declared.get(c.binary) : undefined);
   }
-  const bundled = new Set(components.map((c) => c.provider));
-  for (const requirement of selected) {
-    if (!bundled.has(requirement.provider)) {
-      throw new EnvironmentError(`The bundle has no ${requirement.provider} provider (${requirement.binary}), which this install's platform needs`, {
-        hint: 'Rebuild the bundle (`npm run bundle`), or point PROVISIONER_BUNDLE_DIR at one that carries it.',
-      });
-    }
-    if (!requirement.bundled) {
-      log(sink, 'warn', `${requirement.binary} is not in the bundle yet: the ${requirement.provider} CRDs are installed so the manifests validate, but no controller provisions this platform's infrastructure`);
-    }
-  }
-  return new Map(selected.map((r) => [r.provider, r]));
+  return components
+    .filter((c) => requirements.has(c.provider))
+    .map((component) => {
+      const requirement = requirements.get(component.provider);
+      if (!component.binary || requirement?.bundled === false) return { component };
+      const env = { ...requirement?.env, ...credentialsEnv(options.credentials, component.binary) };
+      return {
+        component,
+        controller: component.binary,
+        ...(requirement && Object.keys(requirement.featureGates).length > 0 ? { featureGates: requirement.featureGates } : {}),
+        ...(requirement?.args ? { args: requirement.args } : {}),
+        ...(Object.keys(env).length > 0 ? { env } : {}),
+      };
+    });
 }
 
 /** The environment that points `controller` at the credentials files it reads: each file's path and its non-secret settings. */
