@@ -68,11 +68,11 @@ export const awsPlatform: Platform = {
   description: 'EC2 machines through Cluster API Provider AWS; needs AWS credentials (by file)',
   installConfig: awsConfig,
   inputs: [
-    { key: 'region', valueName: 'region', description: 'AWS region (aws)', label: 'AWS region', required: true, node: aws.region.node },
-    { key: 'instanceType', valueName: 'type', description: 'EC2 instance type (aws; default t3.large)', label: 'Instance type', initial: String(aws.defaultInstanceType.default), node: aws.defaultInstanceType.node },
-    { key: 'sshKeyName', valueName: 'name', description: 'EC2 key pair installed on machines (aws; default none)', label: 'EC2 key pair name (empty: none)', node: aws.sshKeyName.node },
+    { key: 'region', valueName: 'region', description: 'AWS region', label: 'AWS region', required: true, node: aws.region.node },
+    { key: 'instanceType', valueName: 'type', description: `EC2 instance type (default ${String(aws.defaultInstanceType.default)})`, label: 'Instance type', initial: String(aws.defaultInstanceType.default), node: aws.defaultInstanceType.node },
+    { key: 'sshKeyName', valueName: 'name', description: 'EC2 key pair installed on machines (default none)', label: 'EC2 key pair name (empty: none)', node: aws.sshKeyName.node },
     // Referenced, never copied.
-    { key: 'credentialsFile', valueName: 'path', description: `AWS shared credentials file (aws; default ${awsDefaultCredentialsFile})`, label: 'AWS credentials file', initial: awsDefaultCredentialsFile },
+    { key: 'credentialsFile', valueName: 'path', description: `AWS shared credentials file (default ${awsDefaultCredentialsFile})`, label: 'AWS credentials file', initial: awsDefaultCredentialsFile },
   ],
   newSection(answers) {
     return {
