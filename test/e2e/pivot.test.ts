@@ -6,10 +6,12 @@
  * random point of the move (0–1.5 s after its journal appears); the second resumes it.
  * Afterwards D's local control plane is gone, the cluster is Available and managed from
  * M — M's in-memory provider serves the workload API that D's used to — and scaling the
- * MachineDeployment in M brings a new machine and node. `destroy cluster` then deletes
- * it from M. Fails (never skips) without the bundle.
+ * MachineDeployment in M brings a new machine and node. `wait-for install-complete` asks M
+ * (the stopped local control plane stays stopped), and so it does in a second install dir
+ * created with `--management-kubeconfig M` for the same cluster, which has no local control
+ * plane at all. `destroy cluster` then deletes it from M. Fails (never skips) without the bundle.
  */
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -25,6 +27,8 @@ const commandTimeoutMs = 300_000;
 let base = '';
 let mgmt = '';
 let dir = '';
+/** A second install dir of the same cluster, created with --management-kubeconfig M. */
+let second = '';
 let background: BackgroundCli | undefined;
 
 const mgmtKubeconfig = () => path.join(mgmt, 'auth', 'management.kubeconfig');
@@ -54,6 +58,7 @@ beforeAll(async () => {
   base = await mkdtemp(path.join(os.tmpdir(), 'provisioner-e2e-pivot-'));
   mgmt = path.join(base, 'M');
   dir = path.join(base, 'D');
+  second = path.join(base, 'D2');
 });
 
 afterAll(async () => {
@@ -117,6 +122,40 @@ describe('acceptance: management start, create cluster --pivot-to (3 + 2), SIGKI
     expect(machines.items.map((m) => m.status?.phase)).toEqual(Array(5).fill('Running'));
     expect((await stat(path.join(dir, 'auth', 'kubeconfig'))).mode & 0o777).toBe(0o600);
     const nodes = await getNodes(path.join(dir, 'auth', 'kubeconfig'));
+    expect(nodes.filter((n) => n.ready)).toHaveLength(5);
+  });
+
+  it('wait-for install-complete asks the management cluster the pivot recorded, leaves the stopped local control plane alone, exits 0', async () => {
+    expect(created, 'create cluster did not finish').toBe(true);
+    const logSizes = async () => Promise.all(['etcd', 'kube-apiserver', 'capi-manager'].map((name) => stat(path.join(dir, 'logs', `${name}.log`)).then((s) => s.size)));
+    const before = await logSizes();
+    const run = await cli(['wait-for', 'install-complete', '--dir', dir, '--no-progress-timeout', stallMinutes], commandTimeoutMs);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe(path.join(dir, 'auth', 'kubeconfig'));
+    expect(run.stderr).toContain(`Asking the management cluster of ${mgmtKubeconfig()}`);
+    expect(run.stderr).toContain("The workload cluster's API answers with 5 Ready node(s)");
+    // Nothing of the local control plane was started: not a line in its logs, no process left.
+    expect(await logSizes()).toEqual(before);
+    expect((await aliveRecorded(dir)).map((e) => e.name)).toEqual([]);
+    expect(await processesMentioning(dir)).toEqual([]);
+  });
+
+  it('create cluster --management-kubeconfig on a second install dir of the same cluster, then wait-for install-complete there (no local control plane at all), exit 0', async () => {
+    expect(created, 'create cluster did not finish').toBe(true);
+    // The same install config, so the same objects: the create finds them healthy in the management cluster.
+    await mkdir(second, { recursive: true });
+    await copyFile(path.join(dir, 'install-config.yaml'), path.join(second, 'install-config.yaml'));
+    const create = await cli(['create', 'cluster', '--dir', second, '--no-progress-timeout', stallMinutes, '--management-kubeconfig', mgmtKubeconfig()], createTimeoutMs);
+    expect(create.exitCode, create.stderr).toBe(0);
+    await expect(stat(path.join(second, '.provisioner', 'controlplane'))).rejects.toThrow();
+
+    const run = await cli(['wait-for', 'install-complete', '--dir', second, '--no-progress-timeout', stallMinutes], commandTimeoutMs);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe(path.join(second, 'auth', 'kubeconfig'));
+    expect(run.stderr).toContain(`Asking the management cluster of ${mgmtKubeconfig()}`);
+    expect(run.stderr).toContain("The workload cluster's API answers with 5 Ready node(s)");
+    expect(await processesMentioning(second)).toEqual([]);
+    const nodes = await getNodes(path.join(second, 'auth', 'kubeconfig'));
     expect(nodes.filter((n) => n.ready)).toHaveLength(5);
   });
 
