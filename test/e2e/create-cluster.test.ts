@@ -169,6 +169,19 @@ describe('acceptance: install-config (3 control-plane + 2 workers), create clust
     await expectReadyNodes(dir, 5);
   });
 
+  it('wait-for install-complete on the running cluster adopts its control plane, asks the workload API, exits 0 and prints auth/kubeconfig', async () => {
+    expect(created, 'create cluster did not succeed').toBe(true);
+    const before = (await aliveRecorded(dir)).map((e) => e.pid).sort();
+    const run = await cli(['wait-for', 'install-complete', '--dir', dir, '--no-progress-timeout', stallMinutes], createTimeoutMs);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe(kubeconfigOf(dir));
+    expect(run.stderr).toContain('Using the control plane already running');
+    // create cluster's own healthy-wait: the conditions, then the workload cluster's API.
+    expect(run.stderr).toContain("The workload cluster's API answers with 5 Ready node(s)");
+    expect((await aliveRecorded(dir)).map((e) => e.pid).sort()).toEqual(before);
+    expect((await stat(kubeconfigOf(dir))).mode & 0o777).toBe(0o600);
+  });
+
   it('the journal has every stage succeeded; the final state file holds no Secret', async () => {
     expect(created, 'create cluster did not succeed').toBe(true);
     const journal = await readJournal(dir);
