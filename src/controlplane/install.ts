@@ -12,6 +12,7 @@ import type { EventSink } from '../events.js';
 import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
 import { until, type Observation } from '../progress/until.js';
 import { watching, type Snapshot } from '../wait/waiter.js';
+import { lightenCrd } from './crds.js';
 import { rewriteWebhooks, type WebhookEndpoints } from './webhooks.js';
 
 export interface ProviderComponents {
@@ -71,7 +72,8 @@ export async function installCrds(
   caPem: string,
   options: { signal?: AbortSignal; sink?: EventSink; /** Default `crdNoProgressTimeoutMs`. */ noProgressTimeoutMs?: number } = {},
 ): Promise<string[]> {
-  const early = components.flatMap((c) => c.objects.filter((o) => !isLate(o)).map((o) => rewriteWebhooks(o, endpoints, caPem)));
+  // CRDs go in without their schemas' documentation: crds.ts says what that saves and costs.
+  const early = components.flatMap((c) => c.objects.filter((o) => !isLate(o)).map((o) => lightenCrd(rewriteWebhooks(o, endpoints, caPem))));
   const namespaces = early.filter((o) => o.kind === 'Namespace');
   const rest = early.filter((o) => o.kind !== 'Namespace');
   await applyAll(client, namespaces, options.signal);
