@@ -247,7 +247,7 @@ export function composeInstallConfigSchema(platforms: readonly PlatformConfigSec
   if (!names.includes(defaultPlatform)) throw new Error(`the default platform ${defaultPlatform} is not one of ${names.join(', ')}`);
   const sections = (node: (p: PlatformConfigSection) => ObjectNode) => Object.fromEntries(platforms.map((p) => [p.name, optional(node(p))]));
   const platform = s.object(sections((p) => p.schema), {
-    doc: `Where the machines run: set exactly one key, the platform's name (${names.join(', ')}), with its settings. Default: \`${defaultPlatform}: {}\`.`,
+    doc: `Where the machines run: set exactly one key, the platform's name (${names.join(', ')}), with its settings.`,
     exactlyOne: true,
   });
   const poolPlatform = s.object(sections((p) => p.machineSchema), {
