@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ControlPlanePki } from '../pki/index.js';
 import type { ArgMap } from '../process/args.js';
-import { apiServerArgs, controllerArgs, controllerEnv, etcdArgs } from './components.js';
+import { apiServerArgs, controllerArgs, controllerEnv, etcdArgs, goRuntimeEnv } from './components.js';
 
 const files = (name: string) => ({ certFile: `/pki/${name}.crt`, keyFile: `/pki/${name}.key` });
 // Only the file paths are read by the arg builders; no keys are generated for this test.
@@ -109,5 +109,11 @@ describe('controllerArgs', () => {
 
   it('gives controllers a loopback bind address', () => {
     expect(controllerEnv()).toEqual({ PROVISIONER_BIND_ADDRESS: '127.0.0.1' });
+  });
+});
+
+describe('goRuntimeEnv', () => {
+  it('sets GOGC=50 and no memory limit (a limit under the live heap makes the collector spin)', () => {
+    expect(goRuntimeEnv()).toEqual({ GOGC: '50' });
   });
 });

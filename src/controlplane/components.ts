@@ -96,3 +96,18 @@ export function controllerArgs(kubeconfig: string, webhookCertDir: string, ports
 export function controllerEnv(): Record<string, string> {
   return { PROVISIONER_BIND_ADDRESS: loopback };
 }
+
+/** Go's garbage-collection target for every child: a new cycle once the heap grows 50 % over the live heap (Go's default: 100 %). */
+export const childGoGc = 50;
+
+/**
+ * Go runtime settings of every control-plane process (all are Go programs), under the
+ * caller's environment. GOGC=50 keeps each heap nearer its live size: kube-apiserver's
+ * resident memory drops by about 90 MB for about 4 s more CPU during the boot and none
+ * once idle. No GOMEMLIMIT: kube-apiserver's live heap is 230-300 MB, and a limit below it
+ * made the collector run without pause (26 s of CPU in 45 idle seconds at 200 MiB).
+ * See docs/architecture.md, "Footprint".
+ */
+export function goRuntimeEnv(): Record<string, string> {
+  return { GOGC: String(childGoGc) };
+}

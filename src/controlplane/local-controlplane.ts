@@ -24,7 +24,7 @@ import { findStale, isAlive, readPidfiles, stopStale, type PidfileEntry } from '
 import { allocatePort, isAddressInUse } from '../process/ports.js';
 import { httpProbe, tcpTlsProbe, type ReadinessProbe } from '../process/probes.js';
 import { Supervisor } from '../process/supervisor.js';
-import { apiServerArgs, controllerArgs, controllerEnv, etcdArgs, loopback } from './components.js';
+import { apiServerArgs, controllerArgs, controllerEnv, etcdArgs, goRuntimeEnv, loopback } from './components.js';
 import { installCrds, installWebhooksAndInventory, loadComponents } from './install.js';
 import { controlPlaneLayout, type ControlPlaneLayout } from './layout.js';
 import type { WebhookEndpoints } from './webhooks.js';
@@ -260,7 +260,7 @@ export class LocalControlPlane {
       name,
       binary,
       args: renderArgs(args),
-      env: { extra: extraEnv },
+      env: { extra: { ...goRuntimeEnv(), ...extraEnv } },
       cwd: this.layout.stateDir,
       logDir: this.layout.logDir,
       readiness,
