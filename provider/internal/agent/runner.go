@@ -26,7 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	agentv1 "provisioner.dev/provider/api/v1alpha1"
 	"provisioner.dev/provider/internal/version"
@@ -60,8 +63,10 @@ func Run(ctx context.Context, o RunOptions) error {
 		TLSClientConfig: rest.TLSClientConfig{CAData: cred.CAData},
 		BearerTokenFile: o.DataDir.TokenPath(),
 		UserAgent:       "provisioner-agent/" + version.Version,
-		QPS:             5,
-		Burst:           10,
+		// A plan's execution writes status a handful of times per instruction (each a
+		// GET and a PUT); client-go's default 5 QPS made a one-instruction plan wait ~1s.
+		QPS:   20,
+		Burst: 40,
 	}
 	scheme := Scheme()
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
@@ -103,9 +108,11 @@ func Run(ctx context.Context, o RunOptions) error {
 		lock:   lock,
 		log:    log,
 		base:   runCtx,
+		wake:   make(chan event.GenericEvent, 16),
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&agentv1.NodePlan{}).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).
 		Named("nodeplan").
 		// One plan at a time in this process; the lock file orders it with any other.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
@@ -269,6 +276,10 @@ type planReconciler struct {
 	// base carries the agent's values (logger); executions are stopped through stopAll.
 	base context.Context
 
+	// wake re-queues the plans waiting on this agent's execution as soon as it ends
+	// (instead of at their next one-second poll).
+	wake chan event.GenericEvent
+
 	mu      sync.Mutex
 	running *execution
 }
@@ -402,25 +413,11 @@ func (r *planReconciler) start(plan *agentv1.NodePlan, prior int32) {
 		}()
 		log.Info("executing", "priorAttempts", prior)
 		outcome := executor.Execute(ctx, plan.DeepCopy(), prior)
-		close(heartbeatDone)
 		log.Info("execution ended", "phase", outcome.Phase, "message", outcome.Message)
-
-		if !outcome.Stopped {
-			// The last word lands even though ctx may be cancelled.
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			err := r.reporter(key)(rctx, func(s *agentv1.NodePlanStatus) {
-				s.Phase = outcome.Phase
-				s.Message = outcome.Message
-				s.LockHolder = ""
-				if !outcome.Superseded {
-					s.CompletionTime = &metav1.Time{Time: time.Now()}
-				}
-				setCondition(s, plan.Generation, agentv1.ConditionLockAcquired, false, "Released", "the plan ended and released the node's plan lock")
-			})
-			rcancel()
-			if err != nil && !apierrors.IsNotFound(err) {
-				log.Error(err, "final status")
-			}
+		// The lock stays ours, heartbeat included, until the outcome is written.
+		release := !outcome.Stopped && r.finish(log, key, plan.Generation, outcome)
+		close(heartbeatDone)
+		if release {
 			if err := r.lock.Release(lockKey); err != nil {
 				log.Error(err, "release the plan lock")
 			}
@@ -429,7 +426,57 @@ func (r *planReconciler) start(plan *agentv1.NodePlan, prior int32) {
 		r.mu.Lock()
 		r.running = nil
 		r.mu.Unlock()
+		if !outcome.Stopped {
+			r.wakeWaiting(key.Namespace)
+		}
 	}()
+}
+
+// finish writes the outcome, retried until it lands or the plan is gone (then the lock
+// may be released: true), or the agent stops (false: the lock stays, so the next start
+// finds this plan and settles it). Releasing before the write would leave a plan
+// Executing with no lock, and the next start would run it again.
+func (r *planReconciler) finish(log logr.Logger, key types.NamespacedName, generation int64, outcome Outcome) bool {
+	backoff := 200 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.base), 30*time.Second)
+		err := r.reporter(key)(ctx, func(s *agentv1.NodePlanStatus) {
+			s.Phase = outcome.Phase
+			s.Message = outcome.Message
+			s.LockHolder = ""
+			if !outcome.Superseded {
+				s.CompletionTime = &metav1.Time{Time: time.Now()}
+			}
+			setCondition(s, generation, agentv1.ConditionLockAcquired, false, "Released", "the plan ended and released the node's plan lock")
+		})
+		cancel()
+		if err == nil || apierrors.IsNotFound(err) {
+			return true
+		}
+		log.Error(err, "writing the plan's outcome; retrying", "backoff", backoff.String())
+		select {
+		case <-r.base.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// wakeWaiting queues every plan of the namespace that has not ended.
+func (r *planReconciler) wakeWaiting(namespace string) {
+	var plans agentv1.NodePlanList
+	if err := r.client.List(context.Background(), &plans, client.InNamespace(namespace)); err != nil {
+		return
+	}
+	for i := range plans.Items {
+		if plan := &plans.Items[i]; !terminal(plan) {
+			select {
+			case r.wake <- event.GenericEvent{Object: plan}:
+			default: // the queue is full; the plan's own poll picks it up
+			}
+		}
+	}
 }
 
 // stopAll stops the running execution (it stays Executing, to be resumed) and waits.

@@ -8,6 +8,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,10 +48,15 @@ func TestMeasurePlanLatencyAndIdleFootprint(t *testing.T) {
 			if err := admin.Get(context.Background(), client.ObjectKeyFromObject(plan), got); err == nil && got.Status.Phase == agentv1.PhaseApplied {
 				return time.Now()
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(25 * time.Millisecond)
 		}
-		t.Fatalf("plan %s not Applied within 60s", plan.Name)
-		return time.Time{}
+		status, _ := json.MarshalIndent(got.Status, "", "  ")
+		for _, n := range nodes {
+			if n.host == plan.Labels[agentv1.HostLabel] {
+				t.Errorf("plan %s/%s not Applied within 60s; status %s\nagent log:\n%s", plan.Namespace, plan.Name, status, n.agent.stderr.String())
+			}
+		}
+		return time.Now()
 	}
 
 	// Warm up every agent (first reconcile, first status write).
