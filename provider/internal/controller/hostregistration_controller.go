@@ -85,6 +85,11 @@ func (r *HostRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 
 	if err := r.grant(ctx, &reg); err != nil {
+		if apierrors.IsInvalid(err) {
+			// The registration asked for something no retry fixes (a label the API
+			// server refuses): say so instead of retrying forever.
+			return ctrl.Result{}, r.deny(ctx, &reg, err.Error())
+		}
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
@@ -106,7 +111,7 @@ func (r *HostRegistrationReconciler) grant(ctx context.Context, reg *agentv1.Hos
 			Spec:       agentv1.HostSpec{Address: reg.Spec.Address, Roles: reg.Spec.Roles},
 		}
 		if err := r.Client.Create(ctx, host); err != nil {
-			return fmt.Errorf("host %s: %w", hostName, err)
+			return fmt.Errorf("create host %s: %w", hostName, err)
 		}
 	} else if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -127,6 +128,40 @@ func TestRegistrationUsesTheTokenOnceAndNeverRegistersAgain(t *testing.T) {
 	}
 	if err := admin.Get(ctx, client.ObjectKey{Name: "thief"}, &other); !apierrors.IsNotFound(err) {
 		t.Errorf("a Host was created with a reused token: %v", err)
+	}
+}
+
+func TestInterruptedRegistrationResumesFromTheBootstrapFile(t *testing.T) {
+	token := newToken(t, "tok-resume", time.Hour)
+	dataDir := t.TempDir()
+	// What register writes before its first request, as a crash would leave it.
+	b := agent.Bootstrap{Server: cfg.Host, CAChecksum: caChecksum, Token: token, RegistrationNamespace: agentv1.DefaultRegistrationNamespace, HostName: "resumed-host"}
+	if err := agent.DataDir(dataDir).SaveBootstrap(&b); err != nil {
+		t.Fatal(err)
+	}
+	r := runAgent(t, "register", "--data-dir", dataDir)
+	if r.code != 0 || !strings.Contains(r.stdout, "resuming the registration of host resumed-host") || !strings.Contains(r.stdout, "registered as host resumed-host") {
+		t.Fatalf("resumed register: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "bootstrap.json")); !os.IsNotExist(err) {
+		t.Errorf("bootstrap.json left behind: %v", err)
+	}
+	// With neither a token nor a bootstrap file, register says what it needs.
+	r = runAgent(t, "register", "--data-dir", t.TempDir())
+	if r.code != agent.ExitUsage || !strings.Contains(r.stderr, "no registration token") {
+		t.Errorf("register without a token: %s", r)
+	}
+}
+
+func TestOnlyAnImportTokenCanCreateARegistration(t *testing.T) {
+	newToken(t, "tok-admin", time.Hour)
+	reg := &agentv1.HostRegistration{
+		ObjectMeta: metav1.ObjectMeta{Namespace: agentv1.DefaultRegistrationNamespace, Name: "tok-admin"},
+		Spec:       agentv1.HostRegistrationSpec{HostName: "admin-made"},
+	}
+	err := admin.Create(context.Background(), reg)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "system:serviceaccount:provisioner-registration:tok-admin") {
+		t.Fatalf("a registration by the admin: %v, want Forbidden naming the import ServiceAccount", err)
 	}
 }
 
