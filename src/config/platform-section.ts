@@ -8,7 +8,7 @@
  */
 import type { InstallConfig } from './install-config.js';
 import type { Rule } from './rules.js';
-import type { Infer, ObjectNode, PathSegment, SchemaProblem } from './schema.js';
+import type { Infer, ObjectNode, SchemaProblem } from './schema.js';
 
 /** A loosely typed document part: defaults run before the whole document is known to be valid. */
 export type Loose = Record<string, unknown>;
@@ -64,9 +64,4 @@ export function platformNameOf(config: Pick<InstallConfig, 'platform'>): string 
   const name = Object.keys(config.platform).find((key) => config.platform[key] !== undefined);
   if (name === undefined) throw new Error('the install config names no platform; validation should have caught this');
   return name;
-}
-
-/** Where a platform's field is, for rules and file checks: `platform.<name>.<field...>`. */
-export function platformPath(name: string, ...field: PathSegment[]): PathSegment[] {
-  return ['platform', name, ...field];
 }
