@@ -1,8 +1,10 @@
 /**
  * The install config (`install-config.yaml`): its schema, written once in the schema
- * language of ./schema.ts, and the TypeScript types derived from it. Validation,
- * the JSON Schema in manifests/install-config.schema.json and `provisioner explain`
- * all read this one declaration.
+ * language of ./schema.ts, and the TypeScript types derived from it. The common part is
+ * declared here; each platform declares its `platform.<name>` sections in its own folder
+ * (./platform-section.ts), and `composeInstallConfigSchema` puts them in place. Validation,
+ * the JSON Schema in manifests/install-config.schema.json and `provisioner explain` all
+ * read that one composed declaration.
  */
 import type { FileKind } from '../input-files.js';
 import { parseCidr } from './cidr.js';
