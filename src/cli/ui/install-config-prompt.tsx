@@ -8,10 +8,7 @@ import { Box, Text, render, useInput } from 'ink';
 import { checkKubernetesVersion, clusterNameSchema, defaultKubernetesVersion, validateNode, type NewInstallConfigAnswers, type SchemaNode, type SchemaProblem } from '../../config/index.js';
 import { allPlatformInputs, defaultPlatform, platformNamed, platforms } from '../../platforms/index.js';
 
-/** The questions every platform asks, by answer key. */
-export const commonAnswerKeys = ['name', 'platform', 'kubernetesVersion', 'controlPlaneReplicas', 'workers'] as const;
-
-/** A common answer's key, or a platform input's (`PlatformInput.key`). */
+/** A common answer's key (name, platform, kubernetesVersion, controlPlaneReplicas, workers), or a platform input's (`PlatformInput.key`). */
 export type AnswerKey = string;
 
 export interface Question {
