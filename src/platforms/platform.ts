@@ -32,7 +32,12 @@ export interface ControllerRequirement {
   args?: Record<string, string | number | boolean>;
   /** Non-secret environment the controller needs, e.g. its debug server's port. Default: none. */
   env?: Record<string, string>;
-  /** False when the bundle does not carry this binary: its CRDs are installed (the manifests can be validated), nothing runs it. */
+  /**
+   * The bundle must carry the binary: a bundle without it is an error. False: it may
+   * not yet (the bundle has the provider's CRDs only): then the CRDs are installed (the
+   * manifests can be validated) and nothing runs it. Whenever the bundle carries the
+   * binary, it runs.
+   */
   bundled: boolean;
 }
 

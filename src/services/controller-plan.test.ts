@@ -61,3 +61,20 @@ describe('credentialsEnv', () => {
     expect(credentialsEnv(credentials, 'capi-manager')).toEqual({});
   });
 });
+
+describe('planProviders with a bundle that carries a controller its platform marks bundled: false', () => {
+  const withCapa = components.map((c) => (c.provider === 'infrastructure-aws' ? { ...c, binary: 'capa-manager' } : c));
+
+  it('runs it, with its feature gates and the credentials file by path', () => {
+    const planned = planProviders(withCapa, { controllers: platform('aws').controllers, credentials, sink: new RecordingSink() });
+    const capa = planned.find((p) => p.component.provider === 'infrastructure-aws');
+    expect(capa?.controller).toBe('capa-manager');
+    expect(capa?.env).toEqual({ AWS_SHARED_CREDENTIALS_FILE: '/home/u/.aws/credentials', AWS_PROFILE: 'ops' });
+    expect(capa?.featureGates).toMatchObject({ AutoControllerIdentityCreator: true });
+  });
+
+  it('refuses a bundle that lacks a binary marked bundled: true', () => {
+    const withoutCapd = components.map((c) => (c.provider === 'infrastructure-docker' ? { ...c, binary: undefined } : c)) as BundledComponents[];
+    expect(() => planProviders(withoutCapd, { controllers: platform('inmemory').controllers, credentials: [], sink: new RecordingSink() })).toThrow(/not capd-manager/);
+  });
+});

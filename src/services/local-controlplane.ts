@@ -77,9 +77,11 @@ export interface PlannedProvider {
 
 /**
  * The providers a control plane installs and the controllers it runs: those of
- * `controllers` (a platform's; a `bundled: false` one gets its CRDs only), or, given none,
- * every provider of the bundle with the settings the platforms declare for it. Each
- * controller's environment gets the credentials files it reads, by path.
+ * `controllers` (a platform's), or, given none, every provider of the bundle with the
+ * settings the platforms declare for it. A controller runs when the bundle carries its
+ * binary; one the bundle lacks gets its CRDs only (with a warning) when its requirement
+ * says `bundled: false`, and is an error otherwise. Each controller's environment gets
+ * the credentials files it reads, by path.
  */
 export function planProviders(
   components: readonly BundledComponents[],
@@ -88,14 +90,14 @@ export function planProviders(
   const selected = options.controllers;
   const requirements = new Map<string, ControllerRequirement | undefined>();
   if (selected) {
-    const bundled = new Set(components.map((c) => c.provider));
+    const rebuild = 'Rebuild the bundle (`npm run bundle`), or point PROVISIONER_BUNDLE_DIR at one that carries it.';
     for (const requirement of selected) {
-      if (!bundled.has(requirement.provider)) {
-        throw new EnvironmentError(`The bundle has no ${requirement.provider} provider (${requirement.binary}), which this install's platform needs`, {
-          hint: 'Rebuild the bundle (`npm run bundle`), or point PROVISIONER_BUNDLE_DIR at one that carries it.',
-        });
+      const component = components.find((c) => c.provider === requirement.provider);
+      if (!component) {
+        throw new EnvironmentError(`The bundle has no ${requirement.provider} provider (${requirement.binary}), which this install's platform needs`, { hint: rebuild });
       }
-      if (!requirement.bundled) {
+      if (component.binary !== requirement.binary) {
+        if (requirement.bundled) throw new EnvironmentError(`The bundle has the ${requirement.provider} CRDs but not ${requirement.binary}, which this install's platform runs`, { hint: rebuild });
         log(options.sink, 'warn', `${requirement.binary} is not in the bundle yet: the ${requirement.provider} CRDs are installed so the manifests validate, but no controller provisions this platform's infrastructure`);
       }
       requirements.set(requirement.provider, requirement);
@@ -108,7 +110,7 @@ export function planProviders(
     .filter((c) => requirements.has(c.provider))
     .map((component) => {
       const requirement = requirements.get(component.provider);
-      if (!component.binary || requirement?.bundled === false) return { component };
+      if (!component.binary || (requirement && requirement.binary !== component.binary)) return { component };
       const env = { ...requirement?.env, ...credentialsEnv(options.credentials, component.binary) };
       return {
         component,
