@@ -82,6 +82,21 @@ describe('apiServerArgs', () => {
   it('lets overrides win', () => {
     expect(apiServerArgs(pki, 2379, { secure: 6443 }, { 'authorization-mode': 'Node,RBAC', v: 4 })).toMatchObject({ 'authorization-mode': 'Node,RBAC', v: 4 });
   });
+
+  it('serves only the API groups a management cluster uses, events and leases included', () => {
+    const groups = String(args['runtime-config']).split(',');
+    expect(groups[0]).toBe('api/all=false');
+    for (const group of ['api/v1', 'apiextensions.k8s.io/v1', 'admissionregistration.k8s.io/v1', 'rbac.authorization.k8s.io/v1', 'coordination.k8s.io/v1', 'events.k8s.io/v1', 'authentication.k8s.io/v1', 'authorization.k8s.io/v1']) {
+      expect(groups).toContain(`${group}=true`);
+    }
+    expect(groups.filter((g) => /^(apps|batch|policy|storage\.k8s\.io)\//.test(g))).toEqual([]);
+  });
+
+  it('keeps the webhook admission plugins and NamespaceLifecycle on', () => {
+    const disabled = String(args['disable-admission-plugins']).split(',');
+    expect(disabled).toContain('ResourceQuota');
+    for (const kept of ['MutatingAdmissionWebhook', 'ValidatingAdmissionWebhook', 'NamespaceLifecycle']) expect(disabled).not.toContain(kept);
+  });
 });
 
 describe('controllerArgs', () => {
@@ -113,7 +128,7 @@ describe('controllerArgs', () => {
 });
 
 describe('goRuntimeEnv', () => {
-  it('sets GOGC=50 and no memory limit (a limit under the live heap makes the collector spin)', () => {
-    expect(goRuntimeEnv()).toEqual({ GOGC: '50' });
+  it('sets GOGC=25 and no memory limit (a limit under the live heap makes the collector spin)', () => {
+    expect(goRuntimeEnv()).toEqual({ GOGC: '25' });
   });
 });
