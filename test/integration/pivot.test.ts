@@ -154,7 +154,13 @@ describe('pivot between two real control planes', () => {
     await expectMoved('move-a', seeded, paused);
     const secret = await target.kube.get<KubeObject>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'move-a-kubeconfig', namespace: 'move-a' } });
     const cluster = await target.kube.get<KubeObject>({ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name: 'move-a', namespace: 'move-a' } });
-    expect(secret!.metadata.ownerReferences?.map((r) => r.uid)).toEqual([cluster!.metadata.uid]);
+    // Copied with its owner remapped to the target's Cluster; once unpaused, the target's
+    // KubeadmControlPlane controller adopts the kubeconfig Secret (CAPI replaces the Cluster
+    // owner with itself), so either target owner is right. A source UID never is.
+    const [controlPlane] = await target.kube.list<KubeObject>('controlplane.cluster.x-k8s.io/v1beta2', 'KubeadmControlPlane', { namespace: 'move-a' });
+    const owners = secret!.metadata.ownerReferences?.map((r) => r.uid) ?? [];
+    expect(owners).toHaveLength(1);
+    expect([cluster!.metadata.uid, controlPlane!.metadata.uid]).toContain(owners[0]);
     expect((secret!['data'] as Record<string, string>)['value']).toBe(Buffer.from('apiVersion: v1\nkind: Config\n').toString('base64'));
   });
 
