@@ -6,6 +6,13 @@
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
+const levelRank: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+
+/** True when a log event at `level` passes a `minLevel` filter (debug < info < warn < error). */
+export function atLeast(level: LogLevel, minLevel: LogLevel): boolean {
+  return levelRank[level] >= levelRank[minLevel];
+}
+
 /** A free-form message, with structured fields for the debug log and JSON output. */
 export interface LogEvent {
   type: 'log';

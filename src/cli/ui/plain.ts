@@ -1,6 +1,4 @@
-import type { EventSink, LogLevel, ProvisionerEvent } from '../../events.js';
-
-const levelRank: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+import { atLeast, type EventSink, type LogLevel, type ProvisionerEvent } from '../../events.js';
 
 export interface Writer {
   write(chunk: string): unknown;
@@ -80,7 +78,7 @@ export class PlainRenderer implements EventSink {
       this.out.write(event.text.endsWith('\n') ? event.text : `${event.text}\n`);
       return;
     }
-    if (event.type === 'log' && levelRank[event.level] < levelRank[this.minLevel]) return;
+    if (event.type === 'log' && !atLeast(event.level, this.minLevel)) return;
     const line = formatPlain(event);
     if (line === undefined) return;
     if (event.type === 'object') {

@@ -3,9 +3,7 @@
  * burst of thousands of object events costs little; the tree and the layout are only
  * built when a frame is drawn (at most every 100 ms, see renderer.tsx).
  */
-import type { LogEvent, LogLevel, ObjectEvent, ProcessEvent, ProgressEvent, ProvisionerEvent, StageEvent } from '../../../events.js';
-
-export const levelRank: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+import { atLeast, type LogEvent, type LogLevel, type ObjectEvent, type ProcessEvent, type ProgressEvent, type ProvisionerEvent, type StageEvent } from '../../../events.js';
 
 export interface StageView {
   stage: string;
@@ -177,7 +175,7 @@ export class LiveModel {
   }
 
   private applyLog(e: LogEvent): void {
-    if (levelRank[e.level] < levelRank[this.minLevel]) return;
+    if (!atLeast(e.level, this.minLevel)) return;
     const fields = e.fields ? ' ' + Object.entries(e.fields).map(([k, v]) => `${k}=${v}`).join(' ') : '';
     const line: LogLine = { level: e.level, text: `${e.message}${fields}` };
     if (e.level === 'warn' || e.level === 'error') {
