@@ -14,11 +14,11 @@
  */
 import React from 'react';
 import { render } from 'ink';
-import type { EventSink, LogLevel, ProvisionerEvent } from '../../../events.js';
+import { atLeast, type EventSink, type LogLevel, type ProvisionerEvent } from '../../../events.js';
 import { PlainRenderer, formatPlain, type Writer } from '../plain.js';
 import { planFrame } from './layout.js';
 import { LiveView } from './live-view.js';
-import { LiveModel, levelRank } from './model.js';
+import { LiveModel } from './model.js';
 import { formatSummary } from './summary.js';
 
 /** A mounted ink tree, as far as the renderer needs one. */
@@ -93,7 +93,7 @@ export class InkRenderer implements EventSink {
     if (event.type === 'result') return this.writeResult(event.text.endsWith('\n') ? event.text : `${event.text}\n`);
     if (!this.surface && !startsLiveView(event)) {
       // Nothing live yet: logs (and finished progress) as plain lines, as without a terminal.
-      if (event.type === 'log' && levelRank[event.level] < levelRank[this.options.logLevel]) return;
+      if (event.type === 'log' && !atLeast(event.level, this.options.logLevel)) return;
       const line = formatPlain(event);
       if (line !== undefined) this.options.stderr.write(`${line}\n`);
       return;
