@@ -45,8 +45,10 @@ export interface ControllerRequirement {
 export interface CredentialFileReference {
   /** Absolute path, resolved from the install config. */
   path: string;
-  /** Environment variable (of the controller) that names the file, e.g. AWS_SHARED_CREDENTIALS_FILE. */
-  fileEnv: string;
+  /** Environment variable (of the controller) that names the file, e.g. AWS_SHARED_CREDENTIALS_FILE. Default: none (then fileFlag). */
+  fileEnv?: string;
+  /** Flag (without dashes) that names the file, for a controller that reads no environment, e.g. CAPV's `credentials-file`. Default: none. */
+  fileFlag?: string;
   /** Extra non-secret settings, e.g. { AWS_PROFILE: 'default' }. */
   settings: Record<string, string>;
   /** Binaries of the controllers that read it (from `controllers()`). */
@@ -177,11 +179,18 @@ export const corePrunableKinds: readonly KindRef[] = [
   { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfigTemplate' },
 ];
 
+/**
+ * Cluster API's ClusterTopology gate (off by default): ClusterClass and `Cluster.spec.topology`,
+ * which the webhooks refuse without it. The core manager serves the topology and its
+ * webhooks; the kubeadm control-plane manager's webhooks and remediation read the gate too.
+ */
+const clusterTopology = { ClusterTopology: true };
+
 /** The core, bootstrap and control-plane controllers every platform needs. */
 export function coreControllers(): ControllerRequirement[] {
   return [
-    { binary: 'capi-manager', provider: 'cluster-api', featureGates: {}, bundled: true },
+    { binary: 'capi-manager', provider: 'cluster-api', featureGates: { ...clusterTopology }, bundled: true },
     { binary: 'kubeadm-bootstrap-manager', provider: 'bootstrap-kubeadm', featureGates: {}, bundled: true },
-    { binary: 'kubeadm-control-plane-manager', provider: 'control-plane-kubeadm', featureGates: {}, bundled: true },
+    { binary: 'kubeadm-control-plane-manager', provider: 'control-plane-kubeadm', featureGates: { ...clusterTopology }, bundled: true },
   ];
 }

@@ -1,16 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { BundledComponents } from '../embedded/manifest.js';
 import { RecordingSink } from '../events.js';
-import { platforms, type CredentialFileReference } from '../platforms/index.js';
-import { credentialsEnv, planProviders } from './local-controlplane.js';
+import { platforms, type ControllerRequirement, type CredentialFileReference } from '../platforms/index.js';
+import { credentialsArgs, credentialsEnv, planProviders } from './local-controlplane.js';
 
-/** A bundle as the build writes it: the core providers, the in-memory provider's, and a CRD-only one. */
+/** A bundle as the build writes it: the core providers, the in-memory and AWS providers', and a CRD-only one. */
 const components: BundledComponents[] = [
   ['cluster-api', 'capi-manager'],
   ['bootstrap-kubeadm', 'kubeadm-bootstrap-manager'],
   ['control-plane-kubeadm', 'kubeadm-control-plane-manager'],
   ['infrastructure-docker', 'capd-manager'],
-  ['infrastructure-aws', undefined],
+  ['infrastructure-aws', 'capa-manager'],
+  ['infrastructure-crd-only', undefined],
 ].map(([provider, binary]) => ({
   provider: provider!,
   type: 'InfrastructureProvider',
@@ -33,21 +34,31 @@ describe('planProviders', () => {
     expect(planned.find((p) => p.controller === 'capi-manager')?.env).toBeUndefined();
   });
 
-  it('on aws starts no in-memory provider, and installs the CRDs of a controller the bundle lacks with a warning', () => {
-    const sink = new RecordingSink();
-    const planned = planProviders(components, { controllers: platform('aws').controllers, credentials, sink });
+  it('on aws starts core and capa only, with its gates and the credentials file by path for capa alone', () => {
+    const planned = planProviders(components, { controllers: platform('aws').controllers, credentials, sink: new RecordingSink() });
     expect(planned.map((p) => p.component.provider)).toEqual(['cluster-api', 'bootstrap-kubeadm', 'control-plane-kubeadm', 'infrastructure-aws']);
-    expect(planned.map((p) => p.controller).filter(Boolean)).toEqual(['capi-manager', 'kubeadm-bootstrap-manager', 'kubeadm-control-plane-manager']);
-    expect(JSON.stringify(sink.events)).toContain('capa-manager is not in the bundle yet');
+    expect(planned.map((p) => p.controller)).toEqual(['capi-manager', 'kubeadm-bootstrap-manager', 'kubeadm-control-plane-manager', 'capa-manager']);
+    const capa = planned.find((p) => p.controller === 'capa-manager');
+    expect(capa?.env).toEqual({ AWS_SHARED_CREDENTIALS_FILE: '/home/u/.aws/credentials', AWS_PROFILE: 'ops' });
+    expect(capa?.featureGates).toEqual({ AutoControllerIdentityCreator: true, EKS: false, MachinePool: false });
     // The credentials file goes to the controller that reads it, and to no other.
-    expect(planned.some((p) => p.env?.AWS_SHARED_CREDENTIALS_FILE)).toBe(false);
+    expect(planned.filter((p) => p.env?.AWS_SHARED_CREDENTIALS_FILE).map((p) => p.controller)).toEqual(['capa-manager']);
+  });
+
+  it('turns ClusterTopology on for the core and kubeadm control-plane managers', () => {
+    const planned = planProviders(components, { controllers: platform('inmemory').controllers, credentials: [], sink: new RecordingSink() });
+    const gates = (binary: string) => planned.find((p) => p.controller === binary)?.featureGates;
+    expect(gates('capi-manager')).toEqual({ ClusterTopology: true });
+    expect(gates('kubeadm-control-plane-manager')).toEqual({ ClusterTopology: true });
   });
 
   it('without a selection (management start) runs every bundled controller with the settings the platforms declare', () => {
     const planned = planProviders(components, { credentials: [], sink: new RecordingSink() });
     expect(planned.map((p) => p.component.provider)).toEqual(components.map((c) => c.provider));
-    expect(planned.map((p) => p.controller).filter(Boolean)).toEqual(['capi-manager', 'kubeadm-bootstrap-manager', 'kubeadm-control-plane-manager', 'capd-manager']);
+    expect(planned.map((p) => p.controller).filter(Boolean)).toEqual(['capi-manager', 'kubeadm-bootstrap-manager', 'kubeadm-control-plane-manager', 'capd-manager', 'capa-manager']);
     expect(planned.find((p) => p.controller === 'capd-manager')?.env).toMatchObject({ POD_IP: '127.0.0.1' });
+    // No install config, so no credentials: capa runs without them (it reports each AWSCluster it cannot reconcile).
+    expect(planned.find((p) => p.controller === 'capa-manager')?.env).toBeUndefined();
   });
 
   it('refuses a platform whose provider the bundle does not carry at all', () => {
@@ -62,15 +73,24 @@ describe('credentialsEnv', () => {
   });
 });
 
-describe('planProviders with a bundle that carries a controller its platform marks bundled: false', () => {
-  const withCapa = components.map((c) => (c.provider === 'infrastructure-aws' ? { ...c, binary: 'capa-manager' } : c));
+describe('credentialsArgs', () => {
+  it('passes a file read by flag to its controller only', () => {
+    const byFlag: CredentialFileReference[] = [{ path: '/d/vsphere.yaml', fileFlag: 'credentials-file', settings: {}, controllers: ['capv-manager'] }];
+    expect(credentialsArgs(byFlag, 'capv-manager')).toEqual({ 'credentials-file': '/d/vsphere.yaml' });
+    expect(credentialsEnv(byFlag, 'capv-manager')).toEqual({});
+    expect(credentialsArgs(byFlag, 'capi-manager')).toEqual({});
+  });
+});
 
-  it('runs it, with its feature gates and the credentials file by path', () => {
-    const planned = planProviders(withCapa, { controllers: platform('aws').controllers, credentials, sink: new RecordingSink() });
-    const capa = planned.find((p) => p.component.provider === 'infrastructure-aws');
-    expect(capa?.controller).toBe('capa-manager');
-    expect(capa?.env).toEqual({ AWS_SHARED_CREDENTIALS_FILE: '/home/u/.aws/credentials', AWS_PROFILE: 'ops' });
-    expect(capa?.featureGates).toMatchObject({ AutoControllerIdentityCreator: true });
+describe('planProviders with a requirement marked bundled: false', () => {
+  const crdOnly: ControllerRequirement = { binary: 'crd-only-manager', provider: 'infrastructure-crd-only', featureGates: {}, bundled: false };
+
+  it('installs the CRDs of a controller the bundle lacks, with a warning, and runs nothing for it', () => {
+    const sink = new RecordingSink();
+    const planned = planProviders(components, { controllers: [...platform('inmemory').controllers.slice(0, 3), crdOnly], credentials: [], sink });
+    expect(planned.map((p) => p.component.provider)).toEqual(['cluster-api', 'bootstrap-kubeadm', 'control-plane-kubeadm', 'infrastructure-crd-only']);
+    expect(planned.find((p) => p.component.provider === 'infrastructure-crd-only')?.controller).toBeUndefined();
+    expect(JSON.stringify(sink.events)).toContain('crd-only-manager is not in the bundle yet');
   });
 
   it('refuses a bundle that lacks a binary marked bundled: true', () => {

@@ -112,11 +112,12 @@ export function planProviders(
       const requirement = requirements.get(component.provider);
       if (!component.binary || (requirement && requirement.binary !== component.binary)) return { component };
       const env = { ...requirement?.env, ...credentialsEnv(options.credentials, component.binary) };
+      const args = { ...requirement?.args, ...credentialsArgs(options.credentials, component.binary) };
       return {
         component,
         controller: component.binary,
         ...(requirement && Object.keys(requirement.featureGates).length > 0 ? { featureGates: requirement.featureGates } : {}),
-        ...(requirement?.args ? { args: requirement.args } : {}),
+        ...(Object.keys(args).length > 0 ? { args } : {}),
         ...(Object.keys(env).length > 0 ? { env } : {}),
       };
     });
@@ -125,8 +126,17 @@ export function planProviders(
 /** The environment that points `controller` at the credentials files it reads: each file's path and its non-secret settings. */
 export function credentialsEnv(credentials: readonly CredentialFileReference[], controller: string): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const file of credentials) if (file.controllers.includes(controller)) Object.assign(env, { [file.fileEnv]: file.path }, file.settings);
+  for (const file of credentials) {
+    if (file.controllers.includes(controller)) Object.assign(env, file.fileEnv ? { [file.fileEnv]: file.path } : {}, file.settings);
+  }
   return env;
+}
+
+/** The flags that point `controller` at the credentials files it reads by flag (e.g. CAPV's --credentials-file). */
+export function credentialsArgs(credentials: readonly CredentialFileReference[], controller: string): Record<string, string> {
+  const args: Record<string, string> = {};
+  for (const file of credentials) if (file.fileFlag && file.controllers.includes(controller)) args[file.fileFlag] = file.path;
+  return args;
 }
 
 /** A running local control plane this command can use, whether it started it or found it running. */

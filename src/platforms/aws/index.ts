@@ -12,6 +12,7 @@
 import { machineSection, platformSection, resolveConfigPath, type InstallConfig, type MachinePool } from '../../config/index.js';
 import { coreControllers, type ControllerRequirement, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
 import { awsConfig, awsDefaultCredentialsFile, awsName, awsPlatformSchema } from './config.js';
+import { checkCredentialsFile } from './credentials.js';
 import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 
 /** The CAPA release these objects were written against. */
@@ -60,8 +61,18 @@ function awsSection(config: InstallConfig) {
 const infrastructureApiVersion = `${capiGroups.infrastructure}/${capiVersion}`;
 const aws = awsPlatformSchema.fields;
 
-/** The controller that provisions AWS; not in the bundle yet, so its CRDs are installed (for validation) and nothing runs it. */
-const capa: ControllerRequirement = { binary: 'capa-manager', provider: 'infrastructure-aws', featureGates: { AutoControllerIdentityCreator: true }, bundled: false };
+/**
+ * The controller that provisions AWS (CAPA's gates: sigs.k8s.io/cluster-api-provider-aws/v2
+ * feature/feature.go). A one-off installer of self-managed clusters turns EKS and
+ * MachinePool off, as openshift-install does, and keeps AutoControllerIdentityCreator on:
+ * it creates the AWSClusterControllerIdentity `default` our AWSCluster names.
+ */
+const capa: ControllerRequirement = {
+  binary: 'capa-manager',
+  provider: 'infrastructure-aws',
+  featureGates: { AutoControllerIdentityCreator: true, EKS: false, MachinePool: false },
+  bundled: true,
+};
 
 export const awsPlatform: Platform = {
   name: awsName,
@@ -140,6 +151,15 @@ export const awsPlatform: Platform = {
 
   credentialFiles(config: InstallConfig, installDir: string) {
     const credentials = awsSection(config).credentials;
-    return [{ path: resolveConfigPath(installDir, credentials.file), fileEnv: 'AWS_SHARED_CREDENTIALS_FILE', settings: { AWS_PROFILE: credentials.profile }, controllers: [capa.binary] }];
+    const settings = { AWS_PROFILE: credentials.profile, AWS_REGION: awsSection(config).region };
+    return [{ path: resolveConfigPath(installDir, credentials.file), fileEnv: 'AWS_SHARED_CREDENTIALS_FILE', settings, controllers: [capa.binary] }];
+  },
+
+  hooks: {
+    /** What can be known without AWS: the credentials file is readable and has the profile's keys (the region's form is a schema rule). */
+    async preProvision({ config, dir }) {
+      const credentials = awsSection(config).credentials;
+      await checkCredentialsFile(resolveConfigPath(dir, credentials.file), credentials.profile, 'platform.aws.credentials.file');
+    },
   },
 };
