@@ -10,6 +10,7 @@
  * the source unpaused); after that, only forward. The Clusters stay paused (spec.paused)
  * in both places while objects are in flight, so no controller acts on a half-moved set.
  */
+import { capiCoreApiVersion, capiGroups } from '../capi.js';
 import { ExternalError, InterruptedError, UsageError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
@@ -32,7 +33,6 @@ import { phaseIndex, writePivotJournal, type JournalObject, type PivotJournal, t
 /** Annotation on every copy: the source UID it was copied from (tells our copies from a name clash after a crash). */
 export const sourceUidAnnotation = 'pivot.provisioner.dev/source-uid';
 
-const capiGroup = 'cluster.x-k8s.io';
 const crdApiVersion = 'apiextensions.k8s.io/v1';
 const inventoryApiVersion = 'clusterctl.cluster.x-k8s.io/v1alpha3';
 
@@ -95,7 +95,7 @@ export const coreKinds: MoveKind[] = [
 /** Reads the source and builds the move: the Clusters (all, or the one named), their objects, owners first. */
 export async function planMove(source: KubeClient, options: { clusterName?: string; concurrency?: number } = {}): Promise<MovePlan> {
   const kinds = await discoverMoveKinds(source);
-  const clusterKind = kinds.find((k) => k.group === capiGroup && k.kind === 'Cluster');
+  const clusterKind = kinds.find((k) => k.group === capiGroups.core && k.kind === 'Cluster');
   if (!clusterKind) throw new ExternalError('The source serves no Cluster kind labelled for clusterctl', { hint: 'Check that the Cluster API core provider is installed in the source.' });
   let clusters = await source.list<KubeObject>(clusterKind.apiVersion, 'Cluster');
   if (options.clusterName !== undefined) clusters = clusters.filter((c) => c.metadata.name === options.clusterName);
@@ -116,7 +116,7 @@ export async function planMove(source: KubeClient, options: { clusterName?: stri
   await forEachLimit(lists, options.concurrency ?? 8, (list) => list());
   const selection = selectObjects({
     clusters,
-    candidates: candidates.filter((o) => !(o.kind === 'Cluster' && groupOf(o.apiVersion) === capiGroup)),
+    candidates: candidates.filter((o) => !(o.kind === 'Cluster' && groupOf(o.apiVersion) === capiGroups.core)),
     secretsAndConfigMaps: configs,
     global,
     onlyTheseClusters: options.clusterName !== undefined,
@@ -277,7 +277,7 @@ async function retrying<T>(what: string, op: () => Promise<T>, signal?: AbortSig
 
 /** The journal's clusters as objects to patch. */
 function clusterRefs(journal: PivotJournal) {
-  return journal.clusters.map((c) => ({ apiVersion: `${capiGroup}/v1beta2`, kind: 'Cluster', metadata: { name: c.name, namespace: c.namespace } }));
+  return journal.clusters.map((c) => ({ apiVersion: capiCoreApiVersion, kind: 'Cluster', metadata: { name: c.name, namespace: c.namespace } }));
 }
 
 async function setPaused(client: KubeClient, journal: PivotJournal, paused: boolean, signal?: AbortSignal): Promise<void> {

@@ -28,14 +28,7 @@ export interface ContractReference {
   name: string;
 }
 
-export const capiGroups = {
-  core: 'cluster.x-k8s.io',
-  bootstrap: 'bootstrap.cluster.x-k8s.io',
-  controlPlane: 'controlplane.cluster.x-k8s.io',
-  infrastructure: 'infrastructure.cluster.x-k8s.io',
-} as const;
-
-export const capiVersion = 'v1beta2';
+export { capiGroups, capiVersion } from '../capi.js';
 
 /** Labels Cluster API reads. */
 export const clusterNameLabel = 'cluster.x-k8s.io/cluster-name';

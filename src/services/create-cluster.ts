@@ -34,7 +34,8 @@ import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
 import { platformFor, prunableKinds, type KindRef } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
 import { writeFileAtomic } from '../process/fs.js';
-import { capiGroup, clusterKinds, clusterReady, infrastructureReady, stallError } from '../wait/capi.js';
+import { capiCoreApiVersion } from '../capi.js';
+import { clusterKinds, clusterReady, infrastructureReady, stallError } from '../wait/capi.js';
 import { waitForReadyNodes } from '../wait/nodes.js';
 import { waitFor } from '../wait/waiter.js';
 import { applyObjects, dryRunObjects } from './apply-objects.js';
@@ -188,7 +189,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     await stage('wait-infrastructure', () =>
       waitFor(client, {
         what: 'the infrastructure',
-        kinds: [{ apiVersion: capiGroup, kind: 'Cluster', namespace }],
+        kinds: [{ apiVersion: capiCoreApiVersion, kind: 'Cluster', namespace }],
         evaluate: infrastructureReady(clusterName),
         onStall: (last, ms) => stallError('the infrastructure', last, ms, 'infrastructure'),
         events: sink,

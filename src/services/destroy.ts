@@ -23,7 +23,8 @@ import type { KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
 import { pivotJournalPath } from '../pivot/journal.js';
 import { acquireDirLock } from '../process/lock.js';
-import { capiGroup, clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
+import { capiCoreApiVersion } from '../capi.js';
+import { clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
 import { waitFor } from '../wait/waiter.js';
 import { finalStateFile } from './create-cluster.js';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
@@ -77,7 +78,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     const controlPlane = external ? await attachExternalManagement(external, dir, []) : await attachLocalControlPlane({ dir, detached: false, ...controllers, sink, signal });
     const deleted: string[] = [];
     try {
-      const clusters = await controlPlane.client.list<KubeObject>(capiGroup, 'Cluster', selector ? { labelSelector: selector } : {});
+      const clusters = await controlPlane.client.list<KubeObject>(capiCoreApiVersion, 'Cluster', selector ? { labelSelector: selector } : {});
       for (const cluster of clusters) {
         log(sink, 'info', `Deleting Cluster ${cluster.metadata.namespace}/${cluster.metadata.name}`);
         await controlPlane.client.delete(cluster);
@@ -154,7 +155,7 @@ export async function destroyBootstrap(request: DestroyRequest): Promise<{ remov
       const controlPlane = await attachLocalControlPlane({ dir, detached: false, reconcile: false, sink, signal });
       let clusters: KubeObject[];
       try {
-        clusters = await controlPlane.client.list<KubeObject>(capiGroup, 'Cluster');
+        clusters = await controlPlane.client.list<KubeObject>(capiCoreApiVersion, 'Cluster');
       } finally {
         await controlPlane.stop();
       }

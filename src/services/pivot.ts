@@ -13,6 +13,7 @@
  */
 import { access } from 'node:fs/promises';
 import path from 'node:path';
+import { capiCoreApiVersion } from '../capi.js';
 import { installConfigFile, installConfigFileName } from '../config/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
@@ -163,7 +164,7 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
   let sourceStopped = false;
   const stopSourceIfEmpty = async () => {
     if (!machinesInController || sourceStopped) return;
-    const left = await source.client.list<KubeObject>('cluster.x-k8s.io/v1beta2', 'Cluster');
+    const left = await source.client.list<KubeObject>(capiCoreApiVersion, 'Cluster');
     if (left.length > 0) {
       log(sink, 'warn', `The local control plane still manages ${left.length} other Cluster(s), so it keeps running; the moved cluster's endpoint stays with it until it stops`);
       return;

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { InfrastructureError, MachinesError } from '../errors.js';
 import type { KubeObject } from '../kube/client.js';
-import { capiGroup, clusterDeleted, clusterReady, infrastructureReady, kcpGroup, stallError, type Condition } from './capi.js';
+import { capiCoreApiVersion, kubeadmControlPlaneApiVersion } from '../capi.js';
+import { clusterDeleted, clusterReady, infrastructureReady, stallError, type Condition } from './capi.js';
 import { snapshotKey, type Snapshot, type Verdict } from './waiter.js';
 
 const ns = 'demo-ns';
@@ -20,7 +21,7 @@ function snapshotOf(...objects: KubeObject[]): Snapshot {
 
 function cluster(options: { provisioned?: boolean; host?: string; conditions?: Condition[] } = {}): KubeObject {
   return {
-    apiVersion: capiGroup,
+    apiVersion: capiCoreApiVersion,
     kind: 'Cluster',
     metadata: { name: 'demo', namespace: ns },
     spec: options.host ? { controlPlaneEndpoint: { host: options.host, port: 6443 } } : {},
@@ -34,7 +35,7 @@ function cluster(options: { provisioned?: boolean; host?: string; conditions?: C
 
 function machine(name: string, options: { node?: boolean; ready?: boolean; phase?: string; labels?: Record<string, string>; conditions?: Condition[] } = {}): KubeObject {
   return {
-    apiVersion: capiGroup,
+    apiVersion: capiCoreApiVersion,
     kind: 'Machine',
     metadata: { name, namespace: ns, labels: { ...clusterLabel, ...options.labels } },
     spec: { clusterName: 'demo' },
@@ -125,8 +126,8 @@ describe('clusterReady', () => {
   });
 
   it('assigns parents from the control-plane-name and deployment-name labels, else the Cluster', () => {
-    const kcp: KubeObject = { apiVersion: kcpGroup, kind: 'KubeadmControlPlane', metadata: { name: 'demo-cp', namespace: ns, labels: clusterLabel }, status: { conditions: [] } };
-    const md: KubeObject = { apiVersion: capiGroup, kind: 'MachineDeployment', metadata: { name: 'demo-md', namespace: ns }, spec: { clusterName: 'demo' }, status: {} };
+    const kcp: KubeObject = { apiVersion: kubeadmControlPlaneApiVersion, kind: 'KubeadmControlPlane', metadata: { name: 'demo-cp', namespace: ns, labels: clusterLabel }, status: { conditions: [] } };
+    const md: KubeObject = { apiVersion: capiCoreApiVersion, kind: 'MachineDeployment', metadata: { name: 'demo-md', namespace: ns }, spec: { clusterName: 'demo' }, status: {} };
     const verdict = clusterReady('demo', 3)(
       snapshotOf(
         cluster(),

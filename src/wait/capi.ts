@@ -5,11 +5,9 @@
  */
 import { InfrastructureError, MachinesError } from '../errors.js';
 import type { ObjectEvent } from '../events.js';
+import { capiCoreApiVersion, kubeadmControlPlaneApiVersion } from '../capi.js';
 import type { KubeObject } from '../kube/client.js';
 import type { Snapshot, Verdict, WatchedKind } from './waiter.js';
-
-export const capiGroup = 'cluster.x-k8s.io/v1beta2';
-export const kcpGroup = 'controlplane.cluster.x-k8s.io/v1beta2';
 
 export interface Condition {
   type: string;
@@ -63,10 +61,10 @@ function view(obj: Obj, ready: boolean, preference: readonly string[], parent?: 
 
 export function clusterKinds(namespace: string): WatchedKind[] {
   return [
-    { apiVersion: capiGroup, kind: 'Cluster', namespace },
-    { apiVersion: kcpGroup, kind: 'KubeadmControlPlane', namespace },
-    { apiVersion: capiGroup, kind: 'MachineDeployment', namespace },
-    { apiVersion: capiGroup, kind: 'Machine', namespace },
+    { apiVersion: capiCoreApiVersion, kind: 'Cluster', namespace },
+    { apiVersion: kubeadmControlPlaneApiVersion, kind: 'KubeadmControlPlane', namespace },
+    { apiVersion: capiCoreApiVersion, kind: 'MachineDeployment', namespace },
+    { apiVersion: capiCoreApiVersion, kind: 'Machine', namespace },
   ];
 }
 
@@ -91,10 +89,10 @@ interface ClusterView {
 }
 
 function clusterView(snapshot: Snapshot, clusterName: string): ClusterView {
-  const [cluster] = objectsOf(snapshot, capiGroup, 'Cluster', clusterName);
-  const kcps = objectsOf(snapshot, kcpGroup, 'KubeadmControlPlane', clusterName);
-  const deployments = objectsOf(snapshot, capiGroup, 'MachineDeployment', clusterName);
-  const machines = objectsOf(snapshot, capiGroup, 'Machine', clusterName);
+  const [cluster] = objectsOf(snapshot, capiCoreApiVersion, 'Cluster', clusterName);
+  const kcps = objectsOf(snapshot, kubeadmControlPlaneApiVersion, 'KubeadmControlPlane', clusterName);
+  const deployments = objectsOf(snapshot, capiCoreApiVersion, 'MachineDeployment', clusterName);
+  const machines = objectsOf(snapshot, capiCoreApiVersion, 'Machine', clusterName);
   const objects: ObjectEvent[] = [];
   if (cluster) objects.push(view(cluster, isTrue(cluster, 'Available'), ['InfrastructureReady', 'ControlPlaneInitialized', 'ControlPlaneAvailable', 'WorkersAvailable', 'Available']));
   const clusterRef = `Cluster/${clusterName}`;
