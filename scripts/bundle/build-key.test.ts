@@ -1,9 +1,9 @@
-import { cp, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildKey, patchedReplace, readWrapperInputs, type BuildKeyParts } from './build-key.js';
+import { buildKey, patchedReplace, readModuleInputs, readWrapperInputs, type BuildKeyParts } from './build-key.js';
 
 const etcdWrapper = fileURLToPath(new URL('../../embedded/modules/etcd', import.meta.url));
 
@@ -58,6 +58,38 @@ describe('buildKey', () => {
     const base = await keyOf(dir);
     await writeFile(path.join(dir, 'README.md'), 'notes\n');
     expect(await keyOf(dir)).toBe(base);
+  });
+});
+
+describe('readModuleInputs (our own module)', () => {
+  let root: string;
+  beforeEach(async () => {
+    root = await mkdtemp(path.join(os.tmpdir(), 'module-inputs-'));
+    await mkdir(path.join(root, 'internal', 'agent'), { recursive: true });
+    await mkdir(path.join(root, 'bin'), { recursive: true });
+    await writeFile(path.join(root, 'go.mod'), 'module example.test/provider\n');
+    await writeFile(path.join(root, 'internal', 'agent', 'run.go'), 'package agent\n');
+  });
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+  const keyOfModule = async () => buildKey({
+    builderRevision: '1', recipe: { name: 'provisioner-agent', ownModule: 'provider', package: './cmd/agent' }, ldflags: '-s -w', patched: 'none',
+    goVersion: 'go version go1.26.8 linux/amd64', env: { GOOS: 'linux', GOARCH: 'amd64', CGO_ENABLED: '0' }, inputs: await readModuleInputs(root),
+  });
+
+  it('changes with a source in a subpackage, named by its path', async () => {
+    expect((await readModuleInputs(root)).map((i) => i.name)).toEqual(['go.mod', 'internal/agent/run.go']);
+    const base = await keyOfModule();
+    await writeFile(path.join(root, 'internal', 'agent', 'run.go'), 'package agent\n\nconst changed = 1\n');
+    expect(await keyOfModule()).not.toBe(base);
+  });
+
+  it('ignores tests and build output', async () => {
+    const base = await keyOfModule();
+    await writeFile(path.join(root, 'internal', 'agent', 'run_test.go'), 'package agent\n');
+    await writeFile(path.join(root, 'bin', 'stray.go'), 'package main\n');
+    expect(await keyOfModule()).toBe(base);
   });
 });
 

@@ -11,9 +11,9 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 
-/** One file that defines a wrapper module's build, named relative to the wrapper directory. */
+/** One file that defines a module's build, named relative to the module directory (with `/`). */
 export interface WrapperInput {
-  /** File name inside the wrapper directory, e.g. `go.mod`. */
+  /** File name inside the module directory, e.g. `go.mod` or `internal/agent/run.go`. */
   name: string;
   content: Buffer;
 }
@@ -22,6 +22,23 @@ export interface WrapperInput {
 export async function readWrapperInputs(wrapperDir: string): Promise<WrapperInput[]> {
   const names = (await readdir(wrapperDir)).filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')).sort();
   return Promise.all(names.map(async (name) => ({ name, content: await readFile(path.join(wrapperDir, name)) })));
+}
+
+/**
+ * Files that define the build of one of our own modules (e.g. provider/): go.mod, go.sum
+ * and every non-test Go source in every package below it, sorted by relative path, so an
+ * edit in any subpackage changes the key. Tests (`_test.go`), `testdata` and build output
+ * (`bin`) never reach the binary and are left out.
+ */
+export async function readModuleInputs(moduleDir: string): Promise<WrapperInput[]> {
+  const entries = await readdir(moduleDir, { recursive: true, withFileTypes: true });
+  const names = entries
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(moduleDir, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
+    .filter((name) => !name.split('/').some((part) => part === 'testdata' || part === 'bin' || part.startsWith('.')))
+    .filter((name) => name === 'go.mod' || name === 'go.sum' || (name.endsWith('.go') && !name.endsWith('_test.go')))
+    .sort();
+  return Promise.all(names.map(async (name) => ({ name, content: await readFile(path.join(moduleDir, name)) })));
 }
 
 /** What a build's output depends on besides the wrapper's files. */

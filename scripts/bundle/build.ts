@@ -1,11 +1,11 @@
 /**
  * `npm run bundle`: builds every bundled binary with `go build` from the wrapper
- * modules in embedded/modules, assembles each provider's component manifest from
+ * modules in embedded/modules or from our own module (provider/), assembles each provider's component manifest from
  * the module cache, and packages both into bundle/ with a manifest (the layout an
  * npm release ships; see src/embedded/manifest.ts).
  *
  * Builds are cached by a hash of their recipe (wrapper go.mod/go.sum/sources by name and
- * content, the recipe entry, linker flags, Go version and target; see build-key.ts), so
+ * content — for our own module, every non-test Go source below it —, the recipe entry, linker flags, Go version and target; see build-key.ts), so
  * an unchanged recipe rebuilds nothing. The cache lives outside the work tree and its
  * keys name no path, so fresh clones and second checkouts reuse it.
  *
@@ -27,10 +27,10 @@ import { parseArgs } from 'node:util';
 import { createGzip } from 'node:zlib';
 import { execa } from 'execa';
 import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type BundledComponents } from '../../src/embedded/manifest.js';
-import { buildKey, patchedReplace, readWrapperInputs } from './build-key.js';
+import { buildKey, patchedReplace, readModuleInputs, readWrapperInputs, type WrapperInput } from './build-key.js';
 import { assembleComponents } from './components.js';
 import { addedFiles, sourcePatches } from './patches.js';
-import { binaryRecipes, componentRecipes, hostTarget, parseTarget, targetPlatform, type BinaryRecipe, type Target } from './recipe.js';
+import { binaryRecipes, componentRecipes, hostTarget, parseTarget, targetPlatform, type BinaryRecipe, type ComponentsRecipe, type Target } from './recipe.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const modulesDir = path.join(repoRoot, 'embedded/modules');
@@ -114,8 +114,7 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
   const components: BundledComponents[] = [];
   await mkdir(path.join(outDir, 'components'), { recursive: true });
   for (const recipe of componentRecipes) {
-    const info = await moduleInfo(recipe.wrapper, recipe.module);
-    if (!info.Dir) throw new Error(`module ${recipe.module} has no directory in the module cache`);
+    const info = await componentsSource(recipe);
     const assembled = await assembleComponents(recipe, info.Dir, info.Version);
     const file = `components/${recipe.provider}.yaml`;
     await writeAtomically(path.join(outDir, file), assembled.yaml);
@@ -166,6 +165,23 @@ async function main(): Promise<void> {
     ...(values.target ? { target: parseTarget(values.target) } : {}),
     ...(values.only ? { only: new Set(values.only.split(',').map((s) => s.trim())) } : {}),
   });
+}
+
+/**
+ * The version of our own modules' binaries and components: package.json's, as a Go
+ * version (`v0.1.0`). No git: a release tarball or a fresh clone gives the same bytes.
+ */
+async function ownVersion(): Promise<string> {
+  const pkg = JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string };
+  return `v${pkg.version}`;
+}
+
+/** Directory and version of the module a components recipe reads its config/ from. */
+async function componentsSource(recipe: ComponentsRecipe): Promise<{ Dir: string; Version: string }> {
+  if ('ownModule' in recipe) return { Dir: path.join(repoRoot, recipe.ownModule), Version: await ownVersion() };
+  const info = await moduleInfo(recipe.wrapper, recipe.module);
+  if (!info.Dir) throw new Error(`module ${recipe.module} has no directory in the module cache`);
+  return { Dir: info.Dir, Version: info.Version };
 }
 
 /** Checks that Go exists and is new enough; returns `go version`'s answer. */
@@ -233,20 +249,28 @@ interface BuiltBinary {
 }
 
 async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: string, target: Target): Promise<BuiltBinary> {
-  const info = await moduleInfo(recipe.wrapper, recipe.versionModule);
-  const ldflags = ['-s', '-w', ...versionFlags(recipe, info)].join(' ');
-  const patchedWrapper = await preparePatchedWrapper(recipe.wrapper, cacheRoot);
-  const args = ['build', '-trimpath', '-ldflags', ldflags];
-  const key = buildKey({
-    builderRevision,
-    recipe,
-    ldflags,
+  let version: string;
+  let ldflags: string;
+  let buildDir: string;
+  let patched = 'none';
+  let inputs: WrapperInput[];
+  if ('ownModule' in recipe) {
+    version = await ownVersion();
+    ldflags = ['-s', '-w', ...recipe.versionPackages.map((pkg) => `-X ${pkg}.Version=${version}`)].join(' ');
+    buildDir = path.join(repoRoot, recipe.ownModule);
+    inputs = await readModuleInputs(buildDir);
+  } else {
+    const info = await moduleInfo(recipe.wrapper, recipe.versionModule);
+    version = info.Version;
+    ldflags = ['-s', '-w', ...versionFlags(recipe, info)].join(' ');
+    const patchedWrapper = await preparePatchedWrapper(recipe.wrapper, cacheRoot);
     // The patched wrapper's directory name is a hash of exactly the patches this wrapper's modules take.
-    patched: patchedWrapper ? path.basename(patchedWrapper) : 'none',
-    goVersion,
-    env: goEnv(target),
-    inputs: await readWrapperInputs(path.join(modulesDir, recipe.wrapper)),
-  });
+    if (patchedWrapper) patched = path.basename(patchedWrapper);
+    buildDir = patchedWrapper ?? path.join(modulesDir, recipe.wrapper);
+    inputs = await readWrapperInputs(path.join(modulesDir, recipe.wrapper));
+  }
+  const args = ['build', '-trimpath', '-ldflags', ldflags];
+  const key = buildKey({ builderRevision, recipe, ldflags, patched, goVersion, env: goEnv(target), inputs });
   const dir = path.join(cacheRoot, key);
   const metaPath = path.join(dir, 'build.json');
 
@@ -263,7 +287,7 @@ async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: s
   const tmpBinary = `${binaryPath}.tmp-${process.pid}`;
   try {
     await execa('go', [...args, '-o', tmpBinary, recipe.package], {
-      cwd: patchedWrapper ?? path.join(modulesDir, recipe.wrapper),
+      cwd: buildDir,
       env: goEnv(target),
       stdout: 'inherit',
       stderr: 'inherit',
@@ -279,7 +303,7 @@ async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: s
   await pipeline(createReadStream(binaryPath), createGzip({ level: 9 }), createWriteStream(tmpArchive));
   await rename(tmpArchive, archivePath);
   const meta = {
-    version: info.Version,
+    version,
     sha256,
     archiveSha256: await sha256File(archivePath),
     size: (await stat(binaryPath)).size,

@@ -6,7 +6,7 @@
  * clusterctl Provider inventory entry, so `clusterctl describe` and `clusterctl move`
  * recognise our control planes.
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { ComponentsRecipe } from './recipe.js';
@@ -79,7 +79,8 @@ export async function assembleComponents(recipe: ComponentsRecipe, moduleDir: st
     version,
   };
   const docs = [namespace, ...crds, ...webhookConfigs, inventory];
-  const header = `# ${recipe.provider} ${version} (${recipe.type}), assembled by provisioner from ${recipe.module}@${version}\n`;
+  const source = 'ownModule' in recipe ? `this repository's ${recipe.ownModule}/` : `${recipe.module}@${version}`;
+  const header = `# ${recipe.provider} ${version} (${recipe.type}), assembled by provisioner from ${source}\n`;
   return {
     yaml: header + docs.map((d) => stringify(d, { lineWidth: 0 })).join('---\n'),
     crdNames: crds.map((c) => String((c.metadata as Json).name)),
@@ -96,6 +97,12 @@ interface Kustomization {
 }
 
 async function loadKustomizedCrds(dir: string): Promise<Json[]> {
+  const names = await readdir(dir);
+  if (!names.includes('kustomization.yaml')) {
+    // controller-gen's output as is (our own provider): every CRD file of the directory.
+    const files = names.filter((f) => f.endsWith('.yaml')).sort();
+    return (await Promise.all(files.map((f) => loadDocuments(path.join(dir, f))))).flat();
+  }
   const [k] = await loadDocuments(path.join(dir, 'kustomization.yaml'));
   const kustomization = (k ?? {}) as Kustomization;
   const crds: Json[] = [];

@@ -1,7 +1,9 @@
 /**
  * The build recipe of the bundle: which binaries and which provider components are
- * built from which wrapper module under embedded/modules. Versions are pinned in
- * exactly one place, each wrapper's go.mod; everything here reads them from there.
+ * built from which wrapper module under embedded/modules, or from a Go module of our
+ * own in this repository (provider/). Third-party versions are pinned in exactly one
+ * place, each wrapper's go.mod; everything here reads them from there. Our own
+ * binaries and components carry package.json's version (see ownVersion in build.ts).
  */
 
 import { platformOf, type Platform } from '../../src/embedded/manifest.js';
@@ -55,12 +57,10 @@ const stamps = {
   none: [],
 } as const satisfies Record<string, readonly string[]>;
 
-export interface BinaryRecipe {
+interface BinaryRecipeCommon {
   /** Executable name in the bundle. */
   name: string;
-  /** Wrapper module directory under embedded/modules. */
-  wrapper: string;
-  /** Go package to build (a `tool` of the wrapper's go.mod, or `.` for the wrapper's own main). */
+  /** Go package to build (a `tool` of the wrapper's go.mod, `.` for the wrapper's own main, or `./cmd/x` in our own module). */
   package: string;
   /** Module whose version the binary reports. */
   versionModule: string;
@@ -69,6 +69,23 @@ export interface BinaryRecipe {
   /** False for test and benchmark tools: built for development, never shipped in a release bundle. */
   shipped: boolean;
 }
+
+/** A third-party binary, built through a wrapper module that pins its version. */
+export interface WrappedBinaryRecipe extends BinaryRecipeCommon {
+  /** Wrapper module directory under embedded/modules. */
+  wrapper: string;
+}
+
+/** A binary of a Go module of ours, built from its sources in this repository. */
+export interface OwnBinaryRecipe extends BinaryRecipeCommon {
+  /** Module directory relative to the repository root (e.g. `provider`). */
+  ownModule: string;
+}
+
+export type BinaryRecipe = WrappedBinaryRecipe | OwnBinaryRecipe;
+
+/** The agent provider's module (provider/): its version variable is `Version`, set to package.json's version. */
+const agentProvider = { ownModule: 'provider', versionModule: 'provisioner.dev/provider', versionPackages: ['provisioner.dev/provider/internal/version'] } as const;
 
 export const binaryRecipes: readonly BinaryRecipe[] = [
   { name: 'etcd', wrapper: 'etcd', package: '.', versionModule: 'go.etcd.io/etcd/server/v3', versionPackages: stamps.none, shipped: true },
@@ -79,6 +96,9 @@ export const binaryRecipes: readonly BinaryRecipe[] = [
   { name: 'capd-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/test/infrastructure/docker', versionModule: 'sigs.k8s.io/cluster-api/test', versionPackages: stamps.clusterApi, shipped: true },
   { name: 'capa-manager', wrapper: 'capa', package: 'sigs.k8s.io/cluster-api-provider-aws/v2', versionModule: 'sigs.k8s.io/cluster-api-provider-aws/v2', versionPackages: stamps.aws, shipped: true },
   { name: 'capv-manager', wrapper: 'capv', package: 'sigs.k8s.io/cluster-api-provider-vsphere', versionModule: 'sigs.k8s.io/cluster-api-provider-vsphere', versionPackages: stamps.vsphere, shipped: true },
+  // Ours: the node agent's manager (registration, NodePlan webhooks) and the agent users copy to their hosts.
+  { name: 'provisioner-agent-manager', package: './cmd/manager', ...agentProvider, shipped: true },
+  { name: 'provisioner-agent', package: './cmd/agent', ...agentProvider, shipped: true },
   // The vCenter simulator for the vsphere platform's tests; main.version is its own variable.
   { name: 'vcsim', wrapper: 'vcsim', package: '.', versionModule: 'github.com/vmware/govmomi', versionPackages: ['main'], shipped: false },
   { name: 'clusterctl', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/cmd/clusterctl', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: false },
@@ -87,22 +107,37 @@ export const binaryRecipes: readonly BinaryRecipe[] = [
 
 export type ProviderType = 'CoreProvider' | 'BootstrapProvider' | 'ControlPlaneProvider' | 'InfrastructureProvider';
 
-export interface ComponentsRecipe {
+interface ComponentsRecipeCommon {
   /** Provider name as clusterctl knows it. */
   provider: string;
   type: ProviderType;
   /** Namespace of the provider's inventory entry (clusterctl's default for it). */
   namespace: string;
-  wrapper: string;
-  /** Module holding the provider's config/ directory. */
-  module: string;
-  /** Kustomization directories inside the module whose CRDs (with labels and conversion patches) are included. */
+  /**
+   * Directories inside the module whose CRDs are included: a kustomization (with its
+   * labels and conversion patches), or, without a kustomization.yaml, every YAML file in it.
+   */
   crdKustomizations: readonly string[];
   /** Webhook configuration manifests inside the module (controller-gen output). */
   webhookManifests: readonly string[];
   /** Binary serving this provider's controllers and webhooks; absent for CRD-only components. */
   binary?: string;
 }
+
+/** A third-party provider's components, read from its module as a wrapper pins it. */
+export interface WrappedComponentsRecipe extends ComponentsRecipeCommon {
+  wrapper: string;
+  /** Module holding the provider's config/ directory. */
+  module: string;
+}
+
+/** Components of a Go module of ours, read from this repository. */
+export interface OwnComponentsRecipe extends ComponentsRecipeCommon {
+  /** Module directory relative to the repository root. */
+  ownModule: string;
+}
+
+export type ComponentsRecipe = WrappedComponentsRecipe | OwnComponentsRecipe;
 
 export const componentRecipes: readonly ComponentsRecipe[] = [
   {
@@ -141,5 +176,15 @@ export const componentRecipes: readonly ComponentsRecipe[] = [
     crdKustomizations: ['config/default/crd'],
     webhookManifests: ['config/govmomi/webhook/manifests.yaml'],
     binary: 'capv-manager',
+  },
+  {
+    // Ours. clusterctl knows no "agent" provider type; InfrastructureProvider is the one that
+    // fits: this provider is how the product reaches machines (hosts) it did not create, and
+    // the coming hosts platform builds its machines on it. CoreProvider would clash with
+    // cluster-api, and Bootstrap/ControlPlane/IPAM/Addon types promise contracts it has not.
+    provider: 'agent-provisioner', type: 'InfrastructureProvider', namespace: 'provisioner-agent-system', ownModule: 'provider',
+    crdKustomizations: ['config/crd'],
+    webhookManifests: ['config/webhook/manifests.yaml'],
+    binary: 'provisioner-agent-manager',
   },
 ];
