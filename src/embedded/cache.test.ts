@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -9,6 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EnvironmentError } from '../errors.js';
 import { RecordingSink } from '../events.js';
+import { processStartTime } from '../process/proc.js';
 import {
   binariesDirEnv,
   cacheDirEnv,
@@ -267,6 +268,26 @@ describe('ensureBinaries', () => {
     expect((await readFile(file!)).equals(etcd.content)).toBe(true);
     expect(await listFiles(entry.dir)).toEqual(['etcd', 'etcd.record.json']);
   });
+
+  it('takes over a lock whose pid now belongs to another process (start time differs)', async () => {
+    const etcd = fake('etcd');
+    const manifest = await writeFakeBundle(bundleDir, [etcd]);
+    const entry = entryPaths(cacheDir, manifest.etcd!);
+    await mkdir(entry.dir, { recursive: true });
+    // A live process whose pid the lock names, but which started later than the lock's holder did.
+    const other = spawn('/bin/sleep', ['300'], { stdio: 'ignore' });
+    try {
+      await new Promise((resolve) => other.once('spawn', resolve));
+      const startTime = String(Number(processStartTime(other.pid!)) + 7);
+      const holder = { pid: other.pid, startTime, hostname: os.hostname(), command: 'extract etcd', startedAt: new Date().toISOString(), token: 'theirs' };
+      await writeFile(entry.lock, JSON.stringify(holder));
+      const { etcd: file } = await ensureBinaries(['etcd'], { bundleDir, cacheDir });
+      expect((await readFile(file!)).equals(etcd.content)).toBe(true);
+      expect(await listFiles(entry.dir)).toEqual(['etcd', 'etcd.record.json']);
+    } finally {
+      other.kill('SIGKILL');
+    }
+  }, 10_000);
 
   it('ends with one correct file when two processes extract at once', async () => {
     const etcd = fake('etcd', 24 << 20);

@@ -46,7 +46,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants, createReadStream } from 'node:fs';
-import { access, mkdir, open, type FileHandle, readdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, type FileHandle, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Transform, Writable } from 'node:stream';
@@ -55,6 +55,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createGunzip } from 'node:zlib';
 import { EnvironmentError, ProvisionerError } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
+import { tryLockFile, type LockAttempt } from '../process/lock.js';
 import { buildBundleHint, loadBinaryCatalog, type BinaryCatalog, type BundleCatalog, type CatalogOptions } from './catalog.js';
 import type { BundledBinary } from './manifest.js';
 import type { ReleaseCatalog } from './release.js';
@@ -68,10 +69,8 @@ export const binariesDirEnv = 'PROVISIONER_BINARIES_DIR';
 const progressEveryBytes = 4 << 20;
 /** ...or every this many milliseconds, whichever comes first. */
 const progressEveryMs = 100;
-/** A lock or temp file untouched for this long belongs to a dead extraction. */
+/** A lock or temp file untouched for this long belongs to a dead extraction (a held lock is touched every 5 s). */
 const staleAfterMs = 60_000;
-/** How often an extracting process touches its lock to show it is alive. */
-const heartbeatMs = 5_000;
 /** How often a waiting process looks at the lock again. */
 const lockPollMs = 100;
 
@@ -470,8 +469,9 @@ async function writeRecord(entry: EntryPaths, binary: BinarySource, cacheDir: st
 }
 
 /**
- * Takes the entry's lock, waiting while a live process holds it. Returns the release
- * function, or `done-by-other` when the holder finished the entry while we waited.
+ * Takes the entry's lock (a lock file like the install dir's, process/lock.ts), waiting while a
+ * live process holds it. Returns the release function, or `done-by-other` when the holder
+ * finished the entry while we waited.
  */
 async function acquireLock(
   entry: EntryPaths,
@@ -483,67 +483,19 @@ async function acquireLock(
   let told = false;
   for (;;) {
     signal?.throwIfAborted();
+    let attempt: LockAttempt;
     try {
-      const handle = await open(entry.lock, 'wx', 0o644);
-      await handle.writeFile(JSON.stringify({ pid: process.pid, host: os.hostname(), startedAt: new Date().toISOString() }));
-      await handle.close();
-      const heartbeat = setInterval(() => {
-        const now = new Date();
-        utimes(entry.lock, now, now).catch(() => {});
-      }, heartbeatMs);
-      heartbeat.unref();
-      return async () => {
-        clearInterval(heartbeat);
-        await rm(entry.lock, { force: true }).catch(() => {});
-      };
+      attempt = await tryLockFile(entry.lock, { command: `extract ${binary.name}`, events: sink, staleAfterMs });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw cacheError(error, { binary: binary.name, cacheDir, path: entry.lock });
+      throw cacheError(error, { binary: binary.name, cacheDir, path: entry.lock });
     }
-    if (await lockIsStale(entry.lock)) {
-      log(sink, 'debug', `Removing a stale extraction lock: ${entry.lock}`, { binary: binary.name });
-      await rm(entry.lock, { force: true });
-      continue;
-    }
+    if ('lock' in attempt) return () => attempt.lock.release();
     if (!told) {
       told = true;
       log(sink, 'info', `Waiting for another provisioner process to extract ${binary.name}`, { binary: binary.name, lock: entry.lock });
     }
     await sleep(lockPollMs, undefined, signal ? { signal } : {});
     if ((await checkEntry(entry, binary, false)).hit) return 'done-by-other';
-  }
-}
-
-/** A lock is stale when its holder (on this host) is gone, or when it has had no heartbeat for a minute. */
-async function lockIsStale(lock: string): Promise<boolean> {
-  try {
-    const [st, text] = await Promise.all([stat(lock), readFile(lock, 'utf8')]);
-    if (Date.now() - st.mtimeMs > staleAfterMs) return true;
-    const owner = parseLockOwner(text);
-    // A lock created this instant may not have its content yet: give it the stale period.
-    if (!owner) return false;
-    return owner.host === os.hostname() && !pidAlive(owner.pid);
-  } catch (error) {
-    // Gone between open() and here: not stale, just free.
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
-}
-
-function parseLockOwner(text: string): { pid: number; host: string } | undefined {
-  try {
-    const value = JSON.parse(text) as { pid?: unknown; host?: unknown };
-    return typeof value.pid === 'number' && typeof value.host === 'string' ? { pid: value.pid, host: value.host } : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -1,16 +1,20 @@
 /**
- * The install-dir lock: one provisioner command at a time per install directory.
+ * Lock files, and the install-dir lock built on them: one provisioner command at a time per
+ * install directory (`acquireDirLock`); the extraction cache locks each entry with the same
+ * `tryLockFile`.
  *
- * `<dir>/.provisioner.lock` holds the holder's pid, process start time, hostname, command
+ * A lock file (`<dir>/.provisioner.lock` for the install dir) holds the holder's pid, process start time, hostname, command
  * and start date. It is created atomically with its content: written to a temp file, then
  * hard-linked to the lock name (link fails if the name exists, like O_EXCL, and no reader
  * ever sees an empty lock). On filesystems without hard links it falls back to an O_EXCL
  * (`wx`) create. A lock whose holder is gone, or whose pid now belongs to another process
- * (start time differs), is stale and taken over with a warning.
+ * (start time differs), is stale and taken over with a warning. A lock taken with
+ * `staleAfterMs` is also kept fresh (its mtime touched) while held, and is stale to anyone
+ * once untouched that long, even one held on another host.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
-import { link, mkdir, open, rename, rm, unlink } from 'node:fs/promises';
+import { link, mkdir, open, rename, rm, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EnvironmentError } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
@@ -46,6 +50,20 @@ export interface AcquireDirLockOptions {
   events?: EventSink;
 }
 
+export interface LockFileOptions extends AcquireDirLockOptions {
+  /** What the lock guards, for messages (the install dir, a cache entry). Default: the lock file's path. */
+  guards?: string;
+  /**
+   * Keep the lock fresh while held (its mtime is touched every twelfth of this), and treat one
+   * untouched this long as stale whoever holds it, on any host. Default: none, so a lock held
+   * on another host is never taken over.
+   */
+  staleAfterMs?: number;
+}
+
+/** The lock, or the live holder that has it. */
+export type LockAttempt = { lock: DirLock } | { heldBy: LockHolder };
+
 /** Attempts before giving up when other processes keep racing for a stale lock. */
 const maxAttempts = 5;
 /** Wait before treating an unreadable lock file as stale. */
@@ -56,9 +74,20 @@ const unreadableGraceMs = 200;
  * the holder when another live process holds it.
  */
 export async function acquireDirLock(dir: string, options: AcquireDirLockOptions): Promise<DirLock> {
-  const events = options.events ?? nullSink;
   const path = join(dir, lockFileName);
   await mkdir(dir, { recursive: true });
+  const attempt = await tryLockFile(path, { ...options, guards: dir });
+  if ('heldBy' in attempt) throw heldError(dir, path, attempt.heldBy);
+  return attempt.lock;
+}
+
+/**
+ * Takes the lock file at `path` (its directory must exist), taking over a stale one; answers
+ * the holder instead when another live process has it. Never waits for a live holder.
+ */
+export async function tryLockFile(path: string, options: LockFileOptions): Promise<LockAttempt> {
+  const events = options.events ?? nullSink;
+  const guards = options.guards ?? path;
   const startTime = processStartTime(process.pid);
   const holder: LockHolder = {
     pid: process.pid,
@@ -71,7 +100,7 @@ export async function acquireDirLock(dir: string, options: AcquireDirLockOptions
   const content = `${JSON.stringify(holder, null, 2)}\n`;
 
   for (let attempt = 0; attempt < maxAttempts; attempt++) {
-    if (await createExclusive(path, content)) return makeLock(path, holder);
+    if (await createExclusive(path, content)) return { lock: makeLock(path, holder, options.staleAfterMs) };
     let text = await readIfExists(path);
     if (text === undefined) continue; // released between our create and read: try again
     if (parseHolder(text) === undefined) {
@@ -81,7 +110,7 @@ export async function acquireDirLock(dir: string, options: AcquireDirLockOptions
       if (text === undefined) continue;
     }
     const current = parseHolder(text);
-    if (current !== undefined && !isStale(current)) throw heldError(dir, path, current);
+    if (current !== undefined && !(await isStale(path, current, options.staleAfterMs))) return { heldBy: current };
     // Stale (or unreadable): move it aside atomically, then check that what we moved is what we judged.
     const aside = `${path}.stale-${holder.token}`;
     try {
@@ -103,23 +132,32 @@ export async function acquireDirLock(dir: string, options: AcquireDirLockOptions
       'warn',
       current === undefined
         ? `Replaced an unreadable lock file ${path}`
-        : `Took over a stale lock on ${dir} from pid ${current.pid} (${current.command}, since ${current.startedAt}), which is no longer running`,
+        : `Took over a stale lock on ${guards} from pid ${current.pid} (${current.command}, since ${current.startedAt}), which is no longer running`,
       current === undefined ? { path } : { path, pid: current.pid, command: current.command, since: current.startedAt },
     );
   }
-  throw new EnvironmentError(`Could not take the lock on ${dir}: other processes keep taking it`, {
-    hint: `Make sure no other provisioner command runs on ${dir}, then retry.`,
+  throw new EnvironmentError(`Could not take the lock on ${guards}: other processes keep taking it`, {
+    hint: `Make sure no other provisioner command runs on ${guards}, then retry.`,
   });
 }
 
-function makeLock(path: string, holder: LockHolder): DirLock {
+function makeLock(path: string, holder: LockHolder, staleAfterMs: number | undefined): DirLock {
   let released = false;
+  const heartbeat =
+    staleAfterMs === undefined
+      ? undefined
+      : setInterval(() => {
+          const now = new Date();
+          utimes(path, now, now).catch(() => undefined);
+        }, staleAfterMs / 12);
+  heartbeat?.unref();
   return {
     path,
     holder,
     async release() {
       if (released) return;
       released = true;
+      clearInterval(heartbeat);
       const current = parseHolder((await readIfExists(path)) ?? '');
       if (current?.token !== holder.token) return;
       await unlink(path).catch((error: unknown) => {
@@ -168,8 +206,15 @@ async function createWithOExcl(path: string, content: string): Promise<boolean> 
   return true;
 }
 
-/** A holder on this host that is no longer running (pid gone or reused). Locks from other hosts are never stale. */
-function isStale(holder: LockHolder): boolean {
+/**
+ * A holder on this host that is no longer running (pid gone or reused), or, with
+ * `staleAfterMs`, a lock untouched that long. Otherwise locks from other hosts are never stale.
+ */
+async function isStale(path: string, holder: LockHolder, staleAfterMs: number | undefined): Promise<boolean> {
+  if (staleAfterMs !== undefined) {
+    const touched = await stat(path).then((st) => st.mtimeMs).catch(() => Date.now());
+    if (Date.now() - touched > staleAfterMs) return true;
+  }
   if (holder.hostname !== osHostname()) return false;
   return !isSameProcess(holder.pid, holder.startTime);
 }
