@@ -7,10 +7,11 @@ import { composeInstallConfigSchema, platformNameOf, type InstallConfig, type In
 import { UsageError } from '../errors.js';
 import { awsPlatform } from './aws/index.js';
 import { inMemoryPlatform } from './inmemory/index.js';
+import { vspherePlatform } from './vsphere/index.js';
 import { corePrunableKinds, type ControllerRequirement, type KindRef, type Platform, type PlatformInput } from './platform.js';
 
 /** Every platform, the default (a config without a `platform` section, `--platform` unset) first. */
-export const platforms: readonly Platform[] = [inMemoryPlatform, awsPlatform];
+export const platforms: readonly Platform[] = [inMemoryPlatform, awsPlatform, vspherePlatform];
 
 /** The platform of a config that names none. */
 export const defaultPlatform: Platform = platforms[0]!;

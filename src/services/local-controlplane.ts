@@ -132,7 +132,7 @@ export function credentialsEnv(credentials: readonly CredentialFileReference[], 
   return env;
 }
 
-/** The flags that point `controller` at the credentials files it reads by flag (e.g. CAPV's --credentials-file). */
+/** The flags that point `controller` at the credentials files it reads by flag (a controller that reads no environment). */
 export function credentialsArgs(credentials: readonly CredentialFileReference[], controller: string): Record<string, string> {
   const args: Record<string, string> = {};
   for (const file of credentials) if (file.fileFlag && file.controllers.includes(controller)) args[file.fileFlag] = file.path;
