@@ -3,7 +3,7 @@ import { ownershipMetadata, type DesiredSetOwner } from '../config/ownership.js'
 import { ConfigError, InfrastructureError, InterruptedError } from '../errors.js';
 import { RecordingSink } from '../events.js';
 import { KubeApiError, type KubeObject } from '../kube/client.js';
-import type { Sleep } from './concurrency.js';
+import type { Sleep } from '../concurrency.js';
 import {
   ApplyFailedError,
   ApplyInterruptedError,

@@ -16,7 +16,7 @@ import { ConfigError, InfrastructureError, InterruptedError, messageOf, type Fie
 import { log, nullSink, type EventSink } from '../events.js';
 import { KubeApiError, type KubeObject } from '../kube/client.js';
 import { describeObject, type ApplyClient, type ObjectRef } from './client.js';
-import { defaultRetryPolicy, forEachLimit, realSleep, withRetry, type RetryPolicy, type Sleep } from './concurrency.js';
+import { defaultRetryPolicy, mapLimit, realSleep, withRetry, type RetryPolicy, type Sleep } from '../concurrency.js';
 import { rankName } from './order.js';
 import type { Plan, PlanAction, PlanEntry } from './plan.js';
 
@@ -184,7 +184,7 @@ export async function executePlan(client: ApplyClient, plan: Plan, options: Exec
     if (signal?.aborted || failedPhase) break;
     log(sink, 'debug', `apply: ${phase.label} (${phase.entries.length} object(s))`);
     let phaseFailed = false;
-    await forEachLimit(
+    await mapLimit(
       phase.entries,
       concurrency,
       async (entry) => {
@@ -312,7 +312,7 @@ export async function dryRunPlan(client: ApplyClient, plan: Plan, options: DryRu
   const problems: DryRunProblem[] = [];
   const unchecked: string[] = [];
   let done = 0;
-  await forEachLimit(
+  await mapLimit(
     toCheck,
     options.concurrency ?? defaultConcurrency,
     async (entry) => {

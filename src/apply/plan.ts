@@ -32,7 +32,7 @@ import { log, nullSink, type EventSink } from '../events.js';
 import { KubeApiError, type KubeObject } from '../kube/client.js';
 import { describeObject, groupKind, objectKey, refOf, type ApplyClient, type ObjectRef } from './client.js';
 import { appliedHash, appliedHashKey, driftPaths, withAppliedHash } from './compare.js';
-import { forEachLimit } from './concurrency.js';
+import { mapLimit } from '../concurrency.js';
 import { rankOf } from './order.js';
 
 /** The objects one generation contains, and their owner. */
@@ -116,7 +116,7 @@ export async function planApply(client: ApplyClient, set: DesiredSet, options: P
 
   const live = new Map<string, KubeObject>();
   const notServed: string[] = [];
-  await forEachLimit(
+  await mapLimit(
     [...kinds.entries()],
     concurrency,
     async ([gk, kind]) => {
@@ -228,7 +228,7 @@ async function classifyCreates(client: ApplyClient, creates: { obj: KubeObject; 
     if (!group) groups.set(id, (group = { kind: { apiVersion: create.obj.apiVersion, kind: create.obj.kind }, namespace: ns, items: [] }));
     group.items.push(create);
   }
-  await forEachLimit(
+  await mapLimit(
     [...groups.values()],
     concurrency,
     async (group) => {

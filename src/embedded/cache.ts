@@ -53,6 +53,7 @@ import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createGunzip } from 'node:zlib';
+import { mapLimit } from '../concurrency.js';
 import { EnvironmentError, ProvisionerError } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import { tryLockFile, type LockAttempt } from '../process/lock.js';
@@ -680,26 +681,6 @@ async function userBinary(dir: string, name: string): Promise<string | undefined
 
 async function isDirectory(dir: string): Promise<boolean> {
   return (await stat(dir).catch(() => undefined))?.isDirectory() ?? false;
-}
-
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  let failed = false;
-  const worker = async () => {
-    // After a failure, start nothing new: the caller is about to report it.
-    while (next < items.length && !failed) {
-      const index = next++;
-      try {
-        results[index] = await fn(items[index] as T);
-      } catch (error) {
-        failed = true;
-        throw error;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
-  return results;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -14,7 +14,7 @@ import { capiCoreApiVersion, capiGroups } from '../capi.js';
 import { ExternalError, InterruptedError, UsageError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
-import { defaultRetryPolicy, forEachLimit, realSleep, withRetry } from '../apply/concurrency.js';
+import { defaultRetryPolicy, mapLimit, realSleep, withRetry } from '../concurrency.js';
 import { polling, until, type Observation } from '../progress/until.js';
 import {
   clusterctlLabel,
@@ -113,7 +113,7 @@ export async function planMove(source: KubeClient, options: { clusterName?: stri
     for (const namespace of namespaces) lists.push(async () => void candidates.push(...(await source.list<KubeObject>(kind.apiVersion, kind.kind, { namespace }))));
   }
   for (const kind of coreKinds) for (const namespace of namespaces) lists.push(async () => void configs.push(...(await source.list<KubeObject>(kind.apiVersion, kind.kind, { namespace }))));
-  await forEachLimit(lists, options.concurrency ?? 8, (list) => list());
+  await mapLimit(lists, options.concurrency ?? 8, (list) => list());
   const selection = selectObjects({
     clusters,
     candidates: candidates.filter((o) => !(o.kind === 'Cluster' && groupOf(o.apiVersion) === capiGroups.core)),
@@ -219,7 +219,7 @@ export async function preflight(source: KubeClient, target: KubeClient, journal:
   }
   const ours = new Set(journal.objects.map((o) => o.sourceUid));
   const clashes: string[] = [];
-  await forEachLimit(
+  await mapLimit(
     journal.objects.filter((o) => !o.global),
     8,
     async (o) => {
@@ -373,7 +373,7 @@ async function copyEntries(options: PivotEngineOptions, entries: readonly Journa
   const incomplete: JournalObject[] = [];
   const progress = (done = false) => sink.emit({ type: 'progress', task: 'pivot:copy', label: 'Copying objects to the target', current: copied, total, unit: 'objects', ...(done ? { done } : {}) });
   for (const tier of [...tiers.keys()].sort((a, b) => a - b)) {
-    await forEachLimit(
+    await mapLimit(
       tiers.get(tier)!,
       concurrency,
       async (entry) => {
@@ -428,7 +428,7 @@ async function verifyAll(options: PivotEngineOptions, concurrency: number): Prom
   for (let round = 1; ; round++) {
     const problems: string[] = [];
     const stale: JournalObject[] = [];
-    await forEachLimit(pending, concurrency, async (entry) => {
+    await mapLimit(pending, concurrency, async (entry) => {
       const [from, to] = await Promise.all([source.get<KubeObject>(asRef(entry)), target.get<KubeObject>(asRef(entry))]);
       if (!from) return void problems.push(`${keyOf(entry)} is missing in the source`);
       if (!to) {
@@ -471,7 +471,7 @@ async function deleteFromSource(source: KubeClient, journal: PivotJournal, concu
 /** Dependents before owners: one tier at a time, highest first, so no owner's deletion cascades into a dependent still to be handled. */
 async function forEachTierReversed(entries: readonly JournalObject[], concurrency: number, signal: AbortSignal | undefined, fn: (entry: JournalObject) => Promise<void>): Promise<void> {
   const tiers = [...new Set(entries.map((e) => e.tier))].sort((a, b) => b - a);
-  for (const tier of tiers) await forEachLimit(entries.filter((e) => e.tier === tier), concurrency, fn, signal);
+  for (const tier of tiers) await mapLimit(entries.filter((e) => e.tier === tier), concurrency, fn, signal);
 }
 
 /** Tells CAPI controllers that a deletion is a move, not a teardown (no infrastructure cleanup), as clusterctl does. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, defaultRetryPolicy, forEachLimit, withRetry, type Sleep } from './concurrency.js';
+import { backoffDelay, defaultRetryPolicy, mapLimit, withRetry, type Sleep } from './concurrency.js';
 
 describe('backoff', () => {
   it('doubles from the initial delay up to the ceiling', () => {
@@ -46,12 +46,12 @@ describe('withRetry', () => {
   });
 });
 
-describe('forEachLimit', () => {
+describe('mapLimit', () => {
   it('never runs more than the limit at once, and runs every item', async () => {
     let inFlight = 0;
     let max = 0;
     const seen: number[] = [];
-    await forEachLimit([...Array(20).keys()], 3, async (item) => {
+    await mapLimit([...Array(20).keys()], 3, async (item) => {
       inFlight += 1;
       max = Math.max(max, inFlight);
       await new Promise((r) => setTimeout(r, 1));
@@ -62,10 +62,29 @@ describe('forEachLimit', () => {
     expect(seen.sort((a, b) => a - b)).toEqual([...Array(20).keys()]);
   });
 
+  it('answers the results in the items\' order', async () => {
+    expect(await mapLimit([30, 10, 20], 3, async (ms, index) => {
+      await new Promise((r) => setTimeout(r, ms));
+      return `${index}:${ms}`;
+    })).toEqual(['0:30', '1:10', '2:20']);
+  });
+
+  it('starts nothing new once a call has failed, and rejects with that failure', async () => {
+    const seen: number[] = [];
+    const run = mapLimit([1, 2, 3, 4], 2, async (item) => {
+      seen.push(item);
+      if (item === 1) await new Promise((r) => setTimeout(r, 5)); // still running when item 2 fails
+      if (item === 2) throw new Error('item 2 failed');
+    });
+    await expect(run).rejects.toThrow('item 2 failed');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(seen).toEqual([1, 2]);
+  });
+
   it('starts nothing new once aborted', async () => {
     const controller = new AbortController();
     const seen: number[] = [];
-    await forEachLimit([1, 2, 3, 4], 1, async (item) => {
+    await mapLimit([1, 2, 3, 4], 1, async (item) => {
       seen.push(item);
       if (item === 2) controller.abort();
     }, controller.signal);

@@ -1,20 +1,31 @@
 /**
- * Bounded parallelism and retry with exponential backoff, for the apply engine's
- * requests. Pure helpers: the clock (`sleep`) is injectable so tests run instantly.
+ * Bounded parallelism and retry with exponential backoff, for any module's requests (the
+ * apply engine, pivot, provider install, the extraction cache). Pure helpers: the clock (`sleep`) is injectable so tests run instantly.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 
-/** Runs `fn` over `items` with at most `limit` at once; stops starting new ones once `signal` aborts. */
-export async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<void>, signal?: AbortSignal): Promise<void> {
+/**
+ * Runs `fn` over `items` with at most `limit` at once and answers the results in the items'
+ * order. Starts nothing new once `signal` aborts or once one call has failed (that failure
+ * is what the caller gets).
+ */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>, signal?: AbortSignal): Promise<R[]> {
+  const results = new Array<R>(items.length);
   let next = 0;
+  let failed = false;
   const worker = async (): Promise<void> => {
-    while (next < items.length && !signal?.aborted) {
+    while (next < items.length && !failed && !signal?.aborted) {
       const index = next++;
-      await fn(items[index] as T, index);
+      try {
+        results[index] = await fn(items[index] as T, index);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
     }
   };
-  const workers = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, () => worker());
-  await Promise.all(workers);
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, () => worker()));
+  return results;
 }
 
 export interface RetryPolicy {
