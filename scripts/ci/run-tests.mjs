@@ -1,11 +1,12 @@
-// Runs the three test tiers one after another — unit, integration, end to end — so the
-// tiers that boot real control planes never compete for this 2-core machine's CPU.
+// Runs the test tiers one after another — unit, the agent provider's Go tests (go),
+// integration, end to end — so the tiers that boot real control planes never compete for
+// this 2-core machine's CPU.
 // Every tier runs even when an earlier one failed (one run shows every failure); the
 // last line is the plain closing line CI readers look for: "tests: N passed, N failed".
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 
-const tiers = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'integration', 'e2e'];
+const tiers = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'go', 'integration', 'e2e'];
 rmSync('test-results', { recursive: true, force: true });
 mkdirSync('test-results', { recursive: true });
 
@@ -14,6 +15,14 @@ let failed = 0;
 let skipped = 0;
 let status = 0;
 for (const tier of tiers) {
+  if (tier === 'go') {
+    const go = runGoTests();
+    passed += go.passed;
+    failed += go.failed;
+    skipped += go.skipped;
+    if (go.failed > 0) status = 1;
+    continue;
+  }
   const report = `test-results/${tier}.json`;
   const run = spawnSync(
     'npx',
@@ -33,5 +42,58 @@ for (const tier of tiers) {
     console.log(`tests: the ${tier} tier wrote no report`);
   }
 }
+/**
+ * `go test -json` in provider/ against the bundle's etcd and kube-apiserver (what `make -C
+ * provider test` runs). Counts each test and subtest that passed, failed or skipped; a
+ * package that fails without a failing test (it does not build) and a missing go, bundle or
+ * dist count as one failure each, never as a skip. Prints failing tests' output and one
+ * line per package.
+ */
+function runGoTests() {
+  const counts = { passed: 0, failed: 0, skipped: 0 };
+  const assets = spawnSync('provider/hack/envtest-assets.sh', [], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  if (assets.status !== 0) {
+    console.log('tests: the go tier could not find etcd and kube-apiserver (provider/hack/envtest-assets.sh failed)');
+    return { ...counts, failed: 1 };
+  }
+  const run = spawnSync('go', ['test', '-p', '1', '-json', './...'], {
+    cwd: 'provider',
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+    env: { ...process.env, KUBEBUILDER_ASSETS: assets.stdout.trim() },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  if (run.error || run.status === null) {
+    console.log(`tests: the go tier did not run: ${run.error?.message ?? `killed by ${run.signal}`}`);
+    return { ...counts, failed: 1 };
+  }
+  const outputs = new Map();
+  const packagesWithFailedTests = new Set();
+  for (const line of run.stdout.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const event = JSON.parse(line);
+    const id = `${event.Package} ${event.Test ?? ''}`;
+    if (event.Action === 'output') outputs.set(id, (outputs.get(id) ?? '') + event.Output);
+    if (!['pass', 'fail', 'skip'].includes(event.Action)) continue;
+    if (event.Test !== undefined) {
+      counts[{ pass: 'passed', fail: 'failed', skip: 'skipped' }[event.Action]] += 1;
+      if (event.Action === 'fail') {
+        packagesWithFailedTests.add(event.Package);
+        process.stdout.write(outputs.get(id) ?? '');
+      }
+      continue;
+    }
+    console.log(`go ${event.Action} ${event.Package}${event.Elapsed !== undefined ? ` (${event.Elapsed}s)` : ''}`);
+    // A package that failed with no failing test did not build or panicked outside a test.
+    if (event.Action === 'fail' && !packagesWithFailedTests.has(event.Package)) {
+      counts.failed += 1;
+      process.stdout.write(outputs.get(id) ?? '');
+    }
+  }
+  if (run.status !== 0 && counts.failed === 0) counts.failed = 1;
+  console.log(`go: ${counts.passed} passed, ${counts.failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''}`);
+  return counts;
+}
+
 console.log(`tests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(status);
