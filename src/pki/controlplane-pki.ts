@@ -25,9 +25,10 @@
  * otherwise it is regenerated. A regenerated CA fails the issuer check of every cert under it,
  * so those are regenerated too.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InternalError } from '../errors.js';
+import { readIfExists } from '../files.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import {
   certificateProblem,
@@ -156,7 +157,7 @@ export async function ensureControlPlanePki(dir: string, options: ControlPlanePk
     publicKeyFile: join(dir, 'sa.pub'),
   };
   const ensureServiceAccountKeys = async (): Promise<void> => {
-    const [priv, pub] = await Promise.all([readOrUndefined(serviceAccount.privateKeyFile), readOrUndefined(serviceAccount.publicKeyFile)]);
+    const [priv, pub] = await Promise.all([readIfExists(serviceAccount.privateKeyFile), readIfExists(serviceAccount.publicKeyFile)]);
     if (priv !== undefined && pub !== undefined && isPublicKeyOf(pub, priv)) return;
     const keys = await generateServiceAccountKeyPair();
     await writeFileAtomic(serviceAccount.privateKeyFile, keys.privateKeyPem, privateFileMode);
@@ -223,15 +224,6 @@ export async function ensureControlPlanePki(dir: string, options: ControlPlanePk
 
 async function tryRead(dir: string, base: string): Promise<CertificateAndKey | undefined> {
   const paths = keyPairPaths(dir, base);
-  const [certPem, keyPem] = await Promise.all([readOrUndefined(paths.certFile), readOrUndefined(paths.keyFile)]);
+  const [certPem, keyPem] = await Promise.all([readIfExists(paths.certFile), readIfExists(paths.keyFile)]);
   return certPem === undefined || keyPem === undefined ? undefined : { certPem, keyPem };
-}
-
-async function readOrUndefined(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
 }
