@@ -5,6 +5,7 @@ import { registerDestroy } from './destroy.js';
 import { registerDiff } from './diff.js';
 import { registerExplain } from './explain.js';
 import { registerGather } from './gather.js';
+import { registerHosts, registerPlan } from './hosts.js';
 import { registerManagement } from './management.js';
 import { registerPivot } from './pivot.js';
 import { registerVersion } from './version.js';
@@ -25,5 +26,7 @@ export function registerCommands(program: Command, run: Runner): void {
   registerWaitFor(program, run);
   registerManagement(program, run);
   registerPivot(program, run);
+  registerHosts(program, run);
+  registerPlan(program, run);
   registerVersion(program, run);
 }
