@@ -4,6 +4,7 @@
  * engine honest about what it does to a cluster: list, server-side apply, delete.
  */
 import type { ApplyOptions, KubeObject, ListOptions } from '../kube/client.js';
+import { groupOf } from '../object-key.js';
 
 export interface ApplyClient {
   /** Server-side apply with our field manager (force, unless told otherwise); `dryRun` validates without persisting. */
@@ -22,17 +23,15 @@ export interface ObjectRef {
   name: string;
 }
 
-export function groupOf(apiVersion: string): string {
-  const slash = apiVersion.indexOf('/');
-  return slash < 0 ? '' : apiVersion.slice(0, slash);
-}
-
 /** `group/Kind`, the identity of a kind across its served versions (`/Namespace` for the core group). */
 export function groupKind(apiVersion: string, kind: string): string {
   return `${groupOf(apiVersion)}/${kind}`;
 }
 
-/** A stable identity key: `group/Kind/namespace/name` (namespace empty for cluster-scoped objects). */
+/**
+ * The plan's key of an object: `group/Kind/namespace/name` (namespace empty for cluster-scoped
+ * objects). Not object-key.ts's `objectKey`: dry-run problems show it as their path.
+ */
 export function objectKey(obj: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>): string {
   return `${groupKind(obj.apiVersion, obj.kind)}/${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
 }

@@ -6,6 +6,7 @@
  */
 import { stringify } from 'yaml';
 import type { DesiredSetOwner } from '../config/index.js';
+import { objectKey as identityKey } from '../object-key.js';
 import { unifiedDiff } from './line-diff.js';
 
 export interface LocatedObject {
@@ -37,13 +38,10 @@ function str(value: unknown): string {
   return typeof value === 'string' ? value : '';
 }
 
-/** `group/Kind namespace/name`, the identity the API server uses (version is not part of it). */
+/** `group/Kind namespace/name` (object-key.ts) of an object read from a file, whatever fields it lacks. */
 export function objectKey(object: Record<string, unknown>): string {
-  const apiVersion = str(object.apiVersion);
-  const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : 'core';
   const metadata = (object.metadata ?? {}) as Record<string, unknown>;
-  const namespace = str(metadata.namespace);
-  return `${group}/${str(object.kind)} ${namespace ? `${namespace}/` : ''}${str(metadata.name)}`;
+  return identityKey({ apiVersion: str(object.apiVersion), kind: str(object.kind), namespace: str(metadata.namespace), name: str(metadata.name) });
 }
 
 function toYaml(object: Record<string, unknown>): string {

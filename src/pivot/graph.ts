@@ -5,6 +5,7 @@
  * the target gave, and what "equal" means when a copy is verified. Pure: no I/O.
  */
 import type { KubeObject, OwnerReference } from '../kube/client.js';
+import { objectKey } from '../object-key.js';
 
 /** Label that marks a CRD whose objects `clusterctl move` (and we) move. */
 export const clusterctlLabel = 'clusterctl.cluster.x-k8s.io';
@@ -29,14 +30,9 @@ export function refOf(obj: KubeObject): ObjectRef {
   return { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}) };
 }
 
-/** `Kind ns/name`, for messages and map keys (the group is part of the kind's identity too). */
+/** `group/Kind ns/name` (object-key.ts), for messages and map keys. */
 export function keyOf(ref: ObjectRef | KubeObject): string {
-  const r = 'metadata' in ref ? refOf(ref) : ref;
-  return `${groupOf(r.apiVersion)}/${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
-}
-
-export function groupOf(apiVersion: string): string {
-  return apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
+  return objectKey('metadata' in ref ? refOf(ref) : ref);
 }
 
 /** What a move takes: the namespaced objects to move, and cluster-scoped ones to copy (never deleted from the source). */

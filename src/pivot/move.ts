@@ -11,6 +11,7 @@
  * in both places while objects are in flight, so no controller acts on a half-moved set.
  */
 import { capiCoreApiVersion, capiGroups } from '../capi.js';
+import { groupOf } from '../object-key.js';
 import { ExternalError, InterruptedError, UsageError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
@@ -21,7 +22,6 @@ import {
   contentDifference,
   copyBody,
   countByKind,
-  groupOf,
   keyOf,
   orderByOwners,
   remapOwnerReferences,
