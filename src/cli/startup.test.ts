@@ -16,8 +16,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const mainTs = path.join(repoRoot, 'src/main.ts');
 
-/** Loaded only by commands that run: none of them may be imported to print help or the version. */
-const heavy = ['@kubernetes/client-node', 'ink', 'react'];
+/**
+ * Loaded only by commands that run: none of them may be imported to print help or the
+ * version. yaml comes with the platform registry (~75 ms of CPU with the config schemas).
+ */
+const heavy = ['@kubernetes/client-node', 'ink', 'react', 'yaml'];
 
 /** Resolve hook (runs on Node's hooks thread): appends every resolved URL to the log file. */
 const hooksSource = `import { appendFileSync } from 'node:fs';
@@ -67,7 +70,7 @@ function heavyPackagesIn(urls: string[]): string[] {
 
 // A child Node compiling the CLI through tsx takes seconds on a loaded machine, beyond the unit tier's 20 s default.
 describe('start-up imports', { timeout: 60_000 }, () => {
-  it('--version imports neither the Kubernetes client nor ink nor react', async () => {
+  it('--version imports neither the Kubernetes client nor ink, react or yaml', async () => {
     const { stdout, urls } = await runRecorded('version', ['--version']);
     const { version } = JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string };
     expect(stdout.trim()).toBe(version);
@@ -90,5 +93,11 @@ describe('start-up imports', { timeout: 60_000 }, () => {
     expect(stdout).toContain('--no-progress-timeout <minutes>');
     expect(heavyPackagesIn(urls)).toEqual([]);
     expect(urls.some((url) => url.includes('/src/services/'))).toBe(false);
+  });
+
+  it('create install-config --help still lists the flags each platform declares', async () => {
+    const { stdout } = await runRecorded('create-install-config-help', ['create', 'install-config', '--help']);
+    expect(stdout).toMatch(/--platform <platform>\s+where machines run \(choices: "inmemory"/);
+    expect(stdout).toContain('--region <');
   });
 });

@@ -1,8 +1,6 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { defaultKubernetesVersion } from '../../config/kubernetes-versions.js';
 import type { NewInstallConfigAnswers } from '../../config/index.js';
-// The platforms declare their own flags; the registry loads no Kubernetes client, ink or react.
-import { allPlatformInputs, defaultPlatform, platformNamed, platformNames } from '../../platforms/registry.js';
 import type { PlatformInput } from '../../platforms/platform.js';
 import { InterruptedError, UsageError } from '../../errors.js';
 import type { Runner } from '../program.js';
@@ -17,6 +15,14 @@ export function registerCreate(program: Command, run: Runner): void {
   const create = program.command('create').description('create the install config, the manifests, or the cluster');
   for (const register of subcommands) register(create, run);
 }
+
+/**
+ * The platforms declare their own flags, so the registry is read to declare them. It loads
+ * every platform's config schema and the YAML parser (~75 ms of CPU), which only
+ * `create install-config` needs: it is imported when that command is about to parse.
+ */
+type PlatformRegistry = typeof import('../../platforms/registry.js');
+const platformRegistry = (): Promise<PlatformRegistry> => import('../../platforms/registry.js');
 
 function integer(min: number) {
   return (value: string): number => {
@@ -62,32 +68,25 @@ function platformInputOption(input: PlatformInput, takenBy: readonly string[]): 
 function registerCreateInstallConfig(create: Command, run: Runner): void {
   const command = create
     .command('install-config')
-    .description('write install-config.yaml: asks on a terminal, takes flags otherwise (a flag given skips its question)')
-    .addOption(dirOption())
-    /** `--name`: the cluster name. No default: required without a terminal. */
-    .addOption(new Option('--name <name>', 'cluster name').env('PROVISIONER_NAME'))
-    /** `--platform`: default the registry's first platform (simulated machines, runs anywhere). */
-    .addOption(new Option('--platform <platform>', 'where machines run').choices(platformNames()).env('PROVISIONER_PLATFORM').default(defaultPlatform.name))
-    /** `--kubernetes-version`: default the bundled Kubernetes version. */
-    .addOption(new Option('--kubernetes-version <version>', 'Kubernetes version of the machines').env('PROVISIONER_KUBERNETES_VERSION').default(defaultKubernetesVersion))
-    /** `--control-plane-replicas`: default 3 (survives the loss of one machine). */
-    .addOption(new Option('--control-plane-replicas <n>', 'control-plane machines (odd)').argParser(integer(1)).env('PROVISIONER_CONTROL_PLANE_REPLICAS').default(3))
-    /** `--workers`: default 2; 0 omits the worker pool and lets the control plane run workloads. */
-    .addOption(new Option('--workers <n>', 'worker machines').argParser(integer(0)).env('PROVISIONER_WORKERS').default(2))
-    /** `--force`: default false; replace an existing install-config.yaml. */
-    .addOption(new Option('--force', 'replace an existing install-config.yaml').env('PROVISIONER_FORCE').default(false));
-  // Each platform's flags (`PlatformInput`), declared once when platforms share one.
-  for (const { input, platforms } of allPlatformInputs()) command.addOption(platformInputOption(input, platforms));
+    .description('write install-config.yaml: asks on a terminal, takes flags otherwise (a flag given skips its question)');
+  // Declared before the command parses its arguments (its --help included), not at start-up.
+  let declared = false;
+  create.hook('preSubcommand', async (_create, subcommand) => {
+    if (subcommand !== command || declared) return;
+    declareInstallConfigFlags(command, await platformRegistry());
+    declared = true;
+  });
 
   command.action(
     run<CreateInstallConfigFlags>(async (flags, ctx) => {
-      const [{ canPrompt, PromptCancelled, promptInstallConfig, toAnswers }, { createInstallConfig }] = await Promise.all([
+      const [{ canPrompt, PromptCancelled, promptInstallConfig, toAnswers }, { createInstallConfig }, registry] = await Promise.all([
         import('../ui/install-config-prompt.js'),
         import('../../services/install-config.js'),
+        platformRegistry(),
       ]);
       const raw: Partial<Record<AnswerKey, string>> = {};
       const given: Partial<Record<AnswerKey, string>> = {};
-      for (const key of [...commonAnswerFlags, ...allPlatformInputs().map(({ input }) => input.key)]) {
+      for (const key of [...commonAnswerFlags, ...registry.allPlatformInputs().map(({ input }) => input.key)]) {
         const value: unknown = command.getOptionValue(key);
         if (value === undefined) continue;
         raw[key] = String(value);
@@ -95,7 +94,7 @@ function registerCreateInstallConfig(create: Command, run: Runner): void {
         if (source === 'cli' || source === 'env') given[key] = String(value);
       }
       let answers: NewInstallConfigAnswers;
-      if (canPrompt({ stdin: process.stdin, stderr: process.stderr }, ctx.output) && !everyQuestionAnswered(given)) {
+      if (canPrompt({ stdin: process.stdin, stderr: process.stderr }, ctx.output) && !everyQuestionAnswered(given, registry)) {
         try {
           answers = toAnswers(await promptInstallConfig({ stdin: process.stdin, stdout: process.stderr }, given, raw));
         } catch (error) {
@@ -104,7 +103,7 @@ function registerCreateInstallConfig(create: Command, run: Runner): void {
         }
       } else {
         if (!flags.name) throw new UsageError('--name is required without a terminal', { hint: 'pass --name <cluster name> (or set PROVISIONER_NAME)' });
-        for (const input of platformNamed(flags.platform).inputs) {
+        for (const input of registry.platformNamed(flags.platform).inputs) {
           if (input.required && raw[input.key] === undefined) {
             const flag = kebab(input.key);
             throw new UsageError(`--${flag} is required with --platform ${flags.platform}`, { hint: `pass --${flag} <${input.valueName}> (or set ${envOf(flag)})` });
@@ -117,9 +116,28 @@ function registerCreateInstallConfig(create: Command, run: Runner): void {
   );
 }
 
+function declareInstallConfigFlags(command: Command, registry: PlatformRegistry): void {
+  command
+    .addOption(dirOption())
+    /** `--name`: the cluster name. No default: required without a terminal. */
+    .addOption(new Option('--name <name>', 'cluster name').env('PROVISIONER_NAME'))
+    /** `--platform`: default the registry's first platform (simulated machines, runs anywhere). */
+    .addOption(new Option('--platform <platform>', 'where machines run').choices(registry.platformNames()).env('PROVISIONER_PLATFORM').default(registry.defaultPlatform.name))
+    /** `--kubernetes-version`: default the bundled Kubernetes version. */
+    .addOption(new Option('--kubernetes-version <version>', 'Kubernetes version of the machines').env('PROVISIONER_KUBERNETES_VERSION').default(defaultKubernetesVersion))
+    /** `--control-plane-replicas`: default 3 (survives the loss of one machine). */
+    .addOption(new Option('--control-plane-replicas <n>', 'control-plane machines (odd)').argParser(integer(1)).env('PROVISIONER_CONTROL_PLANE_REPLICAS').default(3))
+    /** `--workers`: default 2; 0 omits the worker pool and lets the control plane run workloads. */
+    .addOption(new Option('--workers <n>', 'worker machines').argParser(integer(0)).env('PROVISIONER_WORKERS').default(2))
+    /** `--force`: default false; replace an existing install-config.yaml. */
+    .addOption(new Option('--force', 'replace an existing install-config.yaml').env('PROVISIONER_FORCE').default(false));
+  // Each platform's flags (`PlatformInput`), declared once when platforms share one.
+  for (const { input, platforms } of registry.allPlatformInputs()) command.addOption(platformInputOption(input, platforms));
+}
+
 /** A terminal user who passed every needed flag is not asked again. */
-function everyQuestionAnswered(given: Partial<Record<AnswerKey, string>>): boolean {
-  const platform = platformNamed(given.platform ?? defaultPlatform.name);
+function everyQuestionAnswered(given: Partial<Record<AnswerKey, string>>, registry: PlatformRegistry): boolean {
+  const platform = registry.platformNamed(given.platform ?? registry.defaultPlatform.name);
   const needed = [...commonAnswerFlags, ...platform.inputs.filter((i) => i.required).map((i) => i.key)];
   return needed.every((key) => given[key] !== undefined);
 }
