@@ -330,6 +330,18 @@ func (r *planReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if terminal(&plan) {
 		return ctrl.Result{}, nil
 	}
+	if plan.Status.Phase == agentv1.PhaseExecuting && plan.Status.ObservedGeneration == plan.Generation {
+		// Executing with no execution here: an earlier agent process stopped during it, or
+		// this one just finished it and the cache has not seen the outcome yet (which it
+		// wrote before releasing the lock). Only the API server's copy tells them apart;
+		// without this read a plan that had just been Applied ran again and was failed.
+		if err := r.reader.Get(ctx, req.NamespacedName, &plan); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if terminal(&plan) {
+			return ctrl.Result{}, nil
+		}
+	}
 	key := req.String()
 	if cancelRequested {
 		if err := r.lock.Release(key); err != nil {
