@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { formatTable } from '../../src/text-table.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -87,12 +88,10 @@ export function formatRecord(record: BenchRecord, machine: Machine): string {
   return out.join('\n') + '\n';
 }
 
+/** Numbers right-aligned, text left-aligned, indented under the table's title. */
 function alignTable(columns: string[], rows: string[][]): string[] {
-  const widths = columns.map((c, i) => Math.max(c.length, ...rows.map((r) => (r[i] ?? '').length)));
-  // Numbers right-aligned, text left-aligned.
-  const cell = (value: string, i: number) => (/^[-+]?[\d.,]+( ?[%x]| ?[a-zA-Z/]+)?$/.test(value) ? value.padStart(widths[i] ?? 0) : value.padEnd(widths[i] ?? 0));
-  const line = (cells: string[]) => '  ' + cells.map(cell).join('  ').trimEnd();
-  return [line(columns), ...rows.map(line)];
+  const isNumber = (value: string) => /^[-+]?[\d.,]+( ?[%x]| ?[a-zA-Z/]+)?$/.test(value);
+  return formatTable(columns, rows, { alignRight: isNumber }).map((line) => `  ${line}`);
 }
 
 export function formatNumber(value: number): string {

@@ -24,6 +24,7 @@ import { InternalError, InterruptedError, messageOf } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { cliVersion } from '../version.js';
+import { formatTable } from '../text-table.js';
 import { discoverKinds, type ServedKind } from './discovery.js';
 import { createRedactStream, findSecrets, knownValuesPattern, redactObject, redactText, secretValuesToMatch, type Counts, type SecretKind } from './redact.js';
 
@@ -311,7 +312,7 @@ async function writeSecretList(bundle: BundleWriter, client: KubeClient, problem
     (s.metadata.ownerReferences ?? []).map((o) => `${o.kind}/${o.name}`).join(',') || '-',
   ]);
   const header = 'Secrets of the control plane: names, types and data keys only; values are never gathered.\n\n';
-  await bundle.writeText('resources/secrets.txt', header + table(['NAMESPACE', 'NAME', 'TYPE', 'KEYS', 'OWNERS'], rows));
+  await bundle.writeText('resources/secrets.txt', header + textTable(['NAMESPACE', 'NAME', 'TYPE', 'KEYS', 'OWNERS'], rows));
   return knownValuesPattern(values);
 }
 
@@ -379,7 +380,7 @@ function machinesTable(machines: readonly KubeObject[]): string {
     return [m.metadata.namespace ?? '', m.metadata.name, spec.clusterName ?? '', status.phase ?? '', status.nodeRef?.name ?? '-', spec.providerID ?? '-', addresses || '-'];
   });
   const header = 'Machines and their addresses (status.addresses), to reach the nodes of a stuck install.\n\n';
-  return header + (rows.length ? table(['NAMESPACE', 'NAME', 'CLUSTER', 'PHASE', 'NODE', 'PROVIDER-ID', 'ADDRESSES'], rows) : 'no Machines\n');
+  return header + (rows.length ? textTable(['NAMESPACE', 'NAME', 'CLUSTER', 'PHASE', 'NODE', 'PROVIDER-ID', 'ADDRESSES'], rows) : 'no Machines\n');
 }
 
 interface EventObject extends KubeObject {
@@ -412,13 +413,12 @@ function eventsTable(events: readonly EventObject[]): string {
       (e.message ?? '').replace(/\s*\n\s*/g, ' | '),
     ];
   });
-  return rows.length ? table(['TIME', 'TYPE', 'REASON', 'OBJECT', 'SOURCE', 'COUNT', 'MESSAGE'], rows) : 'no Events\n';
+  return rows.length ? textTable(['TIME', 'TYPE', 'REASON', 'OBJECT', 'SOURCE', 'COUNT', 'MESSAGE'], rows) : 'no Events\n';
 }
 
-/** A plain text table: columns padded, the last one free. */
-function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  return [header, ...rows].map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ')).join('\n') + '\n';
+/** A table as gather's files hold it: lines, each ending in a newline. */
+function textTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  return formatTable(header, rows).join('\n') + '\n';
 }
 
 // ---------------------------------------------------------------------------------------
@@ -474,7 +474,7 @@ function readme(input: ReadmeInput): string {
     'passwords in URLs and Secret data with [REDACTED]; the archive was then checked again for any of them.',
     '',
     'Files (bytes, redactions by kind):',
-    table(['FILE', 'BYTES', 'REDACTED'], files).trimEnd(),
+    textTable(['FILE', 'BYTES', 'REDACTED'], files).trimEnd(),
     '',
   ].join('\n');
 }

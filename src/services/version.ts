@@ -14,6 +14,7 @@ import { log, type EventSink } from '../events.js';
 import { findUserBinaries, inspectCache, resolveBinariesDir, resolveCacheDir, type CacheEntryStatus } from '../embedded/cache.js';
 import { loadBinaryCatalog, resolveBundleDir, type BinaryCatalog } from '../embedded/catalog.js';
 import type { BundledBinary, BundledComponents, Platform } from '../embedded/manifest.js';
+import { formatTable } from '../text-table.js';
 import { cliVersion } from '../version.js';
 
 export interface VersionOptions {
@@ -148,7 +149,7 @@ export function formatVersionReport(report: VersionReport): string {
   if (report.binariesDir) lines.push(`own     ${report.binariesDir} (PROVISIONER_BINARIES_DIR: used before the bundle)`);
   lines.push('');
   lines.push(
-    ...table(
+    ...formatTable(
       ['BINARY', 'VERSION', 'SOURCE', 'SHA256', 'SIZE', 'GZIP', 'SHIPPED', 'CACHE'],
       report.binaries.map((b) => [
         b.name,
@@ -160,12 +161,12 @@ export function formatVersionReport(report: VersionReport): string {
         b.shipped ? 'yes' : 'no (dev)',
         b.userBinary ? `own binary: ${b.userBinary}` : cacheText(b.cache),
       ]),
-      [4, 5],
+      { alignRight: (_, column) => column === 4 || column === 5 },
     ),
   );
   lines.push('');
   lines.push(
-    ...table(
+    ...formatTable(
       ['PROVIDER', 'TYPE', 'VERSION', 'NAMESPACE', 'BINARY', 'SHA256'],
       report.components.map((c) => [c.provider, c.type, c.version, c.namespace, c.binary ?? '(CRDs only)', c.sha256.slice(0, 12)]),
     ),
@@ -184,17 +185,6 @@ function cacheText(cache: BinaryVersion['cache']): string {
     case 'corrupt':
       return 'CORRUPT, re-extracted on use';
   }
-}
-
-/** Left-aligned columns separated by two spaces; columns listed in `rightAligned` are right-aligned. */
-function table(header: string[], rows: string[][], rightAligned: number[] = []): string[] {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const render = (cells: string[]) =>
-    cells
-      .map((cell, i) => (rightAligned.includes(i) ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
-      .join('  ')
-      .trimEnd();
-  return [render(header), ...rows.map(render)];
 }
 
 function mib(bytes: number): string {

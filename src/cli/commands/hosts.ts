@@ -1,12 +1,7 @@
 import type { Command } from 'commander';
 import { dirOption } from '../options.js';
 import type { Runner } from '../program.js';
-
-/** Lays out rows under a header, columns padded to their widest cell. */
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  return [header, ...rows].map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n');
-}
+import { formatTable } from '../../text-table.js';
 
 export function registerHosts(program: Command, run: Runner): void {
   const hosts = program
@@ -49,7 +44,7 @@ export function registerHosts(program: Command, run: Runner): void {
         const { listHosts } = await import('../../services/hosts.js');
         const listed = await listHosts(options.dir);
         const rows = listed.map((h) => [h.name, h.address || '-', h.registered ? 'Registered' : 'Pending', h.lastHeartbeat || '-', h.agentVersion || '-', h.planNamespace]);
-        const text = listed.length ? table(['HOST', 'ADDRESS', 'STATE', 'HEARTBEAT', 'AGENT', 'PLANS IN'], rows) : 'no host has registered';
+        const text = listed.length ? formatTable(['HOST', 'ADDRESS', 'STATE', 'HEARTBEAT', 'AGENT', 'PLANS IN'], rows).join('\n') : 'no host has registered';
         ctx.sink.emit({ type: 'result', kind: 'hosts', text, data: { hosts: listed } });
       }),
     );

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { dirOption } from '../options.js';
 import type { Runner } from '../program.js';
+import { formatTable } from '../../text-table.js';
 import { formatDuration } from '../ui/plain.js';
 
 export function registerManagement(program: Command, run: Runner): void {
@@ -60,8 +61,7 @@ export function registerManagement(program: Command, run: Runner): void {
           p.logFile,
         ]);
         const header = ['PROCESS', 'PID', 'STATE', 'PORTS', 'LOG'];
-        const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-        const lines = [header, ...rows].map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  '));
+        const lines = formatTable(header, rows);
         const text = status.processes.length ? `${lines.join('\n')}\nkubeconfig: ${status.kubeconfig}` : `no management cluster recorded in ${options.dir}`;
         ctx.sink.emit({ type: 'result', kind: 'status', text, data: status });
       }),

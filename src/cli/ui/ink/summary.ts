@@ -6,6 +6,7 @@
 import { formatDuration } from '../plain.js';
 import { isTroubled } from './layout.js';
 import type { LiveModel } from './model.js';
+import { formatTable } from '../../../text-table.js';
 
 /** Not-ready objects listed by name in the summary; the rest are counted. */
 const listedObjects = 10;
@@ -28,7 +29,7 @@ export function formatSummary(model: LiveModel, now: number): string {
       rows.push([s.stage, result, took, s.message ?? '']);
     }
     if (Number.isFinite(first)) rows.push(['total (wall clock)', '', formatDuration(last - first), '']);
-    sections.push(table(['STAGE', 'RESULT', 'TIME', ''], rows));
+    sections.push(formatTable(['STAGE', 'RESULT', 'TIME', ''], rows));
   }
 
   if (model.objects.size > 0) {
@@ -67,14 +68,3 @@ export function formatSummary(model: LiveModel, now: number): string {
   return sections.length ? sections.map((lines) => lines.join('\n')).join('\n\n') + '\n' : '';
 }
 
-/** Columns padded to their widest cell; the last column is not padded. */
-function table(header: string[], rows: string[][]): string[] {
-  const all = [header, ...rows];
-  const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
-  return all.map((r) =>
-    r
-      .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!)))
-      .join('  ')
-      .trimEnd(),
-  );
-}
