@@ -47,6 +47,9 @@ const probes: VersionProbe[] = [
   managerProbe('kubeadm bootstrap manager', 'sigs.k8s.io/cluster-api/bootstrap/kubeadm'),
   managerProbe('kubeadm control-plane manager', 'sigs.k8s.io/cluster-api/controlplane/kubeadm'),
   managerProbe('docker/dev infrastructure manager', 'sigs.k8s.io/cluster-api/test/infrastructure/docker'),
+  // Ours (provider/): both print package.json's version, which the bundle stamps.
+  { what: 'agent manager', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/manager', args: () => ['--version'], pattern: /^(v\S+)$/m },
+  { what: 'node agent', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/agent', args: () => ['version'], pattern: /^(v\S+)$/m },
 ];
 
 const withoutV = (version: string) => version.replace(/^v/, '');
