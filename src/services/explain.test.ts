@@ -26,6 +26,15 @@ describe('explain', () => {
     expect(run('install-config.hooks.preProvision.timeout')).toContain('FORMAT: a duration such as 30s, 5m or 1h30m');
   });
 
+  it('documents the vsphere section: vCenter, inventory, endpoint and the credentials file by reference', () => {
+    const text = run('install-config.platform.vsphere', true);
+    for (const field of ['server <string> -required-', 'thumbprint <string>', 'datacenter', 'datastore', 'network', 'resourcePool', 'folder', 'template', 'controlPlaneEndpoint <object> -required-', 'credentials <object>']) {
+      expect(text).toContain(field);
+    }
+    expect(run('install-config.platform.vsphere.controlPlaneEndpoint.port')).toContain('(default: 6443)');
+    expect(run('install-config.machinePools.platform.vsphere.template')).toContain('(default: platform.vsphere.template)');
+  });
+
   it('lists nested fields with --recursive', () => {
     const text = run('install-config.platform', true);
     expect(text).toContain('FIELDS (set exactly one):');

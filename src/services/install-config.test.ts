@@ -48,6 +48,15 @@ describe('createInstallConfig', () => {
     expect(doc.platform).toEqual({ aws: { region: 'eu-west-1', defaultInstanceType: 'm6i.large', sshKeyName: 'ops', credentials: { file: '~/creds' } } });
   });
 
+  it('writes the vsphere section from the answers', async () => {
+    const platformAnswers = { server: 'vc.example.com', thumbprint: '', datacenter: 'DC0', datastore: 'LocalDS_0', network: 'VM Network', resourcePool: '/DC0/host/DC0_C0/Resources', folder: '/DC0/vm', template: 'ubuntu', endpointHost: '10.0.0.10', vsphereCredentialsFile: 'vc.yaml' };
+    const result = await createInstallConfig({ dir, answers: { ...answers, platform: 'vsphere', platformAnswers }, force: true, sink: new RecordingSink() });
+    const doc = parse(await readFile(result.path, 'utf8')) as { platform: unknown };
+    expect(doc.platform).toEqual({
+      vsphere: { server: 'vc.example.com', datacenter: 'DC0', datastore: 'LocalDS_0', network: 'VM Network', resourcePool: '/DC0/host/DC0_C0/Resources', folder: '/DC0/vm', template: 'ubuntu', controlPlaneEndpoint: { host: '10.0.0.10' }, credentials: { file: 'vc.yaml' } },
+    });
+  });
+
   it('refuses invalid answers and writes nothing', async () => {
     await expect(createInstallConfig({ dir, answers: { ...answers, controlPlaneReplicas: 2 }, force: false, sink: new RecordingSink() })).rejects.toBeInstanceOf(ConfigError);
     await expect(readFile(path.join(dir, 'install-config.yaml'))).rejects.toThrow();
