@@ -14,17 +14,8 @@ export interface StageView {
   message?: string;
 }
 
-export interface ProcessView {
-  name: string;
-  state: ProcessEvent['state'];
-  pid?: number;
-  ports?: Record<string, number>;
-  exitCode?: number | null;
-  signal?: string | null;
-  /** Kept from the last exit until the process is ready again. */
-  logTail?: string[];
-  logFile?: string;
-  message?: string;
+/** A process as its last event left it (`logTail` kept from the last exit until it is ready again), with its restarts counted. */
+export interface ProcessView extends Omit<ProcessEvent, 'type'> {
   restarts: number;
 }
 
