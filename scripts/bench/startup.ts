@@ -11,12 +11,17 @@
  * Rounds run the cases in turn, so a burst of load on the shared machine hits all of them;
  * the figures are medians. Target: `--version` and `--help` within 150 ms of the floor.
  *
+ * Each process's CPU time (user + system, from GNU time when /usr/bin/time exists, at its
+ * 10 ms resolution) is reported too: on a loaded machine wall times stretch with the load,
+ * CPU time much less.
+ *
  * Runs: PROVISIONER_BENCH_STARTUP_RUNS (default 15), after one untimed warm-up round.
  * Builds dist/ first when it is older than src/ (bin/provisioner.js runs dist/main.js).
  *
  * Run: `npm run bench -- startup` (prints the table, writes bench-results/startup.json).
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import { promisify } from 'node:util';
 import { cliVersion } from '../../src/version.js';
@@ -65,20 +70,31 @@ const cases: StartupCase[] = [
   },
 ];
 
-/** Wall time of one process from spawn to exit; throws when it fails or prints the wrong thing. */
-async function timeOnce(c: StartupCase): Promise<number> {
+const gnuTime = '/usr/bin/time';
+const withCpu = existsSync(gnuTime);
+
+interface Sample {
+  wallMs: number;
+  /** User + system CPU of the process; NaN without GNU time. */
+  cpuMs: number;
+}
+
+/** One process from spawn to exit; throws when it fails or prints the wrong thing. */
+async function timeOnce(c: StartupCase): Promise<Sample> {
+  const [file, args] = withCpu ? [gnuTime, ['-f', 'cpu %U %S', process.execPath, ...c.args]] : [process.execPath, c.args];
   const started = performance.now();
-  const { stdout } = await promisify(execFile)(process.execPath, c.args, { cwd: repoRoot, timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } });
-  const ms = performance.now() - started;
+  const { stdout, stderr } = await promisify(execFile)(file, args, { cwd: repoRoot, timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } });
+  const wallMs = performance.now() - started;
   if (c.check && !c.check(stdout)) throw new Error(`${c.label} printed something unexpected:\n${stdout.slice(0, 500)}`);
-  return ms;
+  const cpu = /cpu (\d+\.\d+) (\d+\.\d+)\s*$/.exec(stderr);
+  return { wallMs, cpuMs: cpu ? (Number(cpu[1]) + Number(cpu[2])) * 1000 : Number.NaN };
 }
 
 export async function run(): Promise<BenchRecord> {
   await ensureBuilt();
   const loadBefore = os.loadavg()[0] ?? 0;
   for (const c of cases) await timeOnce(c);
-  const samples = new Map<string, number[]>(cases.map((c) => [c.key, []]));
+  const samples = new Map<string, Sample[]>(cases.map((c) => [c.key, []]));
   for (let round = 0; round < runs; round++) {
     for (const c of cases) samples.get(c.key)!.push(await timeOnce(c));
   }
@@ -86,8 +102,10 @@ export async function run(): Promise<BenchRecord> {
 
   const round1 = (n: number) => Math.round(n * 10) / 10;
   const round2 = (n: number) => Math.round(n * 100) / 100;
-  const med = (key: string) => median(samples.get(key)!);
+  const med = (key: string) => median(samples.get(key)!.map((s) => s.wallMs));
+  const cpuMed = (key: string) => median(samples.get(key)!.map((s) => s.cpuMs));
   const floor = med('floor');
+  const floorCpu = Math.round(cpuMed('floor'));
   const figures: Record<string, number> = { runs, targetDeltaMs, loadAverage1mBefore: round2(loadBefore), loadAverage1mAfter: round2(loadAfter) };
   const ratios: Record<string, number> = {};
   const rows: (string | number)[][] = [];
@@ -96,18 +114,24 @@ export async function run(): Promise<BenchRecord> {
     const ms = med(c.key);
     const delta = ms - floor;
     figures[`${c.key}Ms`] = round1(ms);
-    figures[`${c.key}MinMs`] = round1(Math.min(...samples.get(c.key)!));
+    const min = Math.min(...samples.get(c.key)!.map((s) => s.wallMs));
+    const cpu = Math.round(cpuMed(c.key));
+    figures[`${c.key}MinMs`] = round1(min);
+    if (withCpu) figures[`${c.key}CpuMs`] = round1(cpu);
     if (c.key !== 'floor') {
       figures[`${c.key}OverFloorMs`] = round1(delta);
+      if (withCpu) figures[`${c.key}OverFloorCpuMs`] = round1(cpu - floorCpu);
       ratios[`${c.key}OverFloor`] = round2(ms / floor);
     }
     if (c.targeted && delta > targetDeltaMs) missed.push(c.label);
     rows.push([
       c.label,
       `${formatNumber(ms)} ms`,
-      `${formatNumber(Math.min(...samples.get(c.key)!))} ms`,
+      `${formatNumber(min)} ms`,
       c.key === 'floor' ? '' : `${delta >= 0 ? '+' : ''}${formatNumber(delta)} ms`,
       c.key === 'floor' ? '' : `${formatNumber(ms / floor)} x`,
+      withCpu ? `${formatNumber(cpu)} ms` : 'n/a',
+      withCpu && c.key !== 'floor' ? `${cpu - floorCpu >= 0 ? '+' : ''}${formatNumber(cpu - floorCpu)} ms` : '',
       c.targeted ? (delta <= targetDeltaMs ? 'met' : 'MISSED') : '',
     ]);
   }
@@ -121,7 +145,7 @@ export async function run(): Promise<BenchRecord> {
     tables: [
       {
         title: `start-up, spawn to exit; medians of ${runs} runs (cases interleaved); target: within ${targetDeltaMs} ms of the floor`,
-        columns: ['case', 'median', 'min', 'vs floor', 'ratio', 'target'],
+        columns: ['case', 'median', 'min', 'vs floor', 'ratio', 'CPU', 'CPU vs floor', 'target'],
         rows,
       },
     ],
