@@ -25,6 +25,14 @@ describe('withRetry', () => {
     expect(waits).toEqual([10, 20]);
   });
 
+  it('waits what the server asks (Retry-After) instead of the backoff, at most the ceiling', async () => {
+    const waits: number[] = [];
+    const sleep: Sleep = async (ms) => void waits.push(ms);
+    const asked = [30, undefined, 5_000];
+    await withRetry(async () => { throw new Error('busy'); }, { policy, sleep, isRetryable: () => true, retryAfterMs: () => asked[waits.length] });
+    expect(waits).toEqual([30, 20, 1000]);
+  });
+
   it('gives up after maxAttempts, and at once on a final error', async () => {
     const sleep: Sleep = async () => {};
     const exhausted = await withRetry(async () => { throw new Error('x'); }, { policy, sleep, isRetryable: () => true });

@@ -67,6 +67,8 @@ export interface RetryOptions {
   sleep: Sleep;
   signal?: AbortSignal;
   onRetry?(error: unknown, attempt: number, delayMs: number): void;
+  /** The server's own wait for this failure (a Retry-After), used instead of the backoff, at most `maxDelayMs`. Default: none. */
+  retryAfterMs?(error: unknown): number | undefined;
 }
 
 /** Calls `op` until it succeeds, fails for good, runs out of attempts, or the signal aborts during a wait. */
@@ -76,7 +78,7 @@ export async function withRetry<T>(op: () => Promise<T>, options: RetryOptions):
       return { ok: true, value: await op(), attempts: attempt };
     } catch (error) {
       if (attempt >= options.policy.maxAttempts || !options.isRetryable(error) || options.signal?.aborted) return { ok: false, error, attempts: attempt };
-      const wait = backoffDelay(options.policy, attempt);
+      const wait = Math.min(options.retryAfterMs?.(error) || backoffDelay(options.policy, attempt), options.policy.maxDelayMs);
       options.onRetry?.(error, attempt, wait);
       try {
         await options.sleep(wait, options.signal);

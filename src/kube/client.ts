@@ -5,13 +5,14 @@
  */
 import https from 'node:https';
 import * as k8s from '@kubernetes/client-node';
+import { realSleep, withRetry, type RetryPolicy } from '../concurrency.js';
 import { ExternalError } from '../errors.js';
 
 /** How long the server keeps a watch open before the caller re-lists and watches again. */
 const watchTimeoutSeconds = 300;
 
-/** Attempts of a read that gets a transient answer (429, 503). */
-const readAttempts = 6;
+/** Retries of a read that gets a transient answer (429, 503): 6 attempts, 400 ms doubling to 5 s, or the server's Retry-After up to 5 s. */
+const readRetryPolicy: RetryPolicy = { maxAttempts: 6, initialDelayMs: 400, maxDelayMs: 5_000 };
 
 /** Field manager recorded on every server-side apply (`kubectl get -o yaml --show-managed-fields` shows it). */
 export const fieldManager = 'provisioner';
@@ -427,19 +428,23 @@ export class KubeClient {
   /**
    * Sends a request. Reads (GET) are retried on transient answers — 429 and 503, such as
    * "storage is (re)initializing" right after a CRD is established — honouring
-   * Retry-After, up to `readAttempts` times; writes are retried by their callers.
+   * Retry-After, as `readRetryPolicy` says; writes are retried by their callers.
    */
   private async request(options: RequestOptions, text = false): Promise<unknown> {
-    for (let attempt = 1; ; attempt++) {
-      requestsMade++;
-      try {
-        return await this.requestOnce(options, text);
-      } catch (error) {
-        const retriable = options.method === 'GET' && error instanceof KubeApiError && (error.statusCode === 429 || error.statusCode === 503);
-        if (!retriable || attempt >= readAttempts) throw error;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, (error.retryAfterSeconds ?? 0) * 1000 || 200 * 2 ** attempt)));
-      }
-    }
+    const result = await withRetry(
+      () => {
+        requestsMade++;
+        return this.requestOnce(options, text);
+      },
+      {
+        policy: readRetryPolicy,
+        isRetryable: (error) => options.method === 'GET' && error instanceof KubeApiError && (error.statusCode === 429 || error.statusCode === 503),
+        retryAfterMs: (error) => (error instanceof KubeApiError && error.retryAfterSeconds ? error.retryAfterSeconds * 1000 : undefined),
+        sleep: realSleep,
+      },
+    );
+    if (!result.ok) throw result.error;
+    return result.value;
   }
 
   private async requestOnce(options: RequestOptions, text: boolean): Promise<unknown> {
