@@ -93,6 +93,8 @@ export interface ResultEvent {
   text: string;
   /** Machine-readable payload for `--output json`. */
   data?: unknown;
+  /** The text and data carry a credential (e.g. a registration token): shown on stdout, never written to the debug log. Default false. */
+  secret?: boolean;
 }
 
 export type ProvisionerEvent = LogEvent | ProgressEvent | StageEvent | ProcessEvent | ObjectEvent | ResultEvent;

@@ -168,7 +168,8 @@ export async function readPlanFile(file: string): Promise<NodePlan> {
   const plan = docs[0] as NodePlan | undefined;
   const problems: { path: string; message: string }[] = [];
   if (docs.length !== 1) problems.push({ path: '', message: `holds ${docs.length} documents; a plan file holds exactly one NodePlan` });
-  else if (plan?.apiVersion !== agentApiVersion || plan.kind !== 'NodePlan') problems.push({ path: 'kind', message: `is ${String(plan?.apiVersion)} ${String(plan?.kind)}; expected ${agentApiVersion} NodePlan` });
+  else if (typeof plan !== 'object' || Array.isArray(plan)) problems.push({ path: '', message: 'is not a YAML mapping; a plan file holds one NodePlan object' });
+  else if (plan.apiVersion !== agentApiVersion || plan.kind !== 'NodePlan') problems.push({ path: 'kind', message: `is ${String(plan.apiVersion)} ${String(plan.kind)}; expected ${agentApiVersion} NodePlan` });
   else {
     if (!plan.metadata?.name) problems.push({ path: 'metadata.name', message: 'is required' });
     if (!plan.metadata?.labels?.[hostLabel]) problems.push({ path: `metadata.labels["${hostLabel}"]`, message: 'names the host the plan runs on and is required' });

@@ -31,6 +31,7 @@ export function registerHosts(program: Command, run: Runner): void {
           kind: 'registration-command',
           text: `${result.command}\n# one host only; the token expires at ${result.expiresAt}`,
           data: result,
+          secret: true,
         });
       }),
     );

@@ -71,6 +71,18 @@ describe('the debug log', () => {
     expect((await stat(path.dirname(debugLogPath(dir)))).mode & 0o777).toBe(0o700);
   });
 
+  it('withholds a result that carries a credential, which the terminal still shows', async () => {
+    const terminal = await createRenderer({ output: 'text', logLevel: 'info', stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (err += s) } });
+    const sink = withDebugLog(terminal, DebugLog.open(dir, 'test'));
+    sink.emit({ type: 'result', kind: 'registration-command', text: 'PROVISIONER_AGENT_TOKEN=token-value provisioner-agent register', data: { token: 'token-value' }, secret: true });
+    await sink.close();
+
+    expect(out).toContain('token-value');
+    const text = await readFile(debugLogPath(dir), 'utf8');
+    expect(text).toContain('registration-command');
+    expect(text).not.toContain('token-value');
+  });
+
   it('is written by every command with an install directory, failures included, and only into a directory that exists', async () => {
     await cli('create', 'install-config', '--dir', dir, '--name', 'demo');
     err = '';

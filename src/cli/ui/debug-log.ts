@@ -52,7 +52,8 @@ export class DebugLog {
   }
 
   emit(event: ProvisionerEvent): void {
-    this.write(event);
+    // A result that carries a credential is for the user's terminal only.
+    this.write(event.type === 'result' && event.secret ? { type: 'result', kind: event.kind, secret: true, text: '(withheld: it carries a credential)' } : event);
   }
 
   /** Records how the command failed: the error as the terminal shows it, and its stack. */
