@@ -43,9 +43,9 @@ import { formatNumber, MB, median, type BenchRecord } from './record.js';
 /**
  * openshift-install's local control plane, as published (../shared/reference/004_…, "Disk space
  * and memory", measured on macOS): resident memory per process, MB. Its infrastructure
- * provider is AWS's; ours is the in-memory one (capd-manager). It runs no kubeadm providers.
+ * provider is AWS's (capa-manager here). It runs no kubeadm, in-memory or vSphere providers.
  */
-const openshiftMB: Record<string, number> = { etcd: 52, 'kube-apiserver': 280, 'capi-manager': 28, 'capd-manager': 35 };
+const openshiftMB: Record<string, number> = { etcd: 52, 'kube-apiserver': 280, 'capi-manager': 28, 'capa-manager': 35 };
 /** Their sum, about 395 MB: the budget for all six of our processes. */
 const footprintBudgetMB = 395;
 
@@ -411,7 +411,7 @@ export async function run(): Promise<BenchRecord> {
               Number.isNaN(heap60(n)) ? 'n/a' : mb(heap60(n)),
               cpu(cpu60(n)),
               cpu(idleCpu(n)),
-              openshiftMB[n] !== undefined ? `${openshiftMB[n]} MB${n === 'capd-manager' ? ' (AWS provider)' : ''}` : '',
+              openshiftMB[n] !== undefined ? `${openshiftMB[n]} MB` : '',
               openshiftMB[n] !== undefined ? `${formatNumber(rss60(n) / MB / openshiftMB[n])} x` : '',
             ]),
             ['total', mb(totalRss15), mb(totalRss60), mb(totalHeap60), cpu(totalCpu60), cpu(totalIdleCpu), `${footprintBudgetMB} MB`, `${formatNumber(totalRss60 / MB / footprintBudgetMB)} x`],
@@ -423,7 +423,7 @@ export async function run(): Promise<BenchRecord> {
         `overhead over the floor (etcd spawned -> every CRD Established): ${formatNumber(overhead)} x, target <= ${targetRatio}: ${overhead <= targetRatio ? 'met' : 'MISSED'}.`,
         'the floor spawns etcd and kube-apiserver (through setpriv --pdeathsig, output dropped) with the flags etcdArgs/apiServerArgs render and the GOGC of goRuntimeEnv, polls /readyz every 50 ms, applies the same namespaces and (description-free) CRDs one by one with server-side apply, then polls until every CRD is Established; it parses the component YAML before its clock starts.',
         'ours probes every 100 ms, writes each process log through a pipe, writes the kubeconfig and parses the component YAML between the API server and the CRDs (the unstaged row), and applies 8 at a time.',
-        "openshift figures are its published per-process memory (on macOS): 280 MB API server, 52 MB etcd, 28 MB CAPI core, 35 MB AWS provider; capd-manager stands beside its infrastructure provider. The kubeadm managers have no counterpart there. Go heap in use is go_memstats_heap_inuse_bytes from each process's own /metrics.",
+        "openshift figures are its published per-process memory (on macOS): 280 MB API server, 52 MB etcd, 28 MB CAPI core, 35 MB AWS provider (beside capa-manager). The other managers have no counterpart there; the budget is for the whole control plane. Go heap in use is go_memstats_heap_inuse_bytes from each process's own /metrics.",
         'the footprint runs `management start` (detached processes, as a user runs it) with the same settings as the temporary control plane of `create cluster`; the total is the median of the per-run sums.',
         'ratios: above 1 means provisioner takes longer or uses more memory than the baseline.',
       ],
