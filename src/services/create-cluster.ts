@@ -189,8 +189,11 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     await stage('wait-infrastructure', () =>
       waitFor(client, {
         what: 'the infrastructure',
-        kinds: [{ apiVersion: capiCoreApiVersion, kind: 'Cluster', namespace }],
-        evaluate: infrastructureReady(clusterName),
+        kinds: [
+          { apiVersion: capiCoreApiVersion, kind: 'Cluster', namespace },
+          { apiVersion: platform.infrastructure.apiVersion, kind: platform.infrastructure.clusterKind, namespace },
+        ],
+        evaluate: infrastructureReady(clusterName, { apiVersion: platform.infrastructure.apiVersion, kind: platform.infrastructure.clusterKind }),
         onStall: (last, ms) => stallError('the infrastructure', last, ms, 'infrastructure'),
         events: sink,
         signal,

@@ -70,6 +70,26 @@ describe('infrastructureReady', () => {
     expect(verdict.objects.map((o) => o.kind)).toEqual(['Cluster']);
   });
 
+  it('shows the infrastructure cluster blocked by its provider\'s failing condition and message, not its summary Ready', () => {
+    const infraKind = { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'ExampleCluster' };
+    const infra = {
+      ...infraKind,
+      metadata: { name: 'demo', namespace: ns },
+      status: {
+        ready: false,
+        conditions: [
+          { type: 'Ready', status: 'False', reason: 'NetworkFailed', message: '0 of 8 completed' },
+          { type: 'Paused', status: 'False', reason: 'NotPaused' },
+          { type: 'NetworkReady', status: 'False', reason: 'NetworkFailed', message: 'failed to describe VPCs: dial tcp: lookup ec2.example: no such host' },
+        ],
+      },
+    } as KubeObject;
+    const verdict = infrastructureReady('demo', infraKind)(snapshotOf(cluster({ provisioned: false }), infra));
+    expect(verdict.state).toBe('waiting');
+    expect(verdict.objects.map((o) => o.kind)).toEqual(['Cluster', 'ExampleCluster']);
+    expect(verdict.objects[1]).toMatchObject({ ready: false, parent: 'Cluster/demo', blocking: { condition: 'NetworkReady', message: expect.stringContaining('no such host') } });
+  });
+
   it('ignores another cluster of the same namespace', () => {
     const other = { ...cluster({ provisioned: true, host: '127.0.0.1' }), metadata: { name: 'other', namespace: ns } };
     expect(evaluate(snapshotOf(other)).state).toBe('waiting');

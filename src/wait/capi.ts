@@ -121,11 +121,30 @@ function machineReady(machine: Obj): boolean {
   return Boolean(machine.status?.nodeRef) && isTrue(machine, 'Ready');
 }
 
-/** Infrastructure provisioned and a control-plane endpoint published. */
-export function infrastructureReady(clusterName: string): (snapshot: Snapshot) => Verdict {
+/**
+ * The infrastructure cluster (AWSCluster, VSphereCluster…, named like the Cluster) as the
+ * progress tree shows it: what blocks it is its first condition that is False with a
+ * message — the provider's own error (a cloud API it cannot reach), which the Cluster's
+ * InfrastructureReady only summarises. Providers differ in condition names, so none is preferred.
+ */
+function infrastructureClusterView(snapshot: Snapshot, clusterName: string, kind: { apiVersion: string; kind: string }): ObjectEvent | undefined {
+  const infra = [...(snapshot.get(`${kind.apiVersion}/${kind.kind}`)?.values() ?? [])].find((o) => o.metadata.name === clusterName) as Obj | undefined;
+  if (!infra) return undefined;
+  const failing = (infra.status?.conditions ?? []).filter((c) => c.status === 'False' && c.message && c.type !== 'Paused' && c.type !== 'Ready');
+  const preference = [...failing.map((c) => c.type), 'Ready'];
+  const ready = infra.status?.initialization?.provisioned === true || (infra.status as { ready?: boolean } | undefined)?.ready === true;
+  return view(infra, ready, preference, `Cluster/${clusterName}`);
+}
+
+/**
+ * Infrastructure provisioned and a control-plane endpoint published. Given the
+ * infrastructure cluster's kind (watched too), its blocking condition is shown as well.
+ */
+export function infrastructureReady(clusterName: string, infrastructureKind?: { apiVersion: string; kind: string }): (snapshot: Snapshot) => Verdict {
   return (snapshot) => {
     const v = clusterView(snapshot, clusterName);
-    const objects = v.objects.filter((o) => o.kind === 'Cluster');
+    const infra = infrastructureKind ? infrastructureClusterView(snapshot, clusterName, infrastructureKind) : undefined;
+    const objects = [...v.objects.filter((o) => o.kind === 'Cluster'), ...(infra ? [infra] : [])];
     if (v.failed) return { state: 'failed', objects, error: v.failed };
     const endpoint = (v.cluster?.spec as { controlPlaneEndpoint?: { host?: string; port?: number } } | undefined)?.controlPlaneEndpoint;
     const provisioned = v.cluster?.status?.initialization?.infrastructureProvisioned === true;
