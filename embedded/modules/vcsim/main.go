@@ -30,7 +30,8 @@ import (
 	_ "github.com/vmware/govmomi/vapi/simulator"
 )
 
-var version = "dev" // set by the linker
+// gitVersion is set by the linker (-X main.gitVersion), as the bundle stamps every binary.
+var gitVersion = "dev"
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to serve on (loopback only by default)")
@@ -44,7 +45,7 @@ func main() {
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
 	if *showVersion {
-		fmt.Println(version)
+		fmt.Println(gitVersion)
 		return
 	}
 	if err := run(*listen, *username, *password, *datacenters, *clusters, *hosts, *vms, *infoFile); err != nil {
@@ -86,7 +87,7 @@ func run(listen, username, password string, datacenters, clusters, hosts, vms in
 	thumbprint := thumbprintOf(server.Certificate().Raw)
 	served := server.URL
 	served.User = nil
-	fmt.Printf("vcsim %s serving %s (thumbprint %s)\n", version, served.String(), thumbprint)
+	fmt.Printf("vcsim %s serving %s (thumbprint %s)\n", gitVersion, served.String(), thumbprint)
 	if infoFile != "" {
 		info, _ := json.Marshal(map[string]string{"url": served.String(), "host": served.Host, "thumbprint": thumbprint})
 		if err := os.WriteFile(infoFile, info, 0o600); err != nil {
