@@ -122,7 +122,7 @@ function machineReady(machine: Obj): boolean {
 }
 
 /**
- * The infrastructure cluster (AWSCluster, VSphereCluster…, named like the Cluster) as the
+ * The infrastructure cluster (the platform's kind, named like the Cluster) as the
  * progress tree shows it: what blocks it is its first condition that is False with a
  * message — the provider's own error (a cloud API it cannot reach), which the Cluster's
  * InfrastructureReady only summarises. Providers differ in condition names, so none is preferred.
