@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { processStartTime } from '../../src/process/proc.js';
 import { aliveRecorded, killRecorded, recordedProcesses, waitFor } from '../integration/support/controlplane.js';
-import { cli, editInstallConfig, ensureBuilt, processesMentioning, readJournal, startCli, type BackgroundCli } from './support/cli.js';
+import { cli, editInstallConfig, ensureBuilt, processesMentioning, readJournal, startCli, useFakeAwsCredentials, type BackgroundCli } from './support/cli.js';
 
 /** Longest a start of the control plane and the stages before the interrupt may take on a loaded 2-core machine. */
 const bootTimeoutMs = 600_000;
@@ -116,6 +116,8 @@ describe('Ctrl-C (SIGINT to the CLI process group) during create cluster with a 
   it('during a pre-provision hook: stops the hook with its child, then every control-plane process in order; exits 130', async () => {
     const config = await cli(['create', 'install-config', '--dir', dir, '--name', 'sigint', '--platform', 'aws', '--region', 'eu-west-1', '--control-plane-replicas', '1', '--workers', '1'], 60_000);
     expect(config.exitCode, config.stderr).toBe(0);
+    // The platform's own pre-provision check runs first and needs a well-formed credentials file.
+    await useFakeAwsCredentials(dir);
     // A hook whose child ignores nothing and holds the hook's output pipe.
     await writeFile(
       path.join(dir, 'hold.sh'),

@@ -1,22 +1,26 @@
 /**
  * The no-progress deadline end to end, on a platform whose infrastructure never becomes
- * ready: `create cluster` on aws, where the manifests are real but no AWS controller runs
- * here, so the Cluster's infrastructure is never provisioned and nothing the user sees
- * changes once the core controller has set its conditions. With `--no-progress-timeout 1`
- * the wait must fail about a minute later — exit 5, naming the Cluster and the condition
- * that blocks it — instead of sitting in wait-infrastructure (it sat there for minutes when
- * the flag was silently ignored). The control plane is temporary on aws: nothing is left
- * running afterwards.
+ * ready here: `create cluster` on aws with a fake but well-formed credentials file. The
+ * platform's offline check passes, CAPA runs with the file by path, its webhooks default
+ * and validate our objects, and it tries to reach AWS, which this machine cannot: nothing
+ * the user sees changes after its first error. With `--no-progress-timeout 1` the wait
+ * must fail about a minute later — exit 5, naming the Cluster and the condition that
+ * blocks it — instead of sitting in wait-infrastructure (it sat there for minutes when the
+ * flag was silently ignored). The log bundle has CAPA's log and no credential value.
+ * `destroy cluster` cannot finish either (CAPA keeps the AWSCluster until AWS confirms the
+ * deletion): it fails on its own deadline with exit 6, and nothing is left running (the
+ * control plane is temporary on aws).
  *
  * Fails (never skips) without the bundle: the CLI then exits 4 before any process starts.
  */
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { aliveRecorded, killRecorded } from '../integration/support/controlplane.js';
-import { cli, ensureBuilt, processesMentioning, readJournal, startCli, type BackgroundCli } from './support/cli.js';
+import { cli, ensureBuilt, fakeAwsKeys, processesMentioning, readJournal, startCli, useFakeAwsCredentials, type BackgroundCli } from './support/cli.js';
 
 /** Longest the control plane's start and the stages before the wait may take on a loaded 2-core machine. */
 const bootTimeoutMs = 600_000;
@@ -38,10 +42,11 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-describe('create cluster --no-progress-timeout 1 on aws, whose infrastructure never becomes ready (1 + 1)', () => {
+describe('create cluster --no-progress-timeout 1 on aws, which CAPA cannot reach from here (1 + 1)', () => {
   it('fails wait-infrastructure about a minute after the last change: exit 5 naming the Cluster and its blocking condition', async () => {
     const config = await cli(['create', 'install-config', '--dir', dir, '--name', 'stall', '--platform', 'aws', '--region', 'eu-west-1', '--control-plane-replicas', '1', '--workers', '1'], 60_000);
     expect(config.exitCode, config.stderr).toBe(0);
+    await useFakeAwsCredentials(dir);
 
     run = startCli(['create', 'cluster', '--dir', dir, '--no-progress-timeout', '1'], bootTimeoutMs + stallExitMs);
     await run.waitForStderr(/stage wait-infrastructure started/, bootTimeoutMs);
@@ -60,13 +65,33 @@ describe('create cluster --no-progress-timeout 1 on aws, whose infrastructure ne
     // The stall names how long nothing changed, and what blocks: the Cluster and its InfrastructureReady condition.
     expect(ended.stderr).toMatch(/No progress on the infrastructure for 6\d s/);
     expect(ended.stderr).toMatch(/Cluster stall\/stall: InfrastructureReady/);
+    // CAPA's own condition and error: it tried EC2 (with the file's keys) and could not reach it.
+    expect(ended.stderr).toMatch(/AWSCluster stall\/stall: VpcReady VpcReconciliationFailed — failed to describe VPC resources by name: .*EC2: DescribeVpcs/);
     expect(ended.stdout).toBe('');
 
     const journal = await readJournal(dir);
     expect(journal.stages['wait-infrastructure']?.state).toBe('failed');
     expect(journal.stages['wait-infrastructure']?.error).toMatch(/No progress on the infrastructure/);
     // A failure worth a log bundle, and a temporary control plane that stopped.
-    expect((await readdir(dir)).filter((f) => /^log-bundle-.*\.tar\.gz$/.test(f))).toHaveLength(1);
+    const bundles = (await readdir(dir)).filter((f) => /^log-bundle-.*\.tar\.gz$/.test(f));
+    expect(bundles).toHaveLength(1);
+    expect((await aliveRecorded(dir)).map((e) => e.name)).toEqual([]);
+    expect(await processesMentioning(dir)).toEqual([]);
+    // CAPA ran, and its log is in the bundle; the keys it was given by file are nowhere in it.
+    expect((await execa('tar', ['-tzf', path.join(dir, bundles[0]!)])).stdout).toMatch(/capa-manager\.log/);
+    const content = await execa('tar', ['-xzOf', path.join(dir, bundles[0]!)], { encoding: 'utf8', maxBuffer: 512 * 2 ** 20 });
+    expect(content.stdout).toMatch(/capa-manager|cluster-api-provider-aws/);
+    expect(content.stdout).not.toContain(fakeAwsKeys.secret);
+    expect(content.stdout).not.toContain(fakeAwsKeys.id);
+  });
+
+  // CAPA removes an AWSCluster's finalizer only once AWS confirms its resources are gone, which it cannot here:
+  // destroy cannot honestly report success, so it stalls like the create (exit 6, the AWSCluster named) and stops everything.
+  it('destroy cluster on that install fails on the no-progress deadline with exit 6 naming the Cluster, and leaves nothing running', async () => {
+    const destroyed = await cli(['destroy', 'cluster', '--dir', dir, '--no-progress-timeout', '1'], bootTimeoutMs + stallExitMs);
+    expect(destroyed.exitCode, destroyed.stderr).toBe(ExitCode.machines);
+    expect(destroyed.stderr).toMatch(/No progress on the deletion of stall for 6\d s/);
+    expect(destroyed.stderr).toMatch(/Cluster stall\/stall/);
     expect((await aliveRecorded(dir)).map((e) => e.name)).toEqual([]);
     expect(await processesMentioning(dir)).toEqual([]);
   });

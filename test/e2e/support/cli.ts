@@ -137,6 +137,19 @@ export async function editInstallConfig(dir: string, edit: (doc: Record<string, 
   await writeFile(file, stringify(doc));
 }
 
+/** A fake but well-formed AWS access key pair: what the e2e tests hand CAPA, and grep the log bundle for. */
+export const fakeAwsKeys = { id: 'AKIAE2EFAKE000000000', secret: 'e2eFakeSecretValue0000000000000000000000' } as const;
+
+/** Writes `<dir>/aws-credentials` (mode 0600, profile `default`) with the fake keys and points the install config at it. */
+export async function useFakeAwsCredentials(dir: string): Promise<void> {
+  const file = path.join(dir, 'aws-credentials');
+  await writeFile(file, `[default]\naws_access_key_id = ${fakeAwsKeys.id}\naws_secret_access_key = ${fakeAwsKeys.secret}\n`, { mode: 0o600 });
+  await editInstallConfig(dir, (doc) => {
+    const platform = doc.platform as { aws: Record<string, unknown> };
+    platform.aws.credentials = { file: 'aws-credentials' };
+  });
+}
+
 /** Pids of running processes whose command line mentions `text` (e.g. an install dir), from /proc. */
 export async function processesMentioning(text: string): Promise<{ pid: number; cmdline: string }[]> {
   const found: { pid: number; cmdline: string }[] = [];
