@@ -96,7 +96,7 @@ async function statusJson(dir: string): Promise<StatusRow[]> {
 
 async function expectAllHealthy(dir: string): Promise<void> {
   const processes = await statusJson(dir);
-  expect(processes).toHaveLength(expectedProcessCount);
+  expect(processes).toHaveLength(await expectedProcessCount());
   expect(processes.filter((p) => !(p.running && p.healthy)).map((p) => p.name)).toEqual([]);
 }
 
@@ -173,7 +173,7 @@ describe('provisioner management, as a user runs it', () => {
         kube.close();
       }
       const entries = await aliveRecorded(dir);
-      expect(entries).toHaveLength(expectedProcessCount);
+      expect(entries).toHaveLength(await expectedProcessCount());
       killAll(entries);
       expect(await stillAliveAfter(entries, 10_000)).toEqual([]);
 
@@ -192,7 +192,7 @@ describe('provisioner management, as a user runs it', () => {
 
     it('stop leaves no recorded process alive', async () => {
       const entries = await aliveRecorded(dir);
-      expect(entries).toHaveLength(expectedProcessCount);
+      expect(entries).toHaveLength(await expectedProcessCount());
       const run = await cli(['management', 'stop', '--dir', dir], 120_000);
       expect(run.exitCode, run.stderr).toBe(0);
       expect(run.stdout).toMatch(/^stopped /);

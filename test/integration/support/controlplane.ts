@@ -7,12 +7,19 @@ import { mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { controlPlaneLayout } from '../../../src/controlplane/layout.js';
+import { loadCatalog } from '../../../src/embedded/catalog.js';
 import { isAlive, readPidfiles, type PidfileEntry } from '../../../src/process/pidfile.js';
 
 export const loopbackAddress = '127.0.0.1';
 
-/** The processes of a full local control plane: etcd, kube-apiserver and one manager per bundled provider. */
-export const expectedProcessCount = 6;
+/**
+ * The processes of a full local control plane (management start, or a start with no
+ * platform's selection): etcd, kube-apiserver and one manager per bundled provider that has one.
+ */
+export async function expectedProcessCount(): Promise<number> {
+  const { components } = await loadCatalog();
+  return 2 + components.filter((c) => c.binary).length;
+}
 
 /** A fresh install directory under the OS temp dir. */
 export function tempInstallDir(prefix: string): Promise<string> {
