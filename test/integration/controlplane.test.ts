@@ -1,7 +1,7 @@
 /**
  * The local control plane with the real bundled binaries, in process (detached: false, as
  * `create cluster` runs it): etcd, kube-apiserver, every provider's CRDs and webhooks, and
- * the four CAPI managers under the supervisor. One control plane is shared by the tests of
+ * one manager per bundled provider under the supervisor. One control plane is shared by the tests of
  * this file, in order; the port test at the end restarts it on the same directory.
  * Fails (never skips) when the bundle is missing: loadCatalog throws with the hint.
  */
@@ -11,6 +11,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { LocalControlPlane, Ports } from '../../src/controlplane/local-controlplane.js';
 import { ensureBinaries } from '../../src/embedded/cache.js';
+import { loadCatalog } from '../../src/embedded/catalog.js';
 import { RecordingSink, type ProcessEvent } from '../../src/events.js';
 import { KubeApiError, type KubeObject } from '../../src/kube/client.js';
 import { httpProbe } from '../../src/process/probes.js';
@@ -148,11 +149,13 @@ describe('local control plane with the real binaries', () => {
     await removeInstallDir(dir);
   });
 
-  it('boots etcd, kube-apiserver and the four managers, each listening on 127.0.0.1 only', async () => {
+  it('boots etcd, kube-apiserver and one manager per bundled provider, each listening on 127.0.0.1 only', async () => {
     const succeeded = sink.ofType('stage').filter((s) => s.state === 'succeeded' && s.stage.startsWith('controlplane/')).map((s) => s.stage);
     expect(succeeded).toEqual(controlPlaneStages.map((s) => `controlplane/${s}`));
     const names = (await recordedProcesses(dir)).map((e) => e.name).sort();
-    expect(names).toEqual(['capd-manager', 'capi-manager', 'etcd', 'kube-apiserver', 'kubeadm-bootstrap-manager', 'kubeadm-control-plane-manager']);
+    const managers = (await loadCatalog()).components.flatMap((c) => (c.binary ? [c.binary] : []));
+    expect(managers).toEqual(expect.arrayContaining(['capi-manager', 'kubeadm-bootstrap-manager', 'kubeadm-control-plane-manager', 'capd-manager']));
+    expect(names).toEqual(['etcd', 'kube-apiserver', ...managers].sort());
     await expectLoopbackOnly(dir);
     expect(await controlPlane().kube.raw('/readyz')).toBe('ok');
   });
@@ -168,7 +171,6 @@ describe('local control plane with the real binaries', () => {
   });
 
   it.each([
-    ['spec.topology without the ClusterTopology feature gate', { clusterNetwork, topology: { classRef: { name: 'absent' }, version: 'v1.33.0' } }, 'can be set only if the ClusterTopology feature flag is enabled'],
     ['no control plane, infrastructure or topology', { clusterNetwork }, 'one of spec.controlPlaneRef, spec.infrastructureRef or spec.topology must be set'],
   ])("rejects a Cluster with %s, with CAPI's own webhook message", async (_case, spec, message) => {
     const bad = cluster('rejected', spec);
