@@ -9,7 +9,7 @@ import { stat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/embedded/catalog.js';
+import { loadCatalog, packageRoot } from '../../src/embedded/catalog.js';
 import { ExitCode } from '../../src/errors.js';
 import { KubeClient } from '../../src/kube/client.js';
 import type { PidfileEntry } from '../../src/process/pidfile.js';
@@ -145,11 +145,12 @@ describe('provisioner management, as a user runs it', () => {
       expect((await stat(kubeconfig())).mode & 0o777).toBe(0o600);
     });
 
-    it('status lists the six processes healthy, as a table and as JSON lines', async () => {
+    it('status lists every process healthy (etcd, the API server, one manager per bundled provider), as a table and as JSON lines', async () => {
       const run = await cli(['management', 'status', '--dir', dir], 60_000);
       expect(run.exitCode, run.stderr).toBe(0);
       const rows = run.stdout.split('\n').slice(1).filter((l) => l.trim() && !l.startsWith('kubeconfig:'));
-      expect(rows.map((r) => r.split(/\s+/)[0]).sort()).toEqual(['capd-manager', 'capi-manager', 'etcd', 'kube-apiserver', 'kubeadm-bootstrap-manager', 'kubeadm-control-plane-manager']);
+      const managers = (await loadCatalog()).components.flatMap((c) => (c.binary ? [c.binary] : []));
+      expect(rows.map((r) => r.split(/\s+/)[0]).sort()).toEqual(['etcd', 'kube-apiserver', ...managers].sort());
       for (const row of rows) expect(row.split(/\s+/)[2], row).toBe('healthy');
       expect(run.stdout).toContain(`kubeconfig: ${kubeconfig()}`);
       await expectAllHealthy(dir);
