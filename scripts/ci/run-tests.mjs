@@ -5,6 +5,7 @@
 // last line is the plain closing line CI readers look for: "tests: N passed, N failed".
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { relative } from 'node:path';
 
 const tiers = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'go', 'integration', 'e2e'];
 rmSync('test-results', { recursive: true, force: true });
@@ -14,6 +15,8 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 let status = 0;
+/** "tier: file > test" of every failure, printed again above the closing line, so the tail of a long log names them. */
+const failures = [];
 for (const tier of tiers) {
   if (tier === 'go') {
     const go = runGoTests();
@@ -36,9 +39,21 @@ for (const tier of tiers) {
     failed += result.numFailedTests;
     skipped += (result.numPendingTests ?? 0) + (result.numTodoTests ?? 0);
     // A tier whose files failed to load reports no failed test: count it as one.
-    if (run.status !== 0 && result.numFailedTests === 0) failed += 1;
+    if (run.status !== 0 && result.numFailedTests === 0) {
+      failed += 1;
+      failures.push(`${tier}: a test file failed to load or the run was stopped`);
+    }
+    for (const file of result.testResults ?? []) {
+      for (const test of file.assertionResults ?? []) {
+        if (test.status === 'failed') failures.push(`${tier}: ${relative(process.cwd(), file.name)} > ${test.fullName}`);
+      }
+      if (file.status === 'failed' && !(file.assertionResults ?? []).some((test) => test.status === 'failed')) {
+        failures.push(`${tier}: ${relative(process.cwd(), file.name)}: ${(file.message ?? 'failed').split('\n')[0]}`);
+      }
+    }
   } catch {
     failed += 1;
+    failures.push(`${tier}: wrote no report`);
     console.log(`tests: the ${tier} tier wrote no report`);
   }
 }
@@ -79,6 +94,7 @@ function runGoTests() {
       counts[{ pass: 'passed', fail: 'failed', skip: 'skipped' }[event.Action]] += 1;
       if (event.Action === 'fail') {
         packagesWithFailedTests.add(event.Package);
+        failures.push(`go: ${event.Package} > ${event.Test}`);
         process.stdout.write(outputs.get(id) ?? '');
       }
       continue;
@@ -87,6 +103,7 @@ function runGoTests() {
     // A package that failed with no failing test did not build or panicked outside a test.
     if (event.Action === 'fail' && !packagesWithFailedTests.has(event.Package)) {
       counts.failed += 1;
+      failures.push(`go: ${event.Package} did not build or failed outside a test`);
       process.stdout.write(outputs.get(id) ?? '');
     }
   }
@@ -95,5 +112,6 @@ function runGoTests() {
   return counts;
 }
 
+if (failures.length > 0) console.log(`failed:\n${failures.map((line) => `  - ${line}`).join('\n')}`);
 console.log(`tests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(status);
