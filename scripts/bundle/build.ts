@@ -130,6 +130,10 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
     log(`  components ${recipe.provider.padEnd(22)} ${info.Version}: ${assembled.crdNames.length} CRDs, ${assembled.webhookConfigurations} webhook configurations`);
   }
 
+  // --only rebuilds some binaries into an existing bundle: carry the others over from its
+  // manifest (when their archives are still there), so a partial rebuild never prunes them.
+  if (only) binaries.splice(0, binaries.length, ...(await withUnselectedCarriedOver(binaries, outDir, target)));
+
   const manifest: BundleManifest = {
     schemaVersion: bundleSchemaVersion,
     recipeHash: createHash('sha256').update(binaries.map((b) => b.sha256).join(',') + components.map((c) => c.sha256).join(',')).digest('hex'),
@@ -148,6 +152,28 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
   const compressed = timings.reduce((a, t) => a + t.compressed, 0);
   log(`bundle ready in ${((Date.now() - started) / 1000).toFixed(1)}s at ${outDir}: ${binaries.length} binaries, ${mib(total)} -> ${mib(compressed)} (${(100 * (1 - compressed / total)).toFixed(0)}% deflation), ${components.length} component manifests`);
   return manifest;
+}
+
+/** The built binaries plus the existing bundle's entries for every other recipe, in recipe order. */
+async function withUnselectedCarriedOver(built: BundledBinary[], outDir: string, target: Target): Promise<BundledBinary[]> {
+  let previous: BundleManifest | undefined;
+  try {
+    previous = JSON.parse(await readFile(path.join(outDir, 'manifest.json'), 'utf8')) as BundleManifest;
+  } catch {
+    return built; // no bundle yet: nothing to carry over
+  }
+  if (previous.schemaVersion !== bundleSchemaVersion || previous.platform !== targetPlatform(target)) return built;
+  const result: BundledBinary[] = [];
+  for (const recipe of binaryRecipes) {
+    const fresh = built.find((b) => b.name === recipe.name);
+    if (fresh) {
+      result.push(fresh);
+      continue;
+    }
+    const kept = previous.binaries.find((b) => b.name === recipe.name);
+    if (kept && (await stat(path.join(outDir, kept.archive)).catch(() => undefined))) result.push(kept);
+  }
+  return result;
 }
 
 async function main(): Promise<void> {
