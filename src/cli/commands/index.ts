@@ -8,6 +8,7 @@ import { registerGather } from './gather.js';
 import { registerHosts, registerPlan } from './hosts.js';
 import { registerManagement } from './management.js';
 import { registerPivot } from './pivot.js';
+import { registerRegister } from './register.js';
 import { registerVersion } from './version.js';
 import { registerWaitFor } from './wait-for.js';
 
@@ -26,6 +27,7 @@ export function registerCommands(program: Command, run: Runner): void {
   registerWaitFor(program, run);
   registerManagement(program, run);
   registerPivot(program, run);
+  registerRegister(program, run);
   registerHosts(program, run);
   registerPlan(program, run);
   registerVersion(program, run);
