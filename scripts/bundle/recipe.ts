@@ -99,6 +99,8 @@ export const binaryRecipes: readonly BinaryRecipe[] = [
   // Ours: the node agent's manager (registration, NodePlan webhooks) and the agent users copy to their hosts.
   { name: 'provisioner-agent-manager', package: './cmd/manager', ...agentProvider, shipped: true },
   { name: 'provisioner-agent', package: './cmd/agent', ...agentProvider, shipped: true },
+  // Ours: the local control plane's second listener, on the one address a user names for hosts (kube-apiserver binds one).
+  { name: 'provisioner-forwarder', package: './cmd/forwarder', ...agentProvider, shipped: true },
   // The vCenter simulator for the vsphere platform's tests; main.version is its own variable.
   { name: 'vcsim', wrapper: 'vcsim', package: '.', versionModule: 'github.com/vmware/govmomi', versionPackages: ['main'], shipped: false },
   { name: 'clusterctl', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/cmd/clusterctl', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: false },

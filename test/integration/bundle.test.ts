@@ -61,9 +61,10 @@ const probes: VersionProbe[] = [
     fromBuildInfo: true,
   },
   { what: 'vCenter simulator', matches: (b) => b.name === 'vcsim', args: () => ['-version'], pattern: /^(v\S+)$/m },
-  // Ours (provider/): both print package.json's version, which the bundle stamps.
+  // Ours (provider/): each prints package.json's version, which the bundle stamps.
   { what: 'agent manager', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/manager', args: () => ['--version'], pattern: /^(v\S+)$/m },
   { what: 'node agent', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/agent', args: () => ['version'], pattern: /^(v\S+)$/m },
+  { what: 'API server forwarder', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/forwarder', args: () => ['--version'], pattern: /^(v\S+)$/m },
 ];
 
 const withoutV = (version: string) => version.replace(/^v/, '');
