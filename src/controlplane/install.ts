@@ -105,7 +105,7 @@ interface CrdStatus {
 export const crdNoProgressTimeoutMs = 180_000;
 
 /** Until every named CRD reports Established=True, on a list-then-watch of CRDs; progress is one more CRD Established. */
-async function waitForEstablished(client: KubeClient, names: readonly string[], noProgressTimeoutMs: number, signal?: AbortSignal): Promise<void> {
+export async function waitForEstablished(client: KubeClient, names: readonly string[], noProgressTimeoutMs: number, signal?: AbortSignal): Promise<void> {
   const crds = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' };
   const judge = (snapshot: Snapshot): Observation<string[]> => {
     const seen = snapshot.get(`${crds.apiVersion}/${crds.kind}`);
