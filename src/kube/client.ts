@@ -244,6 +244,24 @@ export class KubeClient {
   }
 
   /**
+   * Creates an object with a POST: the way to use `metadata.generateName` (the server picks
+   * the name), which server-side apply cannot. Returns the object as stored. An object whose
+   * name is taken fails with a 409 (`isConflict`).
+   */
+  async create<T extends KubeObject>(obj: T): Promise<T> {
+    const { name, ...metadata } = stripForApply(obj).metadata;
+    const generated = !name && typeof metadata['generateName'] === 'string';
+    const described = generated ? `${obj.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${String(metadata['generateName'])}*` : describeRef(obj);
+    return (await this.request({
+      method: 'POST',
+      path: await this.collectionPath(obj.apiVersion, obj.kind, obj.metadata.namespace),
+      query: { fieldManager },
+      body: { ...obj, metadata: name ? { name, ...metadata } : metadata },
+      object: described,
+    })) as T;
+  }
+
+  /**
    * Server-side apply of an object's status through its status subresource (a copy that
    * keeps the status it had, as `pivot` makes). Only `status` is sent.
    */
