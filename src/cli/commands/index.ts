@@ -6,6 +6,7 @@ import { registerDiff } from './diff.js';
 import { registerExplain } from './explain.js';
 import { registerGather } from './gather.js';
 import { registerHosts, registerPlan } from './hosts.js';
+import { registerImport } from './import.js';
 import { registerManagement } from './management.js';
 import { registerPivot } from './pivot.js';
 import { registerRegister } from './register.js';
@@ -28,6 +29,7 @@ export function registerCommands(program: Command, run: Runner): void {
   registerManagement(program, run);
   registerPivot(program, run);
   registerRegister(program, run);
+  registerImport(program, run);
   registerHosts(program, run);
   registerPlan(program, run);
   registerVersion(program, run);
