@@ -1,7 +1,8 @@
 /**
  * `destroy cluster` and `destroy bootstrap`.
  *
- * destroy cluster: brings the local control plane back if needed (from its data), deletes
+ * destroy cluster: first removes Rancher's cluster when the install was registered with
+ * Rancher (services/rancher.ts), then brings the local control plane back if needed (from its data), deletes
  * every Cluster of the install, waits on watches until every Cluster API object of it is
  * gone, stops the control plane and removes the local state. It works after a failed or
  * interrupted create, since it only needs the control plane's data.
@@ -31,6 +32,7 @@ import { AssetStore, installConfigAsset } from '../assets/index.js';
 import { desiredSetSelector, installConfigOwner, type InstallConfig } from '../config/index.js';
 import { platformFor } from '../platforms/index.js';
 import { attachExternalManagement, attachLocalControlPlane, externalManagementFile, recordedExternalManagement } from './local-controlplane.js';
+import { removeRancherRegistration } from './rancher.js';
 
 export interface DestroyRequest {
   dir: string;
@@ -63,6 +65,8 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
   const layout = controlPlaneLayout(dir);
   const lock = await acquireDirLock(dir, { command: 'destroy cluster', events: sink });
   try {
+    // Rancher's cluster first, by its labels (ADR 0008's custom deletion): no owner reference removes it for us.
+    await removeRancherRegistration(dir, { sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
     const external = await recordedExternalManagement(dir);
     if (!external && !(await exists(layout.etcdDataDir))) {
       log(sink, 'info', `No local control plane data in ${dir}: nothing was created, or it was destroyed already`);
