@@ -50,3 +50,14 @@ function minutes(value: string): number {
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a number of minutes greater than 0');
   return n;
 }
+
+/**
+ * `--listen-address <ip>`: the one address besides loopback where the local control plane's
+ * API server listens, for hosts (a forwarder serves it; the API server's certificate names
+ * it). Default: none, loopback only (for `create cluster`, the install config's
+ * `bootstrap.listenAddress`, which this flag overrides).
+ */
+export function listenAddressOption(): Option {
+  return new Option('--listen-address <ip>', 'also serve the API server on this address of this machine, for hosts to reach (default: none, loopback only)')
+    .env('PROVISIONER_LISTEN_ADDRESS');
+}

@@ -6,6 +6,7 @@
  * the JSON Schema in manifests/install-config.schema.json and `provisioner explain` all
  * read that one composed declaration.
  */
+import { isIP } from 'node:net';
 import type { FileKind } from '../input-files.js';
 import { parseCidr } from './cidr.js';
 import { checkKubernetesVersion, defaultKubernetesVersion, supportedRangeText } from './kubernetes-versions.js';
@@ -33,6 +34,17 @@ export const machineRoles = ['etcd', 'controlPlane', 'worker'] as const;
 export type MachineRole = (typeof machineRoles)[number];
 
 export const hookStages = ['preProvision', 'infraReady', 'bootstrapData', 'postProvision'] as const;
+
+/**
+ * How `create manifests` lays the cluster out: `classic` writes the control plane and
+ * every MachineDeployment as objects of their own; `topology` writes a ClusterClass with
+ * its templates and a Cluster whose `spec.topology` names it, and Cluster API's topology
+ * controller creates the rest.
+ */
+export const manifestLayouts = ['classic', 'topology'] as const;
+export type ManifestLayout = (typeof manifestLayouts)[number];
+/** The layout of a config that sets none. */
+export const defaultManifestLayout: ManifestLayout = 'classic';
 export type HookStage = (typeof hookStages)[number];
 
 /** Label domains whose labels CAPI copies from Machines to Nodes (besides user domains). */
@@ -160,6 +172,51 @@ const hooksSchema = s.object(
   { doc: 'User hooks by stage of `create cluster`, run in the order listed.' },
 );
 
+// ---------- manifests ----------
+
+const manifestsSchema = s.object(
+  {
+    layout: defaulted(
+      s.enum(manifestLayouts, {
+        doc:
+          'How the generated Cluster API objects are laid out. `classic`: the Cluster, the infrastructure cluster, a KubeadmControlPlane ' +
+          'and one MachineDeployment per worker pool, each with its templates. `topology`: a ClusterClass (named like the cluster) with ' +
+          'its templates, and a Cluster whose spec.topology names it (version, control-plane replicas, one machineDeployment per worker pool); ' +
+          "Cluster API's topology controller creates the infrastructure cluster, the control plane and the MachineDeployments from the class, " +
+          'under the same names as the classic layout.',
+        rules: [
+          'topology needs a platform whose provider has an infrastructure cluster template; a platform without one refuses it.',
+          'Chosen when the cluster is created: Cluster API refuses to add or remove spec.topology on an existing Cluster, so a change is refused at preflight.',
+        ],
+        examples: ['topology'],
+      }),
+      defaultManifestLayout,
+    ),
+  },
+  { doc: 'How `create manifests` writes the cluster.' },
+);
+
+// ---------- the local control plane ----------
+
+const bootstrapSchema = s.object(
+  {
+    listenAddress: optional(
+      s.string({
+        doc:
+          'One address of this machine, besides loopback, where the local control plane\'s API server also listens, so that hosts ' +
+          '(`provisioner hosts registration-command`) can reach it; the API server\'s certificate names it. Default: none, loopback only. ' +
+          'A forwarder process serves it; nothing listens on any other interface. `create cluster --listen-address` overrides it.',
+        format: 'ip',
+        check: (value) => (isIP(value) === 0 ? 'is not an IP address' : undefined),
+        checkHint: 'one IPv4 or IPv6 address of an interface of this machine, such as 192.0.2.10',
+        rules: ['An address of an interface of the machine that runs `create cluster`, not a loopback one (checked when the control plane starts).'],
+        examples: ['192.0.2.10'],
+      }),
+    ),
+  },
+  { doc: 'The local control plane (the temporary, or lasting on the in-memory platform, management cluster `create cluster` boots).' },
+);
+
 // ---------- the document ----------
 
 /** The whole document, with `platform` and each pool's `platform` the given nodes (composed from the platforms). */
@@ -230,7 +287,9 @@ function installConfigNode<P extends SchemaNode, M extends SchemaNode>(platform:
       ),
       // An object's default is a mapping whatever its fields; TypeScript cannot see that through the generic P.
       platform: defaulted(platform, { [defaultPlatform]: {} } as DefaultValue<P>),
+      manifests: defaulted(manifestsSchema, {}),
       hooks: optional(hooksSchema),
+      bootstrap: optional(bootstrapSchema),
     },
     {
       doc: 'The install config: what cluster `provisioner create manifests` and `create cluster` build.',

@@ -153,6 +153,24 @@ export function controllerArgs(kubeconfig: string, webhookCertDir: string, ports
   };
 }
 
+export interface ForwarderPorts {
+  /** Port on the extra listen address (the API server's own port when it was free there). */
+  listen: number;
+  health: number;
+}
+
+/**
+ * provisioner-forwarder's flags: listen on `address` (the one the user named, never a
+ * wildcard) and copy TCP to the API server on loopback; health on loopback, like the managers'.
+ */
+export function forwarderArgs(listen: string, apiServerPort: number, ports: ForwarderPorts): ArgMap {
+  return {
+    listen,
+    target: `${loopback}:${apiServerPort}`,
+    'health-addr': `${loopback}:${ports.health}`,
+  };
+}
+
 /** Environment every provider controller gets on top of the allow-list; a platform adds its controllers' own (ProviderSpec.env). */
 export function controllerEnv(): Record<string, string> {
   return { PROVISIONER_BIND_ADDRESS: loopback };

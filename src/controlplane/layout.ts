@@ -17,6 +17,11 @@ export interface ControlPlaneLayout {
   portsFile: string;
   /** Written when a start has finished (CRDs, controllers, webhooks); removed when a start begins. */
   startedFile: string;
+  /**
+   * The extra address the API server is reachable on for hosts, `{address, port}`, written once
+   * its forwarder is ready; absent when the control plane listens on loopback only.
+   */
+  listenFile: string;
   /** Admin kubeconfig of the local control plane, 0600: `<dir>/auth/management.kubeconfig`. */
   kubeconfig: string;
 }
@@ -32,6 +37,7 @@ export function controlPlaneLayout(dir: string): ControlPlaneLayout {
     logDir: path.join(root, 'logs'),
     portsFile: path.join(stateDir, 'ports.json'),
     startedFile: path.join(stateDir, 'started.json'),
+    listenFile: path.join(stateDir, 'listen.json'),
     kubeconfig: path.join(root, 'auth', 'management.kubeconfig'),
   };
 }

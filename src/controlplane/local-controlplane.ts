@@ -6,12 +6,15 @@
  * its install directory. Either way pidfiles with process start times let the next
  * command find and stop anything left behind.
  *
- * Start order: etcd → kube-apiserver → CRDs (Established) → controllers (health and
- * webhook TLS) → webhook configurations and inventory. Stop order is the reverse. A start
+ * Start order: etcd → kube-apiserver → its forwarder (only with a listen address: the one
+ * address besides loopback where hosts reach the API server) → CRDs (Established) →
+ * controllers (health and webhook TLS) → webhook configurations and inventory. Stop order
+ * is the reverse. A start
  * with `reconcile: false` stops after the API server: objects can be read, and nothing
  * reconciles them (what diagnostics need: they must not change what they diagnose).
  */
 import { access, mkdir, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { EnvironmentError, InfrastructureError, InternalError, messageOf } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import { KubeClient } from '../kube/client.js';
@@ -24,9 +27,10 @@ import { findStale, isAlive, readPidfiles, stopStale, type PidfileEntry } from '
 import { allocatePort, isAddressInUse } from '../process/ports.js';
 import { httpProbe, tcpTlsProbe, type ReadinessProbe } from '../process/probes.js';
 import { Supervisor } from '../process/supervisor.js';
-import { apiServerArgs, controllerArgs, controllerEnv, etcdArgs, goRuntimeEnv, loopback } from './components.js';
+import { apiServerArgs, controllerArgs, controllerEnv, etcdArgs, forwarderArgs, goRuntimeEnv, loopback, type ForwarderPorts } from './components.js';
 import { installCrds, installWebhooksAndInventory, loadComponents } from './install.js';
 import { controlPlaneLayout, type ControlPlaneLayout } from './layout.js';
+import { hostPort } from './listen-address.js';
 import type { WebhookEndpoints } from './webhooks.js';
 
 /** A provider whose controller runs locally, from the bundle catalog. */
@@ -61,6 +65,14 @@ export interface LocalControlPlaneOptions {
    * recorded as finished, so no later command adopts it as a whole control plane.
    */
   reconcile?: boolean;
+  /**
+   * The one address besides loopback the API server is reachable on, for hosts: served by a
+   * forwarder process and named in the API server's certificate. Default none: loopback only.
+   * The caller checks it is an address of this machine (listenAddressProblem).
+   */
+  listenAddress?: string;
+  /** provisioner-forwarder's path; required with `listenAddress` in a start that reconciles. */
+  forwarderBinary?: string;
   /** Extra flags per process name, e.g. `{ 'kube-apiserver': { v: 2 } }`. Default none. */
   argOverrides?: Record<string, ArgMap>;
   events?: EventSink;
@@ -72,6 +84,8 @@ export interface LocalControlPlaneOptions {
 export interface Ports {
   etcd: { client: number; peer: number; metrics: number };
   apiServer: { secure: number };
+  /** Only with a listen address. */
+  forwarder?: ForwarderPorts;
   controllers: Record<string, { webhook: number; health: number; diagnostics: number }>;
 }
 
@@ -79,6 +93,7 @@ export interface Ports {
 const etcdStartTimeoutMs = 60_000;
 const apiServerStartTimeoutMs = 120_000;
 const controllerStartTimeoutMs = 120_000;
+const forwarderStartTimeoutMs = 30_000;
 /** Pause between readiness probes: short, since every component answers within seconds. */
 const probeIntervalMs = 100;
 /** Attempts when a port we picked was taken before the child could bind it. */
@@ -87,6 +102,14 @@ const portAttempts = 3;
 /** Process names in start order; stop runs in reverse. */
 export const etcdName = 'etcd';
 export const apiServerName = 'kube-apiserver';
+/** The API server's listener on the extra address (see LocalControlPlaneOptions.listenAddress). */
+export const forwarderName = 'provisioner-forwarder';
+
+/** Where hosts reach the API server: the listen address and its port (`<dir>/.provisioner/controlplane/listen.json`). */
+export interface ListenRecord {
+  address: string;
+  port: number;
+}
 
 export class LocalControlPlane {
   readonly layout: ControlPlaneLayout;
@@ -95,6 +118,8 @@ export class LocalControlPlane {
   private client: KubeClient | undefined;
   private pki: ControlPlanePki | undefined;
   private ports: Ports | undefined;
+  private adminCert: string | undefined;
+  private adminKey: string | undefined;
   private readonly startAbort = new AbortController();
 
   constructor(private readonly options: LocalControlPlaneOptions) {
@@ -154,7 +179,11 @@ export class LocalControlPlane {
     // Every controller keeps its certificates and ports even in a start without them, so the next full start finds them.
     const controllers = this.options.providers.filter((p) => p.controller);
     const pki = await this.stage('pki', () =>
-      ensureControlPlanePki(layout.pkiDir, { controllers: controllers.map((c) => c.controller!), events }),
+      ensureControlPlanePki(layout.pkiDir, {
+        controllers: controllers.map((c) => c.controller!),
+        ...(this.options.listenAddress ? { apiServerIps: [this.options.listenAddress] } : {}),
+        events,
+      }),
     );
     this.pki = pki;
     const ports = await this.choosePorts(controllers.map((c) => c.controller!));
@@ -173,6 +202,8 @@ export class LocalControlPlane {
       const caPem = pki.caCertPem;
       const adminCert = await readFile(pki.admin.certFile, 'utf8');
       const adminKey = await readFile(pki.admin.keyFile, 'utf8');
+      this.adminCert = adminCert;
+      this.adminKey = adminKey;
       await this.stage('kube-apiserver', () =>
         this.startWithPortRetry(apiServerName, async () => {
           const args = apiServerArgs(pki, ports.etcd.client, ports.apiServer, this.options.argOverrides?.[apiServerName]);
@@ -198,6 +229,7 @@ export class LocalControlPlane {
         log(events, 'info', 'Started etcd and the API server only: no controller runs, so nothing reconciles what is read');
         return;
       }
+      await this.startForwarder(ports);
 
       const components = await componentsLoading;
       const endpoints = this.webhookEndpoints(ports);
@@ -228,6 +260,37 @@ export class LocalControlPlane {
     this.client?.close();
     this.client = undefined;
     await this.supervisor.stopAll();
+  }
+
+  /**
+   * With a listen address: the forwarder on `<address>:<port>` to the loopback API server,
+   * ready when its health endpoint answers and the API server answers through it; then the
+   * address is recorded for `hosts registration-command`. Without one, no such record stays.
+   */
+  private async startForwarder(ports: Ports): Promise<void> {
+    const address = this.options.listenAddress;
+    if (!address) {
+      delete ports.forwarder;
+      await rm(this.layout.listenFile, { force: true });
+      return;
+    }
+    const binary = this.options.forwarderBinary;
+    if (!binary) throw new InternalError(`${forwarderName}: no binary to start (the control plane was prepared without it)`);
+    const pki = this.pki!;
+    await this.stage('forwarder', () =>
+      this.startWithPortRetry(forwarderName, async () => {
+        const p = ports.forwarder!;
+        const health = httpProbe(`http://${loopback}:${p.health}/readyz`);
+        // Through the forwarder, verified against the cluster CA for the listen address: proves the certificate names it.
+        const through = httpProbe(`https://${hostPort(address, p.listen)}/readyz`, { ca: pki.caCertPem, cert: this.adminCert!, key: this.adminKey! });
+        const probe: ReadinessProbe = async (s) => (await health(s)) && (await through(s));
+        return this.process(forwarderName, binary, forwarderArgs(hostPort(address, p.listen), ports.apiServer.secure, p), { ...p }, probe, forwarderStartTimeoutMs);
+      }, async () => {
+        ports.forwarder = { listen: await allocatePort(), health: await allocatePort() };
+      }),
+    );
+    await writeFileAtomic(this.layout.listenFile, JSON.stringify({ address, port: ports.forwarder!.listen } satisfies ListenRecord));
+    log(this.events, 'info', `The API server is reachable for hosts on https://${hostPort(address, ports.forwarder!.listen)} (and on loopback)`);
   }
 
   private async startController(spec: ProviderSpec, ports: Ports, pki: ControlPlanePki): Promise<void> {
@@ -313,9 +376,16 @@ export class LocalControlPlane {
       const p = previous.controllers?.[name];
       controllerPorts[name] = { webhook: await reuse(p?.webhook), health: await reuse(p?.health), diagnostics: await reuse(p?.diagnostics) };
     }
+    const apiServer = { secure: await reuse(previous.apiServer?.secure) };
+    const address = this.options.listenAddress;
+    // On the listen address, the API server's own port when it is free there: one port to remember.
+    const forwarder = address
+      ? { listen: (await isPortFree(previous.forwarder?.listen ?? apiServer.secure, address)) ? (previous.forwarder?.listen ?? apiServer.secure) : await allocatePort(), health: await reuse(previous.forwarder?.health) }
+      : undefined;
     return {
       etcd: { client: await reuse(previous.etcd?.client), peer: await reuse(previous.etcd?.peer), metrics: await reuse(previous.etcd?.metrics) },
-      apiServer: { secure: await reuse(previous.apiServer?.secure) },
+      apiServer,
+      ...(forwarder ? { forwarder } : {}),
       controllers: controllerPorts,
     };
   }
@@ -338,12 +408,11 @@ export class LocalControlPlane {
   }
 }
 
-async function isPortFree(port: number): Promise<boolean> {
-  const net = await import('node:net');
+async function isPortFree(port: number, address = loopback): Promise<boolean> {
   return new Promise((resolve) => {
-    const server = net.createServer();
+    const server = createServer();
     server.once('error', () => resolve(false));
-    server.listen(port, loopback, () => server.close(() => resolve(true)));
+    server.listen(port, address, () => server.close(() => resolve(true)));
   });
 }
 
@@ -385,6 +454,19 @@ export async function controlPlaneStatus(dir: string): Promise<{ layout: Control
   }
   const started = await access(layout.startedFile).then(() => true, () => false);
   return { layout, processes, usable: started && processes.length > 0 && processes.every((p) => p.running && p.healthy === true) };
+}
+
+/** Where hosts reach the API server of the control plane of `dir`, as its last full start recorded it; undefined: loopback only. */
+export async function readListenRecord(dir: string): Promise<ListenRecord | undefined> {
+  const text = await readFile(controlPlaneLayout(dir).listenFile, 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  try {
+    const record = JSON.parse(text) as Partial<ListenRecord>;
+    return typeof record.address === 'string' && typeof record.port === 'number' ? { address: record.address, port: record.port } : undefined;
+  } catch {
+    // Written atomically by the start; unreadable means a start was cut short, which rewrites it.
+    return undefined;
+  }
 }
 
 /**

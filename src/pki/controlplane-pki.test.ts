@@ -39,6 +39,15 @@ describe('ensureControlPlanePki', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  it('names the listen address in the API server\'s certificate, and reissues only that certificate when it changes', async () => {
+    const first = await ensureControlPlanePki(dir, { controllers, apiServerIps: ['198.18.0.1'] });
+    expect((await load(first.apiServer)).subjectAltName).toMatch(/, IP Address:198\.18\.0\.1$/);
+    expect((await ensureControlPlanePki(dir, { controllers, apiServerIps: ['198.18.0.1'] })).generated).toEqual([]);
+    const moved = await ensureControlPlanePki(dir, { controllers, apiServerIps: ['198.18.0.7'] });
+    expect(moved.generated).toEqual(['apiserver']);
+    expect((await load(moved.apiServer)).checkIP('198.18.0.7')).toBe('198.18.0.7');
+  });
+
   it('creates every cert, each verifying against its CA with the right names and usages', async () => {
     const sink = new RecordingSink();
     const pki = await ensureControlPlanePki(dir, { controllers, events: sink });

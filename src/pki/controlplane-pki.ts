@@ -54,6 +54,11 @@ export const adminGroup = 'system:masters';
 export interface ControlPlanePkiOptions {
   /** Controller names, one webhook serving cert each; each must be a plain file name (`[A-Za-z0-9._-]`). */
   controllers: readonly string[];
+  /**
+   * Addresses besides loopback the API server is reached on (the local control plane's listen
+   * address, for hosts), added to its serving certificate. Default none.
+   */
+  apiServerIps?: readonly string[];
   /** CA validity in days. Default 3650 (10 years). */
   caValidityDays?: number;
   /** Leaf certificate validity in days. Default 365. */
@@ -181,7 +186,7 @@ export async function ensureControlPlanePki(dir: string, options: ControlPlanePk
         base: 'apiserver',
         commonName: 'kube-apiserver',
         dnsNames: [...loopbackDnsNames, ...apiServerServiceDnsNames],
-        ipAddresses: [...loopbackIps],
+        ipAddresses: [...loopbackIps, ...(options.apiServerIps ?? [])],
         usages: 'server',
       }),
       ensureLeaf(clusterCa, { id: 'admin', dir, base: 'admin', commonName: adminCommonName, organizations: [adminGroup], usages: 'client' }),

@@ -23,7 +23,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
-import type { HookStage, InstallConfig } from '../config/index.js';
+import { installConfigFileName, type HookStage, type InstallConfig } from '../config/index.js';
 import { ConfigError, InfrastructureError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
@@ -40,7 +40,16 @@ import { waitForReadyNodes } from '../wait/nodes.js';
 import { waitFor } from '../wait/waiter.js';
 import { applyObjects, dryRunObjects } from './apply-objects.js';
 import { createManifests } from './manifests.js';
-import { attachExternalManagement, attachLocalControlPlane, checkManagementCluster, recordedExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
+import {
+  attachExternalManagement,
+  attachLocalControlPlane,
+  checkListenAddress,
+  checkManagementCluster,
+  describeListenAddressSource,
+  recordedExternalManagement,
+  type AttachedControlPlane,
+  type LocalControlPlaneRequest,
+} from './local-controlplane.js';
 import { readPivotJournal } from '../pivot/journal.js';
 import { isUnfinished, pivotFrom } from './pivot.js';
 
@@ -54,6 +63,12 @@ export interface CreateClusterRequest {
   noProgressTimeoutMs?: number;
   /** Use this existing management cluster instead of a local control plane. Default: none (local). */
   managementKubeconfig?: string;
+  /**
+   * `--listen-address`: the one address besides loopback where the local control plane's API
+   * server listens, for hosts. Default: the install config's `bootstrap.listenAddress`, else
+   * none (loopback only). Unused with an existing management cluster.
+   */
+  listenAddress?: string;
   /**
    * Once the cluster is healthy, move its Cluster API objects into this lasting management
    * cluster (see services/pivot.ts) and wait until it manages the cluster. Default: none (no pivot).
@@ -72,6 +87,18 @@ export interface CreateClusterResult {
   pivotedTo?: string;
 }
 
+const listenAddressFlag = '--listen-address';
+
+/** The listen address of the local control plane: the flag's (checked already), else the install config's, checked here. */
+function listenAddressOf(config: InstallConfig, request: CreateClusterRequest, dir: string): Pick<LocalControlPlaneRequest, 'listenAddress' | 'listenAddressFrom'> {
+  if (request.listenAddress) return { listenAddress: request.listenAddress, listenAddressFrom: listenAddressFlag };
+  const address = config.bootstrap?.listenAddress;
+  if (!address) return {};
+  const source = { field: 'bootstrap.listenAddress', file: path.join(dir, installConfigFileName) };
+  checkListenAddress(address, source);
+  return { listenAddress: address, listenAddressFrom: describeListenAddressSource(source) };
+}
+
 /** Where the final state of every CAPI object is written (never a Secret's data). */
 export const finalStateFile = path.join('.provisioner', 'cluster-state.yaml');
 
@@ -81,6 +108,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
   // Kubeconfigs named by flag are checked before anything starts: one that is no kubeconfig is the user's to fix.
   if (request.managementKubeconfig) await checkKubeconfigFile(path.resolve(request.managementKubeconfig), '--management-kubeconfig');
   if (request.pivotTo) await checkKubeconfigFile(path.resolve(request.pivotTo), '--pivot-to');
+  if (request.listenAddress) checkListenAddress(request.listenAddress, { flag: listenAddressFlag });
   const lock = await acquireDirLock(dir, { command: 'create cluster', events: sink });
   let controlPlane: AttachedControlPlane | undefined;
   let keepRunning = false;
@@ -130,7 +158,8 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const platform = platformFor(config);
     // A dry-run changes nothing, so its control plane is temporary on every platform.
     keepRunning = platform.lifecycle.machinesInController && !request.dryRun;
-    const localControlPlane = { dir, detached: keepRunning, controllers: platform.controllers, credentials: platform.credentialFiles(config, dir), sink, signal };
+    const listen = listenAddressOf(config, request, dir);
+    const localControlPlane = { dir, detached: keepRunning, controllers: platform.controllers, credentials: platform.credentialFiles(config, dir), ...listen, sink, signal };
 
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
     if (external) keepRunning = false;

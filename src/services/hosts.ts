@@ -9,7 +9,8 @@ import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseAllDocuments } from 'yaml';
 import { controlPlaneLayout } from '../controlplane/layout.js';
-import { controlPlaneStatus } from '../controlplane/local-controlplane.js';
+import { controlPlaneStatus, forwarderName, readListenRecord } from '../controlplane/local-controlplane.js';
+import { hostPort } from '../controlplane/listen-address.js';
 import { ConfigError, InfrastructureError, UsageError } from '../errors.js';
 import { KubeClient, type KubeObject } from '../kube/client.js';
 
@@ -76,6 +77,12 @@ export interface RegistrationCommand {
   server: string;
   caChecksum: string;
   token: string;
+  /**
+   * Whether `server` is an address hosts can reach: the control plane's listen address
+   * (`--listen-address`, `bootstrap.listenAddress`), served by its forwarder. False: the
+   * loopback address of the kubeconfig, which only an agent on this machine reaches.
+   */
+  reachableFromHosts: boolean;
   /** RegistrationToken object name in `registrationNamespace`. */
   tokenName: string;
   expiresAt: string;
@@ -83,8 +90,8 @@ export interface RegistrationCommand {
 
 /**
  * Creates a one-use RegistrationToken, waits for the manager to issue it, and returns the
- * `provisioner-agent register` command for a host. The server is the API server's address
- * in the management kubeconfig.
+ * `provisioner-agent register` command for a host. The server is the control plane's
+ * listen address when its forwarder runs, else the loopback address of the management kubeconfig.
  */
 export async function registrationCommand(request: { dir: string; ttl?: string; signal: AbortSignal }): Promise<RegistrationCommand> {
   return withClient(request.dir, async (client) => {
@@ -118,17 +125,27 @@ export async function registrationCommand(request: { dir: string; ttl?: string; 
         hint: 'Read provisioner-agent-manager\'s log in the install directory\'s logs/.',
       });
     }
-    const server = client.server;
+    const listen = await reachableServer(request.dir);
+    const server = listen ?? client.server;
     const checksum = caChecksum(caPem);
     return {
       command: `PROVISIONER_AGENT_TOKEN=${token} provisioner-agent register --server ${server} --ca-checksum ${checksum}`,
       server,
+      reachableFromHosts: listen !== undefined,
       caChecksum: checksum,
       token,
       tokenName,
       expiresAt: status.expiresAt,
     };
   });
+}
+
+/** `https://<listen address>:<port>` when the control plane of `dir` serves one and its forwarder runs. */
+async function reachableServer(dir: string): Promise<string | undefined> {
+  const listen = await readListenRecord(dir);
+  if (!listen) return undefined;
+  const forwarder = (await controlPlaneStatus(dir)).processes.find((p) => p.name === forwarderName);
+  return forwarder?.running && forwarder.healthy ? `https://${hostPort(listen.address, listen.port)}` : undefined;
 }
 
 export interface HostSummary {

@@ -4,12 +4,13 @@
  * kube-apiserver and every provider controller, and maps each provider's component
  * manifest. `management start` and `create cluster` share this.
  */
-import { LocalControlPlane, controlPlaneStatus, type ProviderSpec } from '../controlplane/local-controlplane.js';
+import { LocalControlPlane, controlPlaneStatus, forwarderName, readListenRecord, type ProviderSpec } from '../controlplane/local-controlplane.js';
 import { ensureBinaries } from '../embedded/cache.js';
 import { loadBinaryCatalog } from '../embedded/catalog.js';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { EnvironmentError, ExternalError, messageOf } from '../errors.js';
+import { ConfigError, EnvironmentError, ExternalError, UsageError, messageOf } from '../errors.js';
+import { listenAddressProblem } from '../controlplane/listen-address.js';
 import { writeFileAtomic } from '../files.js';
 import { invalidInput, readJsonFile, type FileKind } from '../input-files.js';
 import { log, type EventSink } from '../events.js';
@@ -36,6 +37,14 @@ export interface LocalControlPlaneRequest {
    * (`management start`).
    */
   controllers?: readonly ControllerRequirement[];
+  /**
+   * The one address besides loopback where hosts reach the API server (a forwarder listens
+   * there). Default none: loopback only. Checked with listenAddressProblem by the caller,
+   * which knows which field or flag named it.
+   */
+  listenAddress?: string;
+  /** The flag or install-config field that named `listenAddress`, for messages. Default: "the listen address". */
+  listenAddressFrom?: string;
   /** Credentials files the controllers read, handed over by path in their environment (never content). Default none. */
   credentials?: readonly CredentialFileReference[];
   onFatal?: (error: ProcessError) => void;
@@ -46,7 +55,9 @@ export async function prepareLocalControlPlane(request: LocalControlPlaneRequest
   const reconcile = request.reconcile ?? true;
   const planned = planProviders(catalog.components, { controllers: request.controllers, credentials: request.credentials ?? [], sink: request.sink });
   const controllers = reconcile ? planned.flatMap((p) => (p.controller ? [p.controller] : [])) : [];
-  const binaries = await ensureBinaries(['etcd', 'kube-apiserver', ...controllers], { catalog, sink: request.sink, signal: request.signal });
+  // The forwarder serves the listen address only in a full start; a reading start listens on loopback alone.
+  const forwarder = reconcile && request.listenAddress ? [forwarderName] : [];
+  const binaries = await ensureBinaries(['etcd', 'kube-apiserver', ...forwarder, ...controllers], { catalog, sink: request.sink, signal: request.signal });
   const providers: ProviderSpec[] = planned.map(({ component, controller, ...settings }) => ({
     provider: component.provider,
     namespace: component.namespace,
@@ -58,6 +69,7 @@ export async function prepareLocalControlPlane(request: LocalControlPlaneRequest
     etcdBinary: binaries.etcd!,
     apiServerBinary: binaries['kube-apiserver']!,
     providers,
+    ...(forwarder.length > 0 ? { listenAddress: request.listenAddress!, forwarderBinary: binaries[forwarderName]! } : {}),
     detached: request.detached,
     reconcile,
     events: request.sink,
@@ -159,6 +171,7 @@ export interface AttachedControlPlane {
 export async function attachLocalControlPlane(request: LocalControlPlaneRequest): Promise<AttachedControlPlane> {
   const status = await controlPlaneStatus(request.dir);
   if (status.usable) {
+    if (request.listenAddress) await checkRunningListenAddress(request.dir, request.listenAddress, request.listenAddressFrom ?? 'the listen address');
     log(request.sink, 'info', `Using the control plane already running in ${status.layout.dir}`);
     const client = KubeClient.fromFile(status.layout.kubeconfig);
     return { client, kubeconfig: status.layout.kubeconfig, adopted: true, fatal: new Promise<never>(() => {}), stop: async () => client.close() };
@@ -175,6 +188,38 @@ export async function attachLocalControlPlane(request: LocalControlPlaneRequest)
     fatal,
     stop: () => controlPlane.stop(),
   };
+}
+
+/** Where a listen address was named: a flag, or a field of the install config (with the file). */
+export type ListenAddressSource = { flag: string } | { field: string; file: string };
+
+export function describeListenAddressSource(source: ListenAddressSource): string {
+  return 'flag' in source ? source.flag : `${source.field} in ${source.file}`;
+}
+
+/**
+ * Refuses a listen address that is not one of this machine's (non-loopback) addresses,
+ * naming the flag (usage error) or the install-config field (config error) it came from,
+ * before anything starts.
+ */
+export function checkListenAddress(address: string, source: ListenAddressSource): void {
+  const problem = listenAddressProblem(address);
+  if (problem === undefined) return;
+  const hint = 'Name an address of one of this machine\'s interfaces that hosts can reach (`ip -br addr` lists them), or none to listen on loopback only.';
+  if ('flag' in source) throw new UsageError(`${source.flag} ${address}: ${problem}`, { hint });
+  throw new ConfigError(`${source.file}: ${source.field} cannot be listened on`, [{ path: source.field, message: problem }], { hint });
+}
+
+/**
+ * A running control plane keeps the listen address it was started with: asked for another
+ * one, the caller learns how to change it instead of silently getting the old one.
+ */
+export async function checkRunningListenAddress(dir: string, wanted: string, from: string): Promise<void> {
+  const running = await readListenRecord(dir);
+  if (running?.address === wanted) return;
+  throw new UsageError(`The local control plane in ${path.resolve(dir)} is running and listens on ${running ? `${running.address} (and loopback)` : 'loopback only'}, not on ${wanted} as ${from} asks`, {
+    hint: `Stop it (\`provisioner management stop --dir ${dir}\`; its data stays), then run this again to start it with ${wanted}.`,
+  });
 }
 
 /** Where `create cluster --management-kubeconfig` records the existing management cluster it used. */

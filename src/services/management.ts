@@ -9,7 +9,7 @@ import { controlPlaneStatus, stopRecordedControlPlane, type ProcessStatus } from
 import { log, type EventSink } from '../events.js';
 import { acquireDirLock } from '../process/lock.js';
 import { findStale } from '../process/pidfile.js';
-import { prepareLocalControlPlane } from './local-controlplane.js';
+import { checkListenAddress, checkRunningListenAddress, prepareLocalControlPlane } from './local-controlplane.js';
 
 export interface ManagementRequest {
   dir: string;
@@ -17,23 +17,32 @@ export interface ManagementRequest {
   signal: AbortSignal;
 }
 
+export interface ManagementStartRequest extends ManagementRequest {
+  /** `--listen-address`: the one address besides loopback where hosts reach the API server. Default none: loopback only. */
+  listenAddress?: string;
+}
+
+const listenAddressFlag = '--listen-address';
+
 export interface ManagementStartResult {
   kubeconfig: string;
   alreadyRunning: boolean;
   durationMs: number;
 }
 
-export async function startManagement(request: ManagementRequest): Promise<ManagementStartResult> {
+export async function startManagement(request: ManagementStartRequest): Promise<ManagementStartResult> {
   const started = performance.now();
+  if (request.listenAddress) checkListenAddress(request.listenAddress, { flag: listenAddressFlag });
   const lock = await acquireDirLock(request.dir, { command: 'management start', events: request.sink });
   try {
     const layout = controlPlaneLayout(request.dir);
     const status = await controlPlaneStatus(request.dir);
     if (status.usable) {
+      if (request.listenAddress) await checkRunningListenAddress(request.dir, request.listenAddress, listenAddressFlag);
       log(request.sink, 'info', `The management cluster in ${layout.dir} is already running`);
       return { kubeconfig: layout.kubeconfig, alreadyRunning: true, durationMs: performance.now() - started };
     }
-    const controlPlane = await prepareLocalControlPlane({ ...request, detached: true });
+    const controlPlane = await prepareLocalControlPlane({ ...request, detached: true, listenAddressFrom: listenAddressFlag });
     await controlPlane.start();
     // Detached children keep running; only our client connections close.
     controlPlane.kube.close();

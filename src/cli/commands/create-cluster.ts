@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import { dirOption, noProgressTimeoutOption } from '../options.js';
+import { dirOption, listenAddressOption, noProgressTimeoutOption } from '../options.js';
 import type { Runner } from '../program.js';
 import { formatDuration } from '../ui/plain.js';
 
@@ -9,6 +9,7 @@ interface CreateClusterFlags {
   pivotTo?: string;
   dryRun: boolean;
   noProgressTimeout?: number;
+  listenAddress?: string;
 }
 
 export function registerCreateCluster(create: Command, run: Runner): void {
@@ -31,6 +32,7 @@ export function registerCreateCluster(create: Command, run: Runner): void {
     )
     .addOption(new Option('--dry-run', 'validate every manifest against the real CRDs and webhooks and stop; apply nothing').env('PROVISIONER_DRY_RUN').default(false))
     .addOption(noProgressTimeoutOption())
+    .addOption(listenAddressOption())
     .addHelpText(
       'after',
       '\nRun it again after an interrupt or a failure: it resumes from .provisioner/journal.json.\n' +
@@ -49,6 +51,7 @@ export function registerCreateCluster(create: Command, run: Runner): void {
           dryRun: options.dryRun,
           ...(options.managementKubeconfig ? { managementKubeconfig: options.managementKubeconfig } : {}),
           ...(options.pivotTo ? { pivotTo: options.pivotTo } : {}),
+          ...(options.listenAddress ? { listenAddress: options.listenAddress } : {}),
           ...(options.noProgressTimeout ? { noProgressTimeoutMs: options.noProgressTimeout * 60_000 } : {}),
         });
         if (options.dryRun) return;

@@ -29,7 +29,13 @@ export function registerHosts(program: Command, run: Runner): void {
         ctx.sink.emit({
           type: 'result',
           kind: 'registration-command',
-          text: `${result.command}\n# one host only; the token expires at ${result.expiresAt}`,
+          text: [
+            result.command,
+            `# one host only; the token expires at ${result.expiresAt}`,
+            ...(result.reachableFromHosts
+              ? []
+              : ['# the server is the loopback API server: only an agent on this machine reaches it (start the control plane with --listen-address <ip> for other hosts)']),
+          ].join('\n'),
           data: result,
           secret: true,
         });

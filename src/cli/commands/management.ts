@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { dirOption } from '../options.js';
+import { dirOption, listenAddressOption } from '../options.js';
 import type { Runner } from '../program.js';
 import { formatTable } from '../../text-table.js';
 import { formatDuration } from '../ui/plain.js';
@@ -19,10 +19,11 @@ export function registerManagement(program: Command, run: Runner): void {
     .command('start')
     .description('start it (or bring it back after a stop, kill or reboot, with the same objects) and print its kubeconfig path')
     .addOption(dirOption())
+    .addOption(listenAddressOption())
     .action(
-      run<{ dir: string }>(async (options, ctx) => {
+      run<{ dir: string; listenAddress?: string }>(async (options, ctx) => {
         const { startManagement } = await import('../../services/management.js');
-        const result = await startManagement({ dir: options.dir, sink: ctx.sink, signal: ctx.signal });
+        const result = await startManagement({ dir: options.dir, sink: ctx.sink, signal: ctx.signal, ...(options.listenAddress ? { listenAddress: options.listenAddress } : {}) });
         ctx.sink.emit({
           type: 'result',
           kind: 'kubeconfig',
