@@ -8,7 +8,7 @@
  *
  * Stages: manifests → controlplane → preflight → pre-provision hooks → infrastructure →
  * wait-infrastructure → infra-ready hooks → bootstrap-data hooks → control-plane →
- * workers → wait-cluster → post-provision hooks → hand-off.
+ * workers → wait-cluster → post-provision hooks → hand-off (→ pivot → wait-pivoted) (→ register-rancher).
  *
  * The platform (src/platforms, through the registry) decides what runs and what happens
  * at the end: the control plane starts exactly its controllers, with its credentials
@@ -52,6 +52,7 @@ import {
 } from './local-controlplane.js';
 import { readPivotJournal } from '../pivot/journal.js';
 import { isUnfinished, pivotFrom } from './pivot.js';
+import { registerRancherLocked, type RancherStrategy } from './rancher.js';
 
 export interface CreateClusterRequest {
   dir: string;
@@ -74,6 +75,12 @@ export interface CreateClusterRequest {
    * cluster (see services/pivot.ts) and wait until it manages the cluster. Default: none (no pivot).
    */
   pivotTo?: string;
+  /**
+   * Once the cluster is handed off (and pivoted, with `pivotTo`), hand it to the Rancher whose
+   * local cluster this kubeconfig reaches, as `register rancher` does (services/rancher.ts), in a
+   * `register-rancher` stage. Default: none (no Rancher).
+   */
+  registerRancher?: { kubeconfig: string; /** Default v3 (`defaultRancherStrategy`). */ strategy?: RancherStrategy };
 }
 
 export interface CreateClusterResult {
@@ -108,6 +115,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
   // Kubeconfigs named by flag are checked before anything starts: one that is no kubeconfig is the user's to fix.
   if (request.managementKubeconfig) await checkKubeconfigFile(path.resolve(request.managementKubeconfig), '--management-kubeconfig');
   if (request.pivotTo) await checkKubeconfigFile(path.resolve(request.pivotTo), '--pivot-to');
+  if (request.registerRancher) await checkKubeconfigFile(path.resolve(request.registerRancher.kubeconfig), '--register-rancher');
   if (request.listenAddress) checkListenAddress(request.listenAddress, { flag: listenAddressFlag });
   const lock = await acquireDirLock(dir, { command: 'create cluster', events: sink });
   let controlPlane: AttachedControlPlane | undefined;
@@ -178,6 +186,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
       log(sink, 'info', `An unfinished pivot (phase ${pendingPivot.phase}) is resumed before anything else`);
       controlPlane = (await stage('controlplane', () => attachLocalControlPlane(localControlPlane)))!;
       const pivoted = await pivotStages(pivotTo ?? pendingPivot.targetKubeconfig);
+      await rancherStage();
       await journal.complete();
       return { kubeconfig: path.join(dir, 'auth', 'kubeconfig'), managementKubeconfig: pivoted, controlPlaneRunning: false, resumed, stages: timings, pivotedTo: pivoted };
     }
@@ -241,11 +250,22 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
       log(sink, 'info', `The cluster is already managed by the cluster of ${external}: nothing to pivot`);
     } else if (pivotTo) {
       const pivoted = await pivotStages(pivotTo);
+      await rancherStage();
       await journal.complete();
       return { kubeconfig, managementKubeconfig: pivoted, controlPlaneRunning: false, resumed, stages: timings, pivotedTo: pivoted };
     }
+    await rancherStage();
     await journal.complete();
     return { kubeconfig, managementKubeconfig: controlPlane.kubeconfig, controlPlaneRunning: keepRunning, resumed, stages: timings };
+
+    /** register-rancher: with `registerRancher`, the hand-off to Rancher (resumable: Rancher's cluster is found by its labels). */
+    async function rancherStage(): Promise<void> {
+      const rancher = request.registerRancher;
+      if (!rancher) return;
+      await stage('register-rancher', () =>
+        registerRancherLocked({ dir, rancherKubeconfig: rancher.kubeconfig, ...(rancher.strategy ? { strategy: rancher.strategy } : {}), sink, signal, ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}) }),
+      );
+    }
 
     /**
      * pivot: the journaled move into `target` (services/pivot.ts), which stops the local

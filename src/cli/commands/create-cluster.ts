@@ -2,11 +2,14 @@ import { Option, type Command } from 'commander';
 import { dirOption, listenAddressOption, noProgressTimeoutOption } from '../options.js';
 import type { Runner } from '../program.js';
 import { formatDuration } from '../ui/plain.js';
+import { rancherStrategyOption } from './register.js';
 
 interface CreateClusterFlags {
   dir: string;
   managementKubeconfig?: string;
   pivotTo?: string;
+  registerRancher?: string;
+  rancherStrategy: 'v1' | 'v3';
   dryRun: boolean;
   noProgressTimeout?: number;
   listenAddress?: string;
@@ -30,6 +33,12 @@ export function registerCreateCluster(create: Command, run: Runner): void {
         .env('PROVISIONER_PIVOT_TO')
         .conflicts('managementKubeconfig'),
     )
+    // Default: none; the cluster is not handed to Rancher.
+    .addOption(
+      new Option('--register-rancher <kubeconfig>', "once the cluster is handed off (and pivoted), register it with the Rancher whose local cluster this kubeconfig reaches, as `provisioner register rancher` does")
+        .env('PROVISIONER_REGISTER_RANCHER'),
+    )
+    .addOption(rancherStrategyOption('--rancher-strategy'))
     .addOption(new Option('--dry-run', 'validate every manifest against the real CRDs and webhooks and stop; apply nothing').env('PROVISIONER_DRY_RUN').default(false))
     .addOption(noProgressTimeoutOption())
     .addOption(listenAddressOption())
@@ -51,6 +60,7 @@ export function registerCreateCluster(create: Command, run: Runner): void {
           dryRun: options.dryRun,
           ...(options.managementKubeconfig ? { managementKubeconfig: options.managementKubeconfig } : {}),
           ...(options.pivotTo ? { pivotTo: options.pivotTo } : {}),
+          ...(options.registerRancher ? { registerRancher: { kubeconfig: options.registerRancher, strategy: options.rancherStrategy } } : {}),
           ...(options.listenAddress ? { listenAddress: options.listenAddress } : {}),
           ...(options.noProgressTimeout ? { noProgressTimeoutMs: options.noProgressTimeout * 60_000 } : {}),
         });
