@@ -60,13 +60,17 @@ export class RancherDouble {
 
   private constructor(
     private readonly rancher: KubeClient,
-    private readonly downstream: KubeClient,
+    private readonly downstreamOf: () => KubeClient | undefined,
     private readonly server: https.Server,
     readonly caPem: string,
   ) {}
 
-  /** Starts the HTTPS server and the reconcile loop; writes the `cacerts` Setting. */
-  static async start(rancher: KubeClient, downstream: KubeClient): Promise<RancherDouble> {
+  /**
+   * Starts the HTTPS server and the reconcile loop; writes the `cacerts` Setting. `downstream`
+   * is the cluster the agent objects land in, or a function that returns it once it exists
+   * (a cluster `create cluster` is still making).
+   */
+  static async start(rancher: KubeClient, downstream: KubeClient | (() => KubeClient | undefined)): Promise<RancherDouble> {
     const ca = await createCertificateAuthority({ commonName: 'rancher-double-ca' });
     const serving = await issueCertificate(ca, { commonName: 'rancher', ipAddresses: ['127.0.0.1'], usages: 'server' });
     const holder: { double?: RancherDouble } = {};
@@ -91,7 +95,7 @@ export class RancherDouble {
       }
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    holder.double = new RancherDouble(rancher, downstream, server, ca.certPem);
+    holder.double = new RancherDouble(rancher, typeof downstream === 'function' ? downstream : () => downstream, server, ca.certPem);
     await rancher.apply({ apiVersion: management, kind: 'Setting', metadata: { name: 'cacerts' }, value: ca.certPem } as KubeObject);
     holder.double.timer = setInterval(() => void holder.double!.tick(), 100);
     return holder.double;
@@ -170,8 +174,10 @@ export class RancherDouble {
 
   /** Every object of `cluster`'s manifest exists downstream (what the agent's connection would prove). */
   private async agentInstalled(cluster: string): Promise<boolean> {
+    const downstream = this.downstreamOf();
+    if (!downstream) return false;
     for (const obj of agentObjects(cluster)) {
-      const found = await this.downstream.get({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}) } }).catch((error: unknown) => {
+      const found = await downstream.get({ apiVersion: obj.apiVersion, kind: obj.kind, metadata: { name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}) } }).catch((error: unknown) => {
         if (error instanceof KubeApiError && error.isNotFound) return undefined;
         throw error;
       });
@@ -197,7 +203,7 @@ export class RancherDouble {
         continue;
       }
       for (const obj of agentObjects(existing.metadata.name)) {
-        await this.downstream.create(obj).catch((error: unknown) => {
+        await this.downstreamOf()?.create(obj).catch((error: unknown) => {
           if (!(error instanceof KubeApiError && error.reason === 'AlreadyExists')) throw error;
         });
       }
