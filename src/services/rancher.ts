@@ -396,7 +396,7 @@ export async function removeRancherRegistration(dir: string, wait: { sink: Event
     await removeRancherRecord(dir);
     return deleted;
   } catch (error) {
-    if (error instanceof ProvisionerError && !(error instanceof KubeApiError)) throw error;
+    if (wait.signal.aborted || (error instanceof ProvisionerError && !(error instanceof KubeApiError))) throw error;
     throw new ExternalError(`Removing Rancher's cluster for this install failed: ${messageOf(error)}`, {
       cause: error,
       hint: `Check Rancher's cluster (${record.server}) and run destroy again; to leave Rancher's cluster behind instead, delete ${path.join(dir, '.provisioner', 'rancher.json')} first.`,
