@@ -44,9 +44,18 @@ const validCluster = cluster(clusterName, {
   infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevCluster', name: clusterName },
 });
 
-/** What `clusterctl describe` walks: the infrastructure cluster and the control plane with its machine template (in-memory backend). */
+/**
+ * What `clusterctl describe` walks: the infrastructure cluster and the control plane with its machine template (in-memory backend).
+ * The DevCluster carries an annotation, as every generated object does: capd v1.14.0's in-memory backend writes into
+ * `metadata.annotations` without creating it and panics on a DevCluster that has none, so the workload cluster never comes up.
+ */
 const clusterParts: KubeObject[] = [
-  { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'DevCluster', metadata: { name: clusterName, namespace }, spec: { backend: { inMemory: {} } } },
+  {
+    apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2',
+    kind: 'DevCluster',
+    metadata: { name: clusterName, namespace, annotations: { 'provisioner.dev/test': 'controlplane' } },
+    spec: { backend: { inMemory: {} } },
+  },
   {
     apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2',
     kind: 'DevMachineTemplate',
