@@ -195,6 +195,18 @@ describe('hand-off to Rancher against real API servers and a Rancher double', ()
     }
   });
 
+  it('a kubeconfig of a cluster that is not Rancher\'s is refused before anything is created, naming the kinds it lacks', async () => {
+    const dir = await installDir('theta');
+    const error = await registerRancher({ dir, rancherKubeconfig: downstreamPlane!.kubeconfig, strategy: 'v3', sink: new RecordingSink(), signal: abort.signal, ...fast }).then(
+      () => undefined,
+      (e: unknown) => e as ExternalError,
+    );
+    expect(error).toBeInstanceOf(ExternalError);
+    expect(error!.message).toBe(`The cluster of ${downstreamPlane!.kubeconfig} does not serve 3 Rancher kind(s): it is not Rancher's local cluster`);
+    expect(error!.details).toEqual(['Cluster (management.cattle.io/v3)', 'ClusterRegistrationToken (management.cattle.io/v3)', 'Setting (management.cattle.io/v3)']);
+    await expect(readFile(rancherRecordPath(dir))).rejects.toThrow(/ENOENT/);
+  });
+
   it('import --to rancher: an imported cluster labelled with the kube-system UID, Ready; a second import finds the same one', async () => {
     const kubeSystem = await downstream().get({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kube-system' } });
     const request = { kubeconfig: downstreamPlane!.kubeconfig, rancherKubeconfig: rancherPlane!.kubeconfig, strategy: 'v3' as const, name: 'Edge One', sink: new RecordingSink(), signal: abort.signal, ...fast };
