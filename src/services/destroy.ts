@@ -2,7 +2,8 @@
  * `destroy cluster` and `destroy bootstrap`.
  *
  * destroy cluster: first removes Rancher's cluster when the install was registered with
- * Rancher (services/rancher.ts), then brings the local control plane back if needed (from its data), deletes
+ * Rancher (services/rancher.ts) and its Fleet Cluster when it was registered with Fleet
+ * (services/fleet.ts), then brings the local control plane back if needed (from its data), deletes
  * every Cluster of the install, waits on watches until every Cluster API object of it is
  * gone, stops the control plane and removes the local state. It works after a failed or
  * interrupted create, since it only needs the control plane's data.
@@ -33,6 +34,7 @@ import { desiredSetSelector, installConfigOwner, type InstallConfig } from '../c
 import { platformFor } from '../platforms/index.js';
 import { attachExternalManagement, attachLocalControlPlane, externalManagementFile, recordedExternalManagement } from './local-controlplane.js';
 import { removeRancherRegistration } from './rancher.js';
+import { deregisterFleet } from './fleet.js';
 
 export interface DestroyRequest {
   dir: string;
@@ -67,6 +69,8 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
   try {
     // Rancher's cluster first, by its labels (ADR 0008's custom deletion): no owner reference removes it for us.
     await removeRancherRegistration(dir, { sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
+    // The Fleet Cluster and its kubeconfig Secret, by their labels, while the manager is still recorded.
+    await deregisterFleet({ dir, sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
     const external = await recordedExternalManagement(dir);
     if (!external && !(await exists(layout.etcdDataDir))) {
       log(sink, 'info', `No local control plane data in ${dir}: nothing was created, or it was destroyed already`);
