@@ -20,12 +20,16 @@ const modCache = process.env.GOMODCACHE ?? execFileSync('go', ['env', 'GOMODCACH
 const sources: { module: string; file: string; version: string }[] = [
   { module: 'sigs.k8s.io/cluster-api@v1.14.2', file: 'core/config/crd/bases/cluster.x-k8s.io_clusters.yaml', version: 'v1beta2' },
   { module: 'sigs.k8s.io/cluster-api@v1.14.2', file: 'core/config/crd/bases/cluster.x-k8s.io_machinedeployments.yaml', version: 'v1beta2' },
+  { module: 'sigs.k8s.io/cluster-api@v1.14.2', file: 'core/config/crd/bases/cluster.x-k8s.io_clusterclasses.yaml', version: 'v1beta2' },
+  { module: 'sigs.k8s.io/cluster-api@v1.14.2', file: 'controlplane/kubeadm/config/crd/bases/controlplane.cluster.x-k8s.io_kubeadmcontrolplanetemplates.yaml', version: 'v1beta2' },
   { module: 'sigs.k8s.io/cluster-api@v1.14.2', file: 'controlplane/kubeadm/config/crd/bases/controlplane.cluster.x-k8s.io_kubeadmcontrolplanes.yaml', version: 'v1beta2' },
   { module: 'sigs.k8s.io/cluster-api@v1.14.2', file: 'bootstrap/kubeadm/config/crd/bases/bootstrap.cluster.x-k8s.io_kubeadmconfigtemplates.yaml', version: 'v1beta2' },
   { module: 'sigs.k8s.io/cluster-api/test@v1.14.0', file: 'infrastructure/docker/config/crd/bases/infrastructure.cluster.x-k8s.io_devclusters.yaml', version: 'v1beta2' },
   { module: 'sigs.k8s.io/cluster-api/test@v1.14.0', file: 'infrastructure/docker/config/crd/bases/infrastructure.cluster.x-k8s.io_devmachinetemplates.yaml', version: 'v1beta2' },
+  { module: 'sigs.k8s.io/cluster-api/test@v1.14.0', file: 'infrastructure/docker/config/crd/bases/infrastructure.cluster.x-k8s.io_devclustertemplates.yaml', version: 'v1beta2' },
   { module: 'sigs.k8s.io/cluster-api-provider-aws/v2@v2.13.0', file: 'config/crd/bases/infrastructure.cluster.x-k8s.io_awsclusters.yaml', version: 'v1beta2' },
   { module: 'sigs.k8s.io/cluster-api-provider-aws/v2@v2.13.0', file: 'config/crd/bases/infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml', version: 'v1beta2' },
+  { module: 'sigs.k8s.io/cluster-api-provider-aws/v2@v2.13.0', file: 'config/crd/bases/infrastructure.cluster.x-k8s.io_awsclustertemplates.yaml', version: 'v1beta2' },
 ];
 
 function strip(value: unknown): unknown {

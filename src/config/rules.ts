@@ -50,6 +50,25 @@ export function soundPools(config: InstallConfig, report: RuleReport): { pool: I
   return config.machinePools.map((pool, index) => ({ pool, index })).filter(({ index }) => !report.broken(['machinePools', index]));
 }
 
+/**
+ * For a platform without a ClusterClass layout: `manifests.layout: topology` is refused,
+ * naming the field (the platform registry adds this rule to such a platform's section).
+ */
+export function topologyLayoutRefused(platform: string): Rule {
+  return {
+    name: 'topology-layout-refused',
+    reads: ['manifests', 'platform'],
+    check(config, report) {
+      if (config.manifests.layout !== 'topology') return;
+      report.error(
+        ['manifests', 'layout'],
+        `the ${platform} platform offers no ClusterClass layout: its provider has no infrastructure cluster template here`,
+        'remove manifests.layout (or set it to classic) to generate the classic objects',
+      );
+    },
+  };
+}
+
 /** The namespace of the generated objects is none of `reserved` (the core ones and every platform's providers'), nor `kube-*`. */
 export function namespaceNotReserved(reserved: readonly string[]): Rule {
   return {

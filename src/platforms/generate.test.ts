@@ -13,13 +13,16 @@ import {
   objectSetOwnerGvkKey,
   objectSetOwnerNameKey,
   objectSetOwnerNamespaceKey,
+  composeInstallConfigSchema,
   validateInstallConfigDocument,
   validateInstallConfigText,
   type InstallConfig,
 } from '../config/index.js';
+import { ConfigError, type FieldProblem } from '../errors.js';
 import { validateAgainstCrd } from '../../test/support/crd-schema.js';
 import { Random, prng, randomInstallConfig } from '../../test/support/random-install-config.js';
 import { generateManifests, installConfigSchema, platforms, type ManifestSet } from './index.js';
+import { configSectionOf } from './registry.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const goldenRoot = path.join(repoRoot, 'test/fixtures/golden');
@@ -161,6 +164,144 @@ machinePools:
   });
 });
 
+describe('the ClusterClass layout (manifests.layout: topology)', () => {
+  const text = `apiVersion: provisioner.dev/v1alpha1
+kind: InstallConfig
+metadata:
+  name: demo
+machinePools:
+  - name: control-plane
+    quantity: 3
+    roles: [etcd, controlPlane]
+    labels: {example.com/tier: control}
+  - name: worker
+    quantity: 2
+    roles: [worker]
+    labels: {example.com/team: blue}
+  - name: big
+    quantity: 1
+    roles: [worker]
+    platform: {inmemory: {startup: {vm: 30s}}}
+manifests:
+  layout: topology
+`;
+  type Ref = { apiVersion: string; kind: string; name: string };
+  interface ClassJson {
+    spec: {
+      infrastructure: { templateRef: Ref; naming: { template: string } };
+      controlPlane: { templateRef: Ref; machineInfrastructure: { templateRef: Ref }; naming: { template: string } };
+      workers: { machineDeployments: { class: string; bootstrap: { templateRef: Ref }; infrastructure: { templateRef: Ref }; naming: { template: string } }[] };
+    };
+  }
+  interface TopologyJson {
+    spec: { controlPlaneRef?: unknown; infrastructureRef?: unknown; topology: { classRef: { name: string }; version: string; controlPlane: { replicas: number; metadata?: { labels: Record<string, string> } }; workers: { machineDeployments: { class: string; name: string; replicas: number; metadata?: { labels: Record<string, string> } }[] } } };
+  }
+
+  it('writes the templates, a ClusterClass and a Cluster with spec.topology instead of the control plane and MachineDeployments', () => {
+    const set = generateManifests(load(text));
+    expect(set.manifests.map((m) => `${m.file} ${m.object.kind}`)).toEqual([
+      '00_namespace.yaml Namespace',
+      '01_cluster.yaml Cluster',
+      '02_infrastructure-cluster-template.yaml DevClusterTemplate',
+      '03_control-plane-machine-template.yaml DevMachineTemplate',
+      '04_control-plane-template.yaml KubeadmControlPlaneTemplate',
+      '05_cluster-class.yaml ClusterClass',
+      '10_pool-big_1-machine-template.yaml DevMachineTemplate',
+      '10_pool-big_2-bootstrap-template.yaml KubeadmConfigTemplate',
+      '10_pool-worker_1-machine-template.yaml DevMachineTemplate',
+      '10_pool-worker_2-bootstrap-template.yaml KubeadmConfigTemplate',
+    ]);
+  });
+
+  it('names every template the ClusterClass refers to, with its version, and one machineDeployment class per worker pool', () => {
+    const set = generateManifests(load(text));
+    const keys = new Set(set.manifests.map((m) => `${m.object.apiVersion}/${m.object.kind}/${m.object.metadata.name}`));
+    const clusterClass = set.manifests.find((m) => m.role === 'cluster-class')!.object as unknown as ClassJson;
+    const refs = [
+      clusterClass.spec.infrastructure.templateRef,
+      clusterClass.spec.controlPlane.templateRef,
+      clusterClass.spec.controlPlane.machineInfrastructure.templateRef,
+      ...clusterClass.spec.workers.machineDeployments.flatMap((md) => [md.bootstrap.templateRef, md.infrastructure.templateRef]),
+    ];
+    for (const r of refs) expect(keys, `${r.kind}/${r.name}`).toContain(`${r.apiVersion}/${r.kind}/${r.name}`);
+    expect(clusterClass.spec.workers.machineDeployments.map((md) => md.class)).toEqual(['big', 'worker']);
+    // The topology controller names what it creates as the classic layout does: waits and destroy find them alike.
+    expect(clusterClass.spec.infrastructure.naming.template).toBe('{{ .cluster.name }}');
+    expect(clusterClass.spec.controlPlane.naming.template).toBe('{{ .cluster.name }}-control-plane');
+    expect(clusterClass.spec.workers.machineDeployments[0]!.naming.template).toBe('{{ .cluster.name }}-{{ .machineDeployment.topologyName }}');
+  });
+
+  it('asks for the pools in the Cluster\'s topology: class, version, control-plane replicas, one machineDeployment per worker pool, pool labels', () => {
+    const config = load(text);
+    const cluster = generateManifests(config).manifests.find((m) => m.role === 'cluster')!.object as unknown as TopologyJson;
+    expect(cluster.spec.controlPlaneRef).toBeUndefined();
+    expect(cluster.spec.infrastructureRef).toBeUndefined();
+    expect(cluster.spec.topology.classRef).toEqual({ name: 'demo' });
+    expect(cluster.spec.topology.version).toBe(config.kubernetesVersion);
+    expect(cluster.spec.topology.controlPlane).toEqual({ replicas: 3, metadata: { labels: { 'example.com/tier': 'control' } } });
+    expect(cluster.spec.topology.workers.machineDeployments).toEqual([
+      { class: 'big', name: 'big', replicas: 1 },
+      { class: 'worker', name: 'worker', replicas: 2, metadata: { labels: { 'example.com/team': 'blue' } } },
+    ]);
+  });
+
+  it('keeps the classic layout\'s kubeadm settings and machine templates, and hash-names the cluster and control-plane templates too', () => {
+    const classic = generateManifests(load(text.replace('  layout: topology\n', '  layout: classic\n')));
+    const topology = generateManifests(load(text));
+    const byFile = (set: ManifestSet, file: string) => set.manifests.find((m) => m.file === file)!.object;
+    for (const file of ['03_control-plane-machine-template.yaml', '10_pool-worker_1-machine-template.yaml', '10_pool-worker_2-bootstrap-template.yaml']) {
+      expect(byFile(topology, file), file).toEqual(byFile(classic, file));
+    }
+    const kcp = byFile(classic, '04_control-plane.yaml') as unknown as { spec: { kubeadmConfigSpec: unknown } };
+    const kcpTemplate = byFile(topology, '04_control-plane-template.yaml') as unknown as { metadata: { name: string }; spec: { template: { spec: { kubeadmConfigSpec: unknown } } } };
+    expect(kcpTemplate.spec.template.spec.kubeadmConfigSpec).toEqual(kcp.spec.kubeadmConfigSpec);
+    expect(kcpTemplate.metadata.name).toMatch(/^demo-control-plane-[0-9a-f]{8}$/);
+    expect(byFile(topology, '02_infrastructure-cluster-template.yaml').metadata.name).toMatch(/^demo-cluster-[0-9a-f]{8}$/);
+  });
+
+  it('passes the CRD schemas on every platform with a ClusterClass layout', () => {
+    for (const platform of platforms.filter((p) => p.clusterClass && p.name !== 'vsphere')) {
+      const section = platform.name === 'aws' ? 'platform: {aws: {region: us-east-1}}\n' : '';
+      for (const m of generateManifests(load(text.replace(/\n {4}platform: \{inmemory.*\n/, '\n') + section)).manifests) {
+        expect(validateAgainstCrd(m.object as unknown as Record<string, unknown>), `${platform.name} ${m.file}`).toEqual([]);
+      }
+    }
+  });
+
+  it('is the classic layout when manifests.layout is not set', () => {
+    const config = load(text.replace('manifests:\n  layout: topology\n', ''));
+    expect(config.manifests.layout).toBe('classic');
+    expect(generateManifests(config).manifests.some((m) => m.object.kind === 'KubeadmControlPlane')).toBe(true);
+  });
+
+  /** The field problems of a config the schema refuses. */
+  const problemsOf = (configText: string, schema = installConfigSchema): readonly FieldProblem[] => {
+    try {
+      validateInstallConfigText(configText, { schema });
+    } catch (error) {
+      if (error instanceof ConfigError) return error.problems;
+      throw error;
+    }
+    return [];
+  };
+
+  it('is refused, naming manifests.layout, for a platform without a ClusterClass layout', () => {
+    const platform = platforms[0]!;
+    const { clusterClass: _dropped, ...withoutClass } = platform;
+    const schema = composeInstallConfigSchema([configSectionOf(withoutClass)], platform.name);
+    const problems = problemsOf(text, schema);
+    expect(problems.map((p) => p.path)).toEqual(['manifests.layout']);
+    expect(problems[0]!.message).toMatch(new RegExp(`${platform.name} platform offers no ClusterClass layout`));
+    expect(problemsOf(text.replace('layout: topology', 'layout: classic'), schema)).toEqual([]);
+    // Every registered platform offers it.
+    expect(problemsOf(text)).toEqual([]);
+  });
+
+  it('rejects an unknown layout with the field named', () => {
+    expect(problemsOf(text.replace('layout: topology', 'layout: clusterclass')).map((p) => p.path)).toEqual(['manifests.layout']);
+  });
+});
+
 describe('pruning: removing a machine pool', () => {
   const withPools = (names: string[]) => `apiVersion: provisioner.dev/v1alpha1
 kind: InstallConfig
@@ -215,6 +356,10 @@ describe('property: random valid configs generate manifests that pass the CRD sc
       expect(generateManifests(config)).toEqual(set);
       const workers = config.machinePools.filter((p) => !p.roles.includes('controlPlane'));
       expect(set.manifests.filter((m) => m.role === 'machine-deployment')).toHaveLength(workers.length);
+      // The same config in the ClusterClass layout passes the CRD schemas too.
+      for (const m of generateManifests({ ...config, manifests: { layout: 'topology' } }).manifests) {
+        expect(validateAgainstCrd(m.object as unknown as Record<string, unknown>), `topology ${m.file}`).toEqual([]);
+      }
     });
   }
 });

@@ -3,12 +3,20 @@
  * in apply order, each with a stable file name and desired-set ownership metadata.
  * Pure: no I/O, same input gives the same output (byte for byte once serialized).
  *
- * Object names: the Cluster and infrastructure cluster take the cluster name; the
- * KubeadmControlPlane and MachineDeployments take `<cluster>-<pool>`. Templates are
- * immutable in Cluster API (DevMachineTemplate's webhook rejects spec changes, as do
- * most providers'), so they are named `<cluster>-<pool>-<hash of spec>`: a changed
- * template becomes a new object, its owner rolls out to it, and the next apply prunes
- * the old one.
+ * Two layouts (`manifests.layout`). `classic`: the Cluster, the infrastructure cluster,
+ * the KubeadmControlPlane and one MachineDeployment per worker pool, with their
+ * templates. `topology`: the templates, a ClusterClass naming them, and a Cluster whose
+ * `spec.topology` names the class; Cluster API's topology controller creates the
+ * infrastructure cluster, the control plane and the MachineDeployments (the class's
+ * naming templates give them the classic layout's names, so waits and destroy find them
+ * alike).
+ *
+ * Object names: the Cluster, infrastructure cluster and ClusterClass take the cluster
+ * name; the KubeadmControlPlane and MachineDeployments take `<cluster>-<pool>`.
+ * Templates are immutable in Cluster API (DevMachineTemplate's webhook rejects spec
+ * changes, as do most providers', KubeadmControlPlaneTemplate's too), so they are named
+ * `<cluster>-<pool>-<hash of spec>`: a changed template becomes a new object, its owner
+ * (or the ClusterClass) rolls out to it, and the next apply prunes the old one.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -29,36 +37,49 @@ import {
   deploymentNameLabel,
   machinePoolLabel,
   type Cluster,
+  type ClusterClass,
+  type ClusterNetwork,
   type ContractReference,
   type InfrastructureCluster,
+  type InfrastructureClusterTemplate,
   type InfrastructureMachineTemplate,
   type KubeadmConfigSpec,
   type KubeadmConfigTemplate,
   type KubeadmControlPlane,
+  type KubeadmControlPlaneTemplate,
   type KubeadmTaint,
   type KubeObject,
   type MachineDeployment,
   type Namespace,
   type NodeRegistration,
   type ObjectMeta,
+  type TemplateReference,
+  type TopologyCluster,
   type UnnamedObject,
 } from './types.js';
 
 export type ManifestObject =
   | Namespace
   | Cluster
+  | TopologyCluster
+  | ClusterClass
   | KubeadmControlPlane
+  | KubeadmControlPlaneTemplate
   | KubeadmConfigTemplate
   | MachineDeployment
   | InfrastructureCluster
+  | InfrastructureClusterTemplate
   | InfrastructureMachineTemplate;
 
 export type ManifestRole =
   | 'namespace'
   | 'cluster'
   | 'infrastructure-cluster'
+  | 'infrastructure-cluster-template'
   | 'control-plane-machine-template'
   | 'control-plane'
+  | 'control-plane-template'
+  | 'cluster-class'
   | 'machine-template'
   | 'bootstrap-template'
   | 'machine-deployment';
@@ -94,11 +115,24 @@ export const fixedFileNames = {
   namespace: '00_namespace.yaml',
   cluster: '01_cluster.yaml',
   'infrastructure-cluster': '02_infrastructure-cluster.yaml',
+  'infrastructure-cluster-template': '02_infrastructure-cluster-template.yaml',
   'control-plane-machine-template': '03_control-plane-machine-template.yaml',
   'control-plane': '04_control-plane.yaml',
+  'control-plane-template': '04_control-plane-template.yaml',
+  'cluster-class': '05_cluster-class.yaml',
 } as const;
 
-/** Generates every object for `config` (validated and defaulted). */
+/**
+ * Naming templates of the ClusterClass layout (Go templates the topology controller
+ * renders): the classic layout's names, so the objects it creates are found alike.
+ */
+const topologyNames = {
+  infrastructureCluster: '{{ .cluster.name }}',
+  controlPlane: (pool: string) => `{{ .cluster.name }}-${pool}`,
+  machineDeployment: '{{ .cluster.name }}-{{ .machineDeployment.topologyName }}',
+};
+
+/** Generates every object for `config` (validated and defaulted), in the layout it asks for. */
 export function generateManifests(config: InstallConfig): ManifestSet {
   const platform = platformFor(config);
   const owner = installConfigOwner(config);
@@ -112,10 +146,7 @@ export function generateManifests(config: InstallConfig): ManifestSet {
     labels: sortKeys({ [clusterNameLabel]: clusterName, ...extraLabels, ...ownership.labels }),
     annotations: sortKeys({ ...ownership.annotations }),
   });
-  const named = <T extends KubeObject>(object: UnnamedObject<T>, metadata: ObjectMeta): T =>
-    ({ apiVersion: object.apiVersion, kind: object.kind, metadata, ...withoutTypeMeta(object) }) as unknown as T;
-
-  const manifests: GeneratedManifest[] = [];
+  const context: GenerationContext = { config, platform, clusterName, meta };
 
   // Cluster-scoped, and carries only the ownership: the namespace must exist before anything in it.
   const ns: Namespace = {
@@ -123,8 +154,53 @@ export function generateManifests(config: InstallConfig): ManifestSet {
     kind: 'Namespace',
     metadata: { name: namespace, labels: sortKeys({ ...ownership.labels }), annotations: sortKeys({ ...ownership.annotations }) },
   };
-  manifests.push({ file: fixedFileNames.namespace, role: 'namespace', object: ns });
+  const manifests: GeneratedManifest[] = [
+    { file: fixedFileNames.namespace, role: 'namespace', object: ns },
+    ...(config.manifests.layout === 'topology' ? topologyLayout(context) : classicLayout(context)),
+  ];
 
+  // Independent objects: builders share constants (kubelet args), and callers may edit what they get.
+  for (const manifest of manifests) manifest.object = structuredClone(manifest.object);
+  return { owner, platform: platform.name, namespace, manifests };
+}
+
+interface GenerationContext {
+  config: InstallConfig;
+  platform: Platform;
+  clusterName: string;
+  /** Metadata of a generated object: cluster label, extra labels, ownership. */
+  meta(name: string, extraLabels?: Record<string, string>): ObjectMeta;
+}
+
+function named<T extends KubeObject>(object: UnnamedObject<T>, metadata: ObjectMeta): T {
+  return { apiVersion: object.apiVersion, kind: object.kind, metadata, ...withoutTypeMeta(object) } as unknown as T;
+}
+
+function clusterNetwork(config: InstallConfig): ClusterNetwork {
+  return {
+    pods: { cidrBlocks: [...config.networking.podCIDRs] },
+    services: { cidrBlocks: [...config.networking.serviceCIDRs] },
+    serviceDomain: config.networking.serviceDomain,
+  };
+}
+
+/** Worker pools in file-name order (`m_` sorts after `m24_`), so that the list order is the apply order. */
+function sortedWorkerPools(config: InstallConfig): MachinePool[] {
+  const fileKey = (pool: MachinePool) => poolFileName(pool.name, 'machine-template');
+  return [...workerPools(config)].sort((a, b) => (fileKey(a) < fileKey(b) ? -1 : fileKey(a) > fileKey(b) ? 1 : 0));
+}
+
+/** A pool's machine template and bootstrap template, named by the hash of their specs. */
+function workerTemplates({ config, platform, clusterName, meta }: GenerationContext, pool: MachinePool): { template: InfrastructureMachineTemplate; bootstrap: KubeadmConfigTemplate } {
+  const poolLabels = { [machinePoolLabel]: pool.name };
+  const template = nameTemplate(named<InfrastructureMachineTemplate>(platform.machineTemplate(config, pool, 'worker'), meta('', poolLabels)), clusterName, pool.name);
+  const bootstrap = nameTemplate(buildBootstrapTemplate(config, platform, pool, meta('', poolLabels)), clusterName, pool.name);
+  return { template, bootstrap };
+}
+
+/** The Cluster, the infrastructure cluster, the KubeadmControlPlane and each worker pool's MachineDeployment, with their templates. */
+function classicLayout(context: GenerationContext): GeneratedManifest[] {
+  const { config, platform, clusterName, meta } = context;
   const infraCluster = named<InfrastructureCluster>(platform.infrastructureCluster(config), meta(clusterName));
   const cpPool = controlPlanePool(config);
   const cpTemplate = nameTemplate(named<InfrastructureMachineTemplate>(platform.machineTemplate(config, cpPool, 'controlPlane'), meta('', { [machinePoolLabel]: cpPool.name })), clusterName, cpPool.name);
@@ -134,42 +210,113 @@ export function generateManifests(config: InstallConfig): ManifestSet {
     apiVersion: 'cluster.x-k8s.io/v1beta2',
     kind: 'Cluster',
     metadata: meta(clusterName),
-    spec: {
-      clusterNetwork: {
-        pods: { cidrBlocks: [...config.networking.podCIDRs] },
-        services: { cidrBlocks: [...config.networking.serviceCIDRs] },
-        serviceDomain: config.networking.serviceDomain,
-      },
-      controlPlaneRef: ref(controlPlane),
-      infrastructureRef: ref(infraCluster),
-    },
+    spec: { clusterNetwork: clusterNetwork(config), controlPlaneRef: ref(controlPlane), infrastructureRef: ref(infraCluster) },
   };
-  manifests.push({ file: fixedFileNames.cluster, role: 'cluster', object: cluster });
-  manifests.push({ file: fixedFileNames['infrastructure-cluster'], role: 'infrastructure-cluster', object: infraCluster });
-  manifests.push({ file: fixedFileNames['control-plane-machine-template'], role: 'control-plane-machine-template', pool: cpPool.name, object: cpTemplate });
-  manifests.push({ file: fixedFileNames['control-plane'], role: 'control-plane', pool: cpPool.name, object: controlPlane });
-
-  // In file-name order (`m_` sorts after `m24_`), so that the list order is the apply order.
-  const fileKey = (pool: MachinePool) => poolFileName(pool.name, 'machine-template');
-  const pools = [...workerPools(config)].sort((a, b) => (fileKey(a) < fileKey(b) ? -1 : fileKey(a) > fileKey(b) ? 1 : 0));
-  for (const pool of pools) {
-    const poolLabels = { [machinePoolLabel]: pool.name };
-    const template = nameTemplate(named<InfrastructureMachineTemplate>(platform.machineTemplate(config, pool, 'worker'), meta('', poolLabels)), clusterName, pool.name);
-    const bootstrap = nameTemplate(buildBootstrapTemplate(config, platform, pool, meta('', poolLabels)), clusterName, pool.name);
-    const deployment = buildMachineDeployment(config, pool, meta(`${clusterName}-${pool.name}`, poolLabels), ref(bootstrap), ref(template));
+  const manifests: GeneratedManifest[] = [
+    { file: fixedFileNames.cluster, role: 'cluster', object: cluster },
+    { file: fixedFileNames['infrastructure-cluster'], role: 'infrastructure-cluster', object: infraCluster },
+    { file: fixedFileNames['control-plane-machine-template'], role: 'control-plane-machine-template', pool: cpPool.name, object: cpTemplate },
+    { file: fixedFileNames['control-plane'], role: 'control-plane', pool: cpPool.name, object: controlPlane },
+  ];
+  for (const pool of sortedWorkerPools(config)) {
+    const { template, bootstrap } = workerTemplates(context, pool);
+    const deployment = buildMachineDeployment(config, pool, meta(`${clusterName}-${pool.name}`, { [machinePoolLabel]: pool.name }), ref(bootstrap), ref(template));
     manifests.push({ file: poolFileName(pool.name, 'machine-template'), role: 'machine-template', pool: pool.name, object: template });
     manifests.push({ file: poolFileName(pool.name, 'bootstrap-template'), role: 'bootstrap-template', pool: pool.name, object: bootstrap });
     manifests.push({ file: poolFileName(pool.name, 'machine-deployment'), role: 'machine-deployment', pool: pool.name, object: deployment });
   }
+  return manifests;
+}
 
-  // Independent objects: builders share constants (kubelet args), and callers may edit what they get.
-  for (const manifest of manifests) manifest.object = structuredClone(manifest.object);
-  return { owner, platform: platform.name, namespace, manifests };
+/**
+ * The ClusterClass layout: the infrastructure cluster template (from the platform), the
+ * KubeadmControlPlaneTemplate, the machine templates and KubeadmConfigTemplates (as in
+ * the classic layout), a ClusterClass that names them — one machineDeployment class per
+ * worker pool, named after it — and a Cluster whose topology asks for the pools' replicas.
+ */
+function topologyLayout(context: GenerationContext): GeneratedManifest[] {
+  const { config, platform, clusterName, meta } = context;
+  if (!platform.clusterClass) throw new Error(`the ${platform.name} platform has no ClusterClass layout; validation should have refused manifests.layout`);
+  const infraTemplate = nameTemplate(named<InfrastructureClusterTemplate>(platform.clusterClass.infrastructureClusterTemplate(config), meta('')), clusterName, 'cluster');
+  const cpPool = controlPlanePool(config);
+  const cpLabels = { [machinePoolLabel]: cpPool.name };
+  const cpMachineTemplate = nameTemplate(named<InfrastructureMachineTemplate>(platform.machineTemplate(config, cpPool, 'controlPlane'), meta('', cpLabels)), clusterName, cpPool.name);
+  const cpTemplate = nameTemplate(buildControlPlaneTemplate(config, platform, cpPool, meta('', cpLabels)), clusterName, cpPool.name);
+
+  const pools = sortedWorkerPools(config).map((pool) => ({ pool, ...workerTemplates(context, pool) }));
+  const clusterClass: ClusterClass = {
+    apiVersion: 'cluster.x-k8s.io/v1beta2',
+    kind: 'ClusterClass',
+    metadata: meta(clusterName),
+    spec: {
+      infrastructure: { templateRef: templateRef(infraTemplate), naming: { template: topologyNames.infrastructureCluster } },
+      controlPlane: {
+        templateRef: templateRef(cpTemplate),
+        machineInfrastructure: { templateRef: templateRef(cpMachineTemplate) },
+        naming: { template: topologyNames.controlPlane(cpPool.name) },
+      },
+      ...(pools.length > 0
+        ? {
+            workers: {
+              machineDeployments: pools.map(({ pool, template, bootstrap }) => ({
+                class: pool.name,
+                bootstrap: { templateRef: templateRef(bootstrap) },
+                infrastructure: { templateRef: templateRef(template) },
+                naming: { template: topologyNames.machineDeployment },
+              })),
+            },
+          }
+        : {}),
+    },
+  };
+
+  const cpMetadata = machineTemplateMetadata(cpPool);
+  const cluster: TopologyCluster = {
+    apiVersion: 'cluster.x-k8s.io/v1beta2',
+    kind: 'Cluster',
+    metadata: meta(clusterName),
+    spec: {
+      clusterNetwork: clusterNetwork(config),
+      topology: {
+        classRef: { name: clusterClass.metadata.name },
+        version: config.kubernetesVersion,
+        controlPlane: { replicas: cpPool.quantity, ...(cpMetadata ? { metadata: cpMetadata } : {}) },
+        ...(pools.length > 0
+          ? {
+              workers: {
+                machineDeployments: pools.map(({ pool }) => {
+                  const metadata = machineTemplateMetadata(pool);
+                  return { class: pool.name, name: pool.name, replicas: pool.quantity, ...(metadata ? { metadata } : {}) };
+                }),
+              },
+            }
+          : {}),
+      },
+    },
+  };
+
+  const manifests: GeneratedManifest[] = [
+    { file: fixedFileNames.cluster, role: 'cluster', object: cluster },
+    { file: fixedFileNames['infrastructure-cluster-template'], role: 'infrastructure-cluster-template', object: infraTemplate },
+    { file: fixedFileNames['control-plane-machine-template'], role: 'control-plane-machine-template', pool: cpPool.name, object: cpMachineTemplate },
+    { file: fixedFileNames['control-plane-template'], role: 'control-plane-template', pool: cpPool.name, object: cpTemplate },
+    { file: fixedFileNames['cluster-class'], role: 'cluster-class', object: clusterClass },
+  ];
+  for (const { pool, template, bootstrap } of pools) {
+    manifests.push({ file: poolFileName(pool.name, 'machine-template'), role: 'machine-template', pool: pool.name, object: template });
+    manifests.push({ file: poolFileName(pool.name, 'bootstrap-template'), role: 'bootstrap-template', pool: pool.name, object: bootstrap });
+  }
+  return manifests;
 }
 
 function withoutTypeMeta<T extends KubeObject>(object: UnnamedObject<T>): Record<string, unknown> {
   const { apiVersion: _apiVersion, kind: _kind, metadata: _metadata, ...rest } = object as UnnamedObject<T> & Record<string, unknown>;
   return rest;
+}
+
+/** A ClusterClass's reference to a template: with the version (unlike a contract reference). */
+function templateRef(object: KubeObject): TemplateReference {
+  return { apiVersion: object.apiVersion, kind: object.kind, name: object.metadata.name };
 }
 
 function ref(object: KubeObject): ContractReference {
@@ -245,13 +392,28 @@ function machineTemplateMetadata(pool: MachinePool, extra: Record<string, string
   return Object.keys(labels).length ? { labels } : undefined;
 }
 
-function buildControlPlane(config: InstallConfig, platform: Platform, pool: MachinePool, metadata: ObjectMeta, infrastructureRef: ContractReference): KubeadmControlPlane {
+/** The control plane's kubeadm settings: the platform's cluster configuration and node registration on init and join. */
+function controlPlaneKubeadmConfig(config: InstallConfig, platform: Platform, pool: MachinePool): KubeadmConfigSpec {
   const registration = nodeRegistration(platform, config, pool, 'controlPlane');
   const clusterConfiguration = platform.kubeadm(config, 'controlPlane').clusterConfiguration;
-  const kubeadmConfigSpec: KubeadmConfigSpec = {
+  return {
     ...(clusterConfiguration ? { clusterConfiguration } : {}),
     ...(registration ? { initConfiguration: { nodeRegistration: registration }, joinConfiguration: { nodeRegistration: structuredClone(registration) } } : {}),
   };
+}
+
+/** The ClusterClass's control plane: the kubeadm settings only (replicas, version and labels come from the Cluster's topology). */
+function buildControlPlaneTemplate(config: InstallConfig, platform: Platform, pool: MachinePool, metadata: ObjectMeta): KubeadmControlPlaneTemplate {
+  return {
+    apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2',
+    kind: 'KubeadmControlPlaneTemplate',
+    metadata,
+    spec: { template: { spec: { kubeadmConfigSpec: controlPlaneKubeadmConfig(config, platform, pool) } } },
+  };
+}
+
+function buildControlPlane(config: InstallConfig, platform: Platform, pool: MachinePool, metadata: ObjectMeta, infrastructureRef: ContractReference): KubeadmControlPlane {
+  const kubeadmConfigSpec = controlPlaneKubeadmConfig(config, platform, pool);
   const templateMetadata = machineTemplateMetadata(pool);
   return {
     apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2',

@@ -57,7 +57,13 @@ function forbiddenNames(): Forbidden {
   const forbidden: Forbidden = { words: new Set(), names: new Set() };
   for (const platform of platforms) {
     forbidden.words.add(platform.name.toLowerCase());
-    const kinds = [platform.infrastructure.clusterKind, platform.infrastructure.machineTemplateKind, ...platform.prunableKinds.map((k) => k.kind), ...platform.lifecycle.stateKinds.map((k) => k.kind)];
+    const kinds = [
+      platform.infrastructure.clusterKind,
+      platform.infrastructure.machineTemplateKind,
+      ...(platform.clusterClass ? [platform.clusterClass.clusterTemplateKind] : []),
+      ...platform.prunableKinds.map((k) => k.kind),
+      ...platform.lifecycle.stateKinds.map((k) => k.kind),
+    ];
     for (const kind of kinds) forbidden.names.add(kind);
     for (const controller of platform.controllers.filter((c) => !core.has(c.binary))) {
       forbidden.names.add(controller.binary);

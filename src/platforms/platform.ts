@@ -13,11 +13,12 @@
  *     ./generate.ts);
  *   - the controllers that provision it and the credentials files they read, handed over
  *     by path in the controller's environment, never by content;
+ *   - the templates of the ClusterClass layout (`clusterClass`, optional);
  *   - what the lifecycle needs to know (`lifecycle`) and optional hooks the stages of
- *     `create cluster` call (`hooks`).
+ *     `create cluster` and `destroy cluster` call (`hooks`).
  */
 import type { InstallConfig, MachinePool, PlatformConfigSection, SchemaNode } from '../config/index.js';
-import type { ClusterConfiguration, InfrastructureCluster, InfrastructureMachineTemplate, NodeRegistration, UnnamedObject } from './types.js';
+import type { ClusterConfiguration, InfrastructureCluster, InfrastructureClusterTemplate, InfrastructureMachineTemplate, NodeRegistration, UnnamedObject } from './types.js';
 
 /** A bundled controller's executable name, e.g. `capi-manager`. */
 export type ControllerBinary = string;
@@ -141,6 +142,55 @@ export interface PlatformHooks {
   postProvision?(context: PlatformHookContext): Promise<void>;
   /** `destroy bootstrap`: removes `lifecycle.bootstrapResources`, after the local control plane is gone. */
   destroyBootstrap?(context: Omit<PlatformHookContext, 'kubeconfig'>): Promise<void>;
+  /**
+   * `destroy cluster`, when the deletion of a cluster made no progress for the no-progress
+   * timeout: the provider's objects being deleted may be released (their finalizers
+   * removed) when what the provider recorded shows that nothing of them was ever created
+   * outside the management cluster, so there is nothing its controller could still delete.
+   * Returns what it released (empty: nothing, and destroy fails as it would without the hook).
+   */
+  releaseUnprovisioned?(context: PlatformDestroyContext): Promise<ReleasedObject[]>;
+}
+
+/**
+ * What the ClusterClass layout (`manifests.layout: topology`) needs of a platform: its
+ * provider's infrastructure cluster template. The machine templates are the classic
+ * layout's (`machineTemplate`), which a ClusterClass names as they are.
+ */
+export interface PlatformClusterClass {
+  /** Kind of the infrastructure cluster template (group and version: `infrastructure.apiVersion`). */
+  readonly clusterTemplateKind: string;
+  /** The template every Cluster of the class gets its infrastructure cluster from: the classic infrastructure cluster's spec under `spec.template.spec`. */
+  infrastructureClusterTemplate(config: InstallConfig): UnnamedObject<InfrastructureClusterTemplate>;
+}
+
+/** An object of the platform's provider as a destroy-time hook reads it: JSON as the API server returns it. */
+export interface ProviderObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; deletionTimestamp?: string; finalizers?: string[] };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+}
+
+/** An object whose finalizers a platform released, and why, for the user. */
+export interface ReleasedObject {
+  kind: string;
+  namespace: string;
+  name: string;
+  /** One line: what the provider recorded that shows nothing of it exists outside the management cluster. */
+  reason: string;
+}
+
+/** What `destroy cluster` gives a platform's `releaseUnprovisioned` hook. */
+export interface PlatformDestroyContext {
+  config: InstallConfig;
+  clusterName: string;
+  namespace: string;
+  /** The objects of `kind` in the cluster's namespace. */
+  list(apiVersion: string, kind: string): Promise<ProviderObject[]>;
+  /** Removes the finalizers of an object that is being deleted. */
+  releaseFinalizers(object: ProviderObject): Promise<void>;
 }
 
 export interface Platform {
@@ -161,6 +211,8 @@ export interface Platform {
   infrastructureCluster(config: InstallConfig): UnnamedObject<InfrastructureCluster>;
   /** The infrastructure machine template of a pool; the generator names it by a hash of its spec. */
   machineTemplate(config: InstallConfig, pool: MachinePool, role: TemplateRole): UnnamedObject<InfrastructureMachineTemplate>;
+  /** The ClusterClass layout's templates. Absent: the platform refuses `manifests.layout: topology` (a config error naming the field). */
+  readonly clusterClass?: PlatformClusterClass;
   /** Kubeadm settings for the machines of `role`. */
   kubeadm(config: InstallConfig, role: TemplateRole): PlatformKubeadm;
   /** Kinds apply lists for pruning even when the new generation has none of them (a removed last pool's templates). */
@@ -177,6 +229,8 @@ export interface Platform {
 export const corePrunableKinds: readonly KindRef[] = [
   { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineDeployment' },
   { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfigTemplate' },
+  // The ClusterClass layout's control-plane template, replaced (new name) when its spec changes.
+  { apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2', kind: 'KubeadmControlPlaneTemplate' },
 ];
 
 /**

@@ -3,7 +3,7 @@
  * Platform) and list it here; the install-config schema, `explain`, the flags and prompt
  * of `create install-config`, manifests and `create cluster` all take it from this list.
  */
-import { composeInstallConfigSchema, platformNameOf, type InstallConfig, type InstallConfigSchema } from '../config/index.js';
+import { composeInstallConfigSchema, platformNameOf, topologyLayoutRefused, type InstallConfig, type InstallConfigSchema, type PlatformConfigSection } from '../config/index.js';
 import { UsageError } from '../errors.js';
 import { awsPlatform } from './aws/index.js';
 import { inMemoryPlatform } from './inmemory/index.js';
@@ -16,11 +16,14 @@ export const platforms: readonly Platform[] = [inMemoryPlatform, awsPlatform, vs
 /** The platform of a config that names none. */
 export const defaultPlatform: Platform = platforms[0]!;
 
+/** A platform's install-config section, refusing `manifests.layout: topology` when the platform has no ClusterClass layout. */
+export function configSectionOf(platform: Platform): PlatformConfigSection {
+  if (platform.clusterClass) return platform.installConfig;
+  return { ...platform.installConfig, rules: [...platform.installConfig.rules, topologyLayoutRefused(platform.name)] };
+}
+
 /** The install config's schema with every platform's sections: what validation, the JSON Schema and `explain` use. */
-export const installConfigSchema: InstallConfigSchema = composeInstallConfigSchema(
-  platforms.map((p) => p.installConfig),
-  defaultPlatform.name,
-);
+export const installConfigSchema: InstallConfigSchema = composeInstallConfigSchema(platforms.map(configSectionOf), defaultPlatform.name);
 
 const byName = new Map(platforms.map((p) => [p.name, p]));
 

@@ -41,17 +41,58 @@ export interface Namespace extends KubeObject {
   kind: 'Namespace';
 }
 
+export interface ClusterNetwork {
+  pods: { cidrBlocks: string[] };
+  services: { cidrBlocks: string[] };
+  serviceDomain: string;
+}
+
 export interface Cluster extends KubeObject {
   apiVersion: 'cluster.x-k8s.io/v1beta2';
   kind: 'Cluster';
   spec: {
-    clusterNetwork: {
-      pods: { cidrBlocks: string[] };
-      services: { cidrBlocks: string[] };
-      serviceDomain: string;
-    };
+    clusterNetwork: ClusterNetwork;
     controlPlaneRef: ContractReference;
     infrastructureRef: ContractReference;
+  };
+}
+
+/** The metadata Cluster API puts on a topology's control plane or MachineDeployment and on their Machines. */
+export interface TopologyMetadata {
+  labels?: Record<string, string>;
+}
+
+/** A Cluster of the ClusterClass layout: the topology controller creates the objects its class describes. */
+export interface TopologyCluster extends KubeObject {
+  apiVersion: 'cluster.x-k8s.io/v1beta2';
+  kind: 'Cluster';
+  spec: {
+    clusterNetwork: ClusterNetwork;
+    topology: {
+      classRef: { name: string };
+      version: string;
+      controlPlane: { replicas: number; metadata?: TopologyMetadata };
+      workers?: { machineDeployments: { class: string; name: string; replicas: number; metadata?: TopologyMetadata }[] };
+    };
+  };
+}
+
+/** v1beta2 ClusterClass template reference: unlike a contract reference, it names the version. */
+export interface TemplateReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+}
+
+export interface ClusterClass extends KubeObject {
+  apiVersion: 'cluster.x-k8s.io/v1beta2';
+  kind: 'ClusterClass';
+  spec: {
+    infrastructure: { templateRef: TemplateReference; naming: { template: string } };
+    controlPlane: { templateRef: TemplateReference; machineInfrastructure: { templateRef: TemplateReference }; naming: { template: string } };
+    workers?: {
+      machineDeployments: { class: string; bootstrap: { templateRef: TemplateReference }; infrastructure: { templateRef: TemplateReference }; naming: { template: string } }[];
+    };
   };
 }
 
@@ -104,6 +145,13 @@ export interface KubeadmControlPlane extends KubeObject {
   };
 }
 
+/** The control plane of a ClusterClass: a KubeadmControlPlane without replicas, version or machine template reference (the topology sets them). */
+export interface KubeadmControlPlaneTemplate extends KubeObject {
+  apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2';
+  kind: 'KubeadmControlPlaneTemplate';
+  spec: { template: { spec: { kubeadmConfigSpec: KubeadmConfigSpec } } };
+}
+
 export interface KubeadmConfigTemplate extends KubeObject {
   apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2';
   kind: 'KubeadmConfigTemplate';
@@ -129,12 +177,17 @@ export interface MachineDeployment extends KubeObject {
   };
 }
 
-/** An infrastructure cluster (DevCluster, AWSCluster): provider-specific spec. */
+/** An infrastructure cluster (its provider's kind): provider-specific spec. */
 export interface InfrastructureCluster extends KubeObject {
   spec: object;
 }
 
-/** An infrastructure machine template (DevMachineTemplate, AWSMachineTemplate). */
+/** An infrastructure cluster template of a ClusterClass: the provider's cluster spec, under `spec.template.spec`. */
+export interface InfrastructureClusterTemplate extends KubeObject {
+  spec: { template: { spec: object } };
+}
+
+/** An infrastructure machine template (its provider's kind). */
 export interface InfrastructureMachineTemplate extends KubeObject {
   spec: { template: { spec: object } };
 }

@@ -21,6 +21,13 @@ describe('explain', () => {
     expect(run('install-config.machinePools[].roles')).toBe(text);
   });
 
+  it('documents manifests.layout: both layouts, the default, and what topology needs', () => {
+    const text = run('install-config.manifests.layout');
+    expect(text).toContain('FIELD:    install-config.manifests.layout <enum(classic|topology)> (default: "classic")');
+    expect(text).toContain('ClusterClass');
+    expect(text).toContain('ALLOWED VALUES: classic, topology');
+  });
+
   it('shows computed defaults and formats', () => {
     expect(run('install-config.metadata.namespace')).toContain('(default: metadata.name)');
     expect(run('install-config.hooks.preProvision.timeout')).toContain('FORMAT: a duration such as 30s, 5m or 1h30m');

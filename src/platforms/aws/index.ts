@@ -13,7 +13,7 @@ import { machineSection, platformSection, resolveConfigPath, type InstallConfig,
 import { coreControllers, type ControllerRequirement, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
 import { awsConfig, awsDefaultCredentialsFile, awsName, awsPlatformSchema } from './config.js';
 import { checkCredentialsFile } from './credentials.js';
-import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
+import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureClusterTemplate, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 
 /** The CAPA release these objects were written against. */
 export const awsProviderVersion = 'sigs.k8s.io/cluster-api-provider-aws/v2 v2.13.0';
@@ -29,6 +29,13 @@ export interface AWSCluster extends InfrastructureCluster {
     network?: { vpc: { id?: string; cidrBlock?: string }; subnets?: { id: string }[] };
     additionalTags?: Record<string, string>;
   };
+}
+
+/** The ClusterClass layout's infrastructure cluster template: CAPA's AWSClusterTemplate, whose spec.template.spec is an AWSCluster's spec. */
+export interface AWSClusterTemplate extends InfrastructureClusterTemplate {
+  apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2';
+  kind: 'AWSClusterTemplate';
+  spec: { template: { spec: AWSCluster['spec'] } };
 }
 
 export interface AWSMachineTemplate extends InfrastructureMachineTemplate {
@@ -95,7 +102,10 @@ export const awsPlatform: Platform = {
   },
   infrastructure: { apiVersion: infrastructureApiVersion, clusterKind: 'AWSCluster', machineTemplateKind: 'AWSMachineTemplate' },
   providerVersion: awsProviderVersion,
-  prunableKinds: [{ apiVersion: infrastructureApiVersion, kind: 'AWSMachineTemplate' }],
+  prunableKinds: [
+    { apiVersion: infrastructureApiVersion, kind: 'AWSMachineTemplate' },
+    { apiVersion: infrastructureApiVersion, kind: 'AWSClusterTemplate' },
+  ],
   lifecycle: {
     machinesInController: false,
     stateKinds: [
@@ -116,6 +126,14 @@ export const awsPlatform: Platform = {
     else if (aws.vpcCIDR) spec.network = { vpc: { cidrBlock: aws.vpcCIDR } };
     if (aws.additionalTags && Object.keys(aws.additionalTags).length > 0) spec.additionalTags = aws.additionalTags;
     return { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'AWSCluster', spec };
+  },
+
+  clusterClass: {
+    clusterTemplateKind: 'AWSClusterTemplate',
+    infrastructureClusterTemplate(config: InstallConfig): UnnamedObject<AWSClusterTemplate> {
+      const { spec } = awsPlatform.infrastructureCluster(config) as UnnamedObject<AWSCluster>;
+      return { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'AWSClusterTemplate', spec: { template: { spec } } };
+    },
   },
 
   machineTemplate(config: InstallConfig, pool: MachinePool): UnnamedObject<AWSMachineTemplate> {

@@ -11,7 +11,7 @@
 import { machineSection, type InstallConfig, type MachinePool } from '../../config/index.js';
 import { coreControllers, type ControllerRequirement, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
 import { inMemoryConfig, inMemoryName } from './config.js';
-import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
+import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureClusterTemplate, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 
 export const inMemoryProviderVersion = 'sigs.k8s.io/cluster-api/test v1.14.0';
 
@@ -24,6 +24,13 @@ export interface DevCluster extends InfrastructureCluster {
   apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2';
   kind: 'DevCluster';
   spec: { backend: { inMemory: Record<string, never> } };
+}
+
+/** The ClusterClass layout's infrastructure cluster template (the provider's ClusterClass `in-memory` has the same). */
+export interface DevClusterTemplate extends InfrastructureClusterTemplate {
+  apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2';
+  kind: 'DevClusterTemplate';
+  spec: { template: { spec: DevCluster['spec'] } };
 }
 
 export interface DevMachineTemplate extends InfrastructureMachineTemplate {
@@ -75,7 +82,10 @@ export const inMemoryPlatform: Platform = {
   newSection: () => ({}),
   infrastructure: { apiVersion: infrastructureApiVersion, clusterKind: 'DevCluster', machineTemplateKind: 'DevMachineTemplate' },
   providerVersion: inMemoryProviderVersion,
-  prunableKinds: [{ apiVersion: infrastructureApiVersion, kind: 'DevMachineTemplate' }],
+  prunableKinds: [
+    { apiVersion: infrastructureApiVersion, kind: 'DevMachineTemplate' },
+    { apiVersion: infrastructureApiVersion, kind: 'DevClusterTemplate' },
+  ],
   lifecycle: {
     // The provider's in-memory backend holds the VMs, etcd members and API servers in its process.
     machinesInController: true,
@@ -87,6 +97,13 @@ export const inMemoryPlatform: Platform = {
 
   infrastructureCluster(): UnnamedObject<DevCluster> {
     return { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'DevCluster', spec: { backend: { inMemory: {} } } };
+  },
+
+  clusterClass: {
+    clusterTemplateKind: 'DevClusterTemplate',
+    infrastructureClusterTemplate(): UnnamedObject<DevClusterTemplate> {
+      return { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'DevClusterTemplate', spec: { template: { spec: { backend: { inMemory: {} } } } } };
+    },
   },
 
   machineTemplate(_config: InstallConfig, pool: MachinePool): UnnamedObject<DevMachineTemplate> {

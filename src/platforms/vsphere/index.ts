@@ -17,7 +17,7 @@ import { parse } from 'yaml';
 import { machineSection, platformSection, resolveConfigPath, type InstallConfig, type MachinePool } from '../../config/index.js';
 import { ConfigError, messageOf } from '../../errors.js';
 import { coreControllers, type ControllerRequirement, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
-import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
+import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureClusterTemplate, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 import { vsphereConfig, vsphereDefaultCredentialsFile, vsphereName, vspherePlatformSchema } from './config.js';
 
 /** The CAPV release these objects were written against. */
@@ -31,6 +31,13 @@ export interface VSphereCluster extends InfrastructureCluster {
     thumbprint?: string;
     controlPlaneEndpoint: { host: string; port: number };
   };
+}
+
+/** The ClusterClass layout's infrastructure cluster template: CAPV's VSphereClusterTemplate, whose spec.template.spec is a VSphereCluster's spec. */
+export interface VSphereClusterTemplate extends InfrastructureClusterTemplate {
+  apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2';
+  kind: 'VSphereClusterTemplate';
+  spec: { template: { spec: VSphereCluster['spec'] } };
 }
 
 export interface VSphereMachineTemplate extends InfrastructureMachineTemplate {
@@ -127,7 +134,10 @@ export const vspherePlatform: Platform = {
   },
   infrastructure: { apiVersion: infrastructureApiVersion, clusterKind: 'VSphereCluster', machineTemplateKind: 'VSphereMachineTemplate' },
   providerVersion: vsphereProviderVersion,
-  prunableKinds: [{ apiVersion: infrastructureApiVersion, kind: 'VSphereMachineTemplate' }],
+  prunableKinds: [
+    { apiVersion: infrastructureApiVersion, kind: 'VSphereMachineTemplate' },
+    { apiVersion: infrastructureApiVersion, kind: 'VSphereClusterTemplate' },
+  ],
   lifecycle: {
     machinesInController: false,
     stateKinds: [
@@ -148,6 +158,14 @@ export const vspherePlatform: Platform = {
         controlPlaneEndpoint: { host: section.controlPlaneEndpoint.host, port: section.controlPlaneEndpoint.port },
       },
     };
+  },
+
+  clusterClass: {
+    clusterTemplateKind: 'VSphereClusterTemplate',
+    infrastructureClusterTemplate(config: InstallConfig): UnnamedObject<VSphereClusterTemplate> {
+      const { spec } = vspherePlatform.infrastructureCluster(config) as UnnamedObject<VSphereCluster>;
+      return { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'VSphereClusterTemplate', spec: { template: { spec } } };
+    },
   },
 
   machineTemplate(config: InstallConfig, pool: MachinePool): UnnamedObject<VSphereMachineTemplate> {
