@@ -3,8 +3,8 @@
  * provisioner-agent-manager), `hosts registration-command`, the bundled provisioner-agent
  * registering with exactly the printed line and then running, `hosts list`, and
  * `plan apply|status|cancel` with the plan executed by the real agent. The agent runs on
- * this machine against the loopback API server: a second, reachable listen address
- * (issue 15 item 4) is not built yet, so no network namespace is involved.
+ * this machine against the loopback API server (no --listen-address); hosts in network
+ * namespaces reaching a listen address are hosts-namespaces.test.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';

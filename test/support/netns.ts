@@ -156,7 +156,7 @@ export async function createTestNetwork(options: { hosts: number }): Promise<Tes
     machine,
     hosts,
     run: async (namespace, command, args, runOptions = {}) => {
-      const result = await execa('ip', ['netns', 'exec', namespace, command, ...args], { reject: false, stdin: 'ignore', ...runOptions });
+      const result = await execa('ip', ['netns', 'exec', namespace, command, ...args], { reject: false, ...(runOptions.input === undefined ? { stdin: 'ignore' as const } : {}), ...runOptions });
       return { exitCode: result.exitCode, stdout: String(result.stdout ?? ''), stderr: String(result.stderr ?? '') };
     },
     spawn: (namespace, command, args, spawnOptions = {}) => execa('ip', ['netns', 'exec', namespace, command, ...args], { reject: false, stdin: 'ignore', ...spawnOptions }),

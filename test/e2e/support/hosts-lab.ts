@@ -1,0 +1,151 @@
+/**
+ * A management cluster and hosts on one machine, for the hosts e2e test and the `agent`
+ * benchmark: test/support/netns.ts's namespaces, `provisioner management start
+ * --listen-address 198.18.0.1` inside the machine namespace, and real provisioner-agents
+ * inside the host namespaces, registered with the line `hosts registration-command` prints.
+ * Everything the machine namespace serves is reached by running a command inside it (the
+ * CLI, the bundled kubectl): its loopback is its own.
+ */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ResultPromise } from 'execa';
+import { ensureBinaries } from '../../../src/embedded/cache.js';
+import { packageRoot } from '../../../src/embedded/catalog.js';
+import { createTestNetwork, type TestHost, type TestNetwork } from '../../support/netns.js';
+import { cliPath } from './cli.js';
+
+export interface CommandRun {
+  exitCode: number | undefined;
+  stdout: string;
+  stderr: string;
+}
+
+/** What `hosts registration-command` printed, parsed. */
+export interface PrintedRegistration {
+  token: string;
+  server: string;
+  checksum: string;
+  stdout: string;
+}
+
+export interface RunningAgent {
+  host: TestHost;
+  process: ResultPromise;
+  /** Everything it logged so far. */
+  output(): string;
+}
+
+export class HostsLab {
+  readonly mgmt: string;
+  readonly kubeconfig: string;
+
+  private constructor(
+    readonly net: TestNetwork,
+    private readonly binaries: { agent: string; kubectl: string },
+  ) {
+    this.mgmt = path.join(net.root, 'mgmt');
+    this.kubeconfig = path.join(this.mgmt, 'auth', 'management.kubeconfig');
+  }
+
+  /** The namespaces (machine and `hosts` hosts) and the binaries; nothing runs yet. */
+  static async create(hosts: number): Promise<HostsLab> {
+    const found = await ensureBinaries(['provisioner-agent', 'kubectl']);
+    const net = await createTestNetwork({ hosts });
+    return new HostsLab(net, { agent: found['provisioner-agent']!, kubectl: found.kubectl! });
+  }
+
+  get hosts(): TestHost[] {
+    return this.net.hosts;
+  }
+
+  /** The CLI, run inside the machine namespace. */
+  cli(args: readonly string[], timeoutMs = 120_000): Promise<CommandRun> {
+    return this.net.run(this.net.machine.namespace, process.execPath, [cliPath, ...args], { cwd: packageRoot, timeout: timeoutMs });
+  }
+
+  /** The bundled kubectl against the management cluster, inside the machine namespace. */
+  kubectl(args: readonly string[], input?: string): Promise<CommandRun> {
+    return this.net.run(this.net.machine.namespace, this.binaries.kubectl, ['--kubeconfig', this.kubeconfig, ...args], { timeout: 60_000, ...(input !== undefined ? { input } : {}) });
+  }
+
+  async startManagement(): Promise<CommandRun> {
+    return this.cli(['management', 'start', '--dir', this.mgmt, '--listen-address', this.net.machine.address], 600_000);
+  }
+
+  /** `hosts registration-command`, its printed line parsed (throws when it printed none). */
+  async registrationCommand(ttl = '10m'): Promise<PrintedRegistration> {
+    const run = await this.cli(['hosts', 'registration-command', '--dir', this.mgmt, '--ttl', ttl]);
+    const parsed = /^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64})$/m.exec(run.stdout);
+    if (run.exitCode !== 0 || !parsed) throw new Error(`hosts registration-command exited ${run.exitCode}:\n${run.stdout}\n${run.stderr}`);
+    return { token: parsed[1]!, server: parsed[2]!, checksum: parsed[3]!, stdout: run.stdout };
+  }
+
+  /** Paths of a host's agent state. */
+  static files(host: TestHost) {
+    return { data: path.join(host.dir, 'agent'), lock: path.join(host.dir, 'plan.lock'), tokenFile: path.join(host.dir, 'bootstrap-token') };
+  }
+
+  /**
+   * `provisioner-agent register` inside the host's namespace with the printed server and
+   * checksum; the token goes through `--token-file`, which a successful registration deletes.
+   */
+  async register(host: TestHost, printed: PrintedRegistration): Promise<CommandRun> {
+    const files = HostsLab.files(host);
+    await writeFile(files.tokenFile, printed.token, { mode: 0o600 });
+    return this.net.run(host.namespace, this.binaries.agent, [
+      'register', '--server', printed.server, '--ca-checksum', printed.checksum, '--token-file', files.tokenFile, '--data-dir', files.data, '--host-name', host.name,
+    ], { timeout: 180_000, all: true });
+  }
+
+  /** `provisioner-agent run` inside the host's namespace, with its own data dir and lock file. */
+  startAgent(host: TestHost, extra: readonly string[] = []): RunningAgent {
+    const files = HostsLab.files(host);
+    const child = this.net.spawn(host.namespace, this.binaries.agent, ['run', '--data-dir', files.data, '--lock-file', files.lock, '--heartbeat-interval', '2s', ...extra], { all: true, buffer: true });
+    let output = '';
+    child.all?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    return { host, process: child, output: () => output };
+  }
+
+  /** A NodePlan of a host as the API server has it (kubectl get -o json), undefined when absent. */
+  async plan(host: TestHost, name: string): Promise<NodePlanView | undefined> {
+    const run = await this.kubectl(['get', 'nodeplan', name, '-n', `host-${host.name}`, '-o', 'json']);
+    return run.exitCode === 0 ? (JSON.parse(run.stdout) as NodePlanView) : undefined;
+  }
+
+  /** Writes a NodePlan for `host` to a file and runs `plan apply -f` on it. */
+  async applyPlan(host: TestHost, name: string, spec: Record<string, unknown>, annotations: Record<string, string> = {}): Promise<CommandRun> {
+    const file = path.join(this.net.root, `${host.name}-${name}.json`);
+    await writeFile(file, JSON.stringify({
+      apiVersion: 'agent.provisioner.dev/v1alpha1',
+      kind: 'NodePlan',
+      metadata: { name, labels: { 'agent.provisioner.dev/host': host.name }, annotations },
+      spec,
+    }));
+    return this.cli(['plan', 'apply', '--dir', this.mgmt, '-f', file]);
+  }
+
+  /** Stops the management cluster (its data goes with the network's scratch directory), then removes the namespaces. */
+  async remove(): Promise<void> {
+    try {
+      const stop = await this.cli(['management', 'stop', '--dir', this.mgmt], 180_000);
+      if (stop.exitCode !== 0) process.stderr.write(`cleanup: management stop exited ${stop.exitCode}: ${stop.stderr}\n`);
+    } finally {
+      this.net.remove();
+    }
+  }
+}
+
+export interface NodePlanView {
+  metadata: { name: string; generation: number; annotations?: Record<string, string> };
+  spec: Record<string, unknown>;
+  status?: {
+    phase?: string;
+    message?: string;
+    attempts?: number;
+    observedGeneration?: number;
+    lockHolder?: string;
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+    probeStatuses?: { name: string; healthy: boolean; successCount?: number; failureCount?: number; lastMessage?: string }[];
+    instructions?: { name: string; exitCode: number; output?: string; attempt: number }[];
+  };
+}
