@@ -237,6 +237,22 @@ describe('hand-off to Fleet against real API servers and a Fleet double', () => 
     expect(await secretsOf('zeta')).toEqual([]); // the manager mode's kubeconfig Secret went with the switch
   });
 
+  it('the CLI: register fleet prints the Fleet Cluster as its result and exits 0; destroy cluster removes it', async () => {
+    const dir = await installDir('theta');
+    const cli = (args: string[]) => execa(process.execPath, ['--import', 'tsx', path.join(packageRoot, 'src', 'main.ts'), ...args], { cwd: packageRoot, reject: false, stdin: 'ignore' });
+
+    const registered = await cli(['register', 'fleet', '--dir', dir, '--kubeconfig', managerPlane!.kubeconfig, '--output', 'json']);
+    expect(registered.exitCode, registered.stderr).toBe(0);
+    const events = registered.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; kind?: string; data?: { cluster?: string; mode?: string } });
+    const [cluster] = await clustersOf('theta');
+    expect(events.find((e) => e.type === 'result')).toMatchObject({ kind: 'fleet-cluster', data: { cluster: `${namespace}/${cluster!.metadata.name}`, mode: 'manager' } });
+
+    const destroyed = await cli(['destroy', 'cluster', '--dir', dir]);
+    expect(destroyed.exitCode, destroyed.stderr).toBe(0);
+    expect(await clustersOf('theta')).toEqual([]);
+    expect(await secretsOf('theta')).toEqual([]);
+  });
+
   it('refuses a bad workload kubeconfig, an unreachable workload cluster and a cluster without Fleet, naming each and the next step, before creating anything', async () => {
     const dir = await installDir('eta');
     const kubeconfig = path.join(dir, 'auth', 'kubeconfig');
