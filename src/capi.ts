@@ -19,3 +19,11 @@ export const capiVersion = 'v1beta2';
 export const capiCoreApiVersion = `${capiGroups.core}/${capiVersion}`;
 /** apiVersion of KubeadmControlPlane. */
 export const kubeadmControlPlaneApiVersion = `${capiGroups.controlPlane}/${capiVersion}`;
+
+/**
+ * Label the topology controller puts on every object it creates from a ClusterClass
+ * (`clusterv1.ClusterTopologyOwnedLabel`). Its copies of a class's templates keep the
+ * template's own labels and annotations, so a copy of a generated template carries our
+ * desired-set metadata: this label tells the copy from the template.
+ */
+export const topologyOwnedLabel = 'topology.cluster.x-k8s.io/owned';

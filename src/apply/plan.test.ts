@@ -137,6 +137,22 @@ describe('planApply', () => {
     expect(plan.kindsListed).not.toContain('example.com/Widget');
   });
 
+  it('never prunes what the topology controller copied from a ClusterClass template, though the copy carries our metadata', async () => {
+    const client = new FakeApplyClient();
+    await applied(client, generation(true));
+    // The controller's copy of a class template keeps the template's labels and annotations, and adds its own label.
+    const copy = owned(infra, 'DevMachineTemplate', 'demo-worker-x7k2p', 'demo', { template: { spec: {} } });
+    copy.metadata.labels = { ...copy.metadata.labels, 'topology.cluster.x-k8s.io/owned': '' };
+    client.put(copy);
+    const plan = await planApply(client, set(generation(true)), { extraKinds: workerKinds });
+    expect(plan.counts.delete).toBe(0);
+    expect(plan.entries.map((e) => e.ref.name)).not.toContain('demo-worker-x7k2p');
+    // Without the controller's label the same object would be pruned: the exclusion is that label.
+    delete copy.metadata.labels['topology.cluster.x-k8s.io/owned'];
+    client.put(copy);
+    expect((await planApply(client, set(generation(true)))).counts.delete).toBe(1);
+  });
+
   it('never touches an object with our hash label but another owner in its annotations', async () => {
     const client = new FakeApplyClient();
     const impostor = owned(capi, 'MachineDeployment', 'not-ours', 'demo', {}, otherOwner);

@@ -15,7 +15,10 @@
  * so the set spans namespaces and cluster-scoped objects. A live object that carries our
  * hash label but a different set id or owner in its annotations is never touched. An
  * object of the set already being deleted (a finalizer holds it) needs no delete: it is
- * listed in `deleting`, not planned again.
+ * listed in `deleting`, not planned again. Objects Cluster API's topology controller
+ * made from a ClusterClass (`topologyOwnedLabel`) are never the set's, even when they
+ * carry its label: the controller copies a class template's metadata into its copies,
+ * which it owns and deletes itself.
  */
 import {
   desiredSetSelector,
@@ -32,6 +35,7 @@ import { log, nullSink, type EventSink } from '../events.js';
 import { KubeApiError, type KubeObject } from '../kube/client.js';
 import { describeObject, groupKind, objectKey, refOf, type ApplyClient, type ObjectRef } from './client.js';
 import { appliedHash, appliedHashKey, driftPaths, withAppliedHash } from './compare.js';
+import { topologyOwnedLabel } from '../capi.js';
 import { mapLimit } from '../concurrency.js';
 import { rankOf } from './order.js';
 
@@ -122,7 +126,7 @@ export async function planApply(client: ApplyClient, set: DesiredSet, options: P
     async ([gk, kind]) => {
       const items = await listServed(client, kind, { labelSelector: selector });
       if (!items) return void notServed.push(gk);
-      for (const item of items) live.set(objectKey(item), item);
+      for (const item of items) if (item.metadata.labels?.[topologyOwnedLabel] === undefined) live.set(objectKey(item), item);
     },
     options.signal,
   );

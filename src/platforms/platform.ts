@@ -168,7 +168,7 @@ export interface PlatformClusterClass {
 export interface ProviderObject {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string; deletionTimestamp?: string; finalizers?: string[] };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; deletionTimestamp?: string; finalizers?: string[] };
   spec?: Record<string, unknown>;
   status?: Record<string, unknown>;
 }
@@ -191,6 +191,8 @@ export interface PlatformDestroyContext {
   list(apiVersion: string, kind: string): Promise<ProviderObject[]>;
   /** Removes the finalizers of an object that is being deleted. */
   releaseFinalizers(object: ProviderObject): Promise<void>;
+  /** One line for the user: why nothing was released. */
+  log(message: string): void;
 }
 
 export interface Platform {
@@ -236,9 +238,12 @@ export const corePrunableKinds: readonly KindRef[] = [
 /**
  * Cluster API's ClusterTopology gate (off by default): ClusterClass and `Cluster.spec.topology`,
  * which the webhooks refuse without it. The core manager serves the topology and its
- * webhooks; the kubeadm control-plane manager's webhooks and remediation read the gate too.
+ * webhooks; the kubeadm control-plane manager's webhooks and remediation read the gate too,
+ * and so does an infrastructure provider built on Cluster API's feature package, whose
+ * cluster-template webhook refuses its template without it.
  */
-const clusterTopology = { ClusterTopology: true };
+export const clusterTopologyGate = { ClusterTopology: true } as const;
+const clusterTopology = clusterTopologyGate;
 
 /** The core, bootstrap and control-plane controllers every platform needs. */
 export function coreControllers(): ControllerRequirement[] {

@@ -24,8 +24,8 @@ platform:
   inmemory: {}
 `;
 
-function generatedObjects(): KubeObject[] {
-  const config = validateInstallConfigText(installConfig, { schema: installConfigSchema }).config;
+function generatedObjects(layout: 'classic' | 'topology' = 'classic'): KubeObject[] {
+  const config = validateInstallConfigText(`${installConfig}manifests:\n  layout: ${layout}\n`, { schema: installConfigSchema }).config;
   return generateManifests(config).manifests.map((m) => m.object as KubeObject);
 }
 
@@ -61,6 +61,25 @@ describe('partitionByStage', () => {
     }
   });
 
+  it('puts a topology Cluster, its ClusterClass and every template in the infrastructure stage: the Cluster creates the rest at once', () => {
+    const objects = generatedObjects('topology');
+    const staged = partitionByStage(objects);
+    expect(staged.infrastructure.map((o) => o.kind).sort()).toEqual([
+      'Cluster',
+      'ClusterClass',
+      'DevClusterTemplate',
+      'DevMachineTemplate',
+      'DevMachineTemplate',
+      'DevMachineTemplate',
+      'KubeadmConfigTemplate',
+      'KubeadmConfigTemplate',
+      'KubeadmControlPlaneTemplate',
+      'Namespace',
+    ]);
+    expect(staged.controlPlane).toEqual([]);
+    expect(staged.workers).toEqual([]);
+  });
+
   it('places user-added Secrets and ConfigMaps with the infrastructure', () => {
     const secret: KubeObject = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'demo' } };
     const configMap: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'addons', namespace: 'demo' } };
@@ -73,6 +92,10 @@ describe('partitionByStage', () => {
 describe('countMachines', () => {
   it('adds control-plane replicas and every MachineDeployment replicas', () => {
     expect(countMachines(generatedObjects())).toBe(3 + 2 + 4);
+  });
+
+  it('adds the replicas a topology Cluster asks for', () => {
+    expect(countMachines(generatedObjects('topology'))).toBe(3 + 2 + 4);
   });
 
   it('counts a missing replicas field as 1 and ignores other kinds', () => {

@@ -34,7 +34,7 @@ import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
 import { platformFor, prunableKinds, type KindRef } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
 import { writeFileAtomic } from '../process/fs.js';
-import { capiCoreApiVersion } from '../capi.js';
+import { capiCoreApiVersion, capiGroups } from '../capi.js';
 import { clusterKinds, clusterReady, infrastructureReady, stallError } from '../wait/capi.js';
 import { waitForReadyNodes } from '../wait/nodes.js';
 import { waitFor } from '../wait/waiter.js';
@@ -401,13 +401,29 @@ function infrastructureKinds(objects: readonly KubeObject[]): { apiVersion: stri
   return [...seen.values()];
 }
 
-/** Machines the manifests ask for: control-plane replicas plus every MachineDeployment's replicas. */
+/** Machines the manifests ask for: control-plane replicas plus every MachineDeployment's replicas, written as objects or in a Cluster's topology. */
 export function countMachines(objects: readonly KubeObject[]): number {
   let count = 0;
   for (const obj of objects) {
     if (obj.kind === 'KubeadmControlPlane' || obj.kind === 'MachineDeployment') count += Number((obj.spec as { replicas?: number } | undefined)?.replicas ?? 1);
+    const topology = topologyOf(obj);
+    if (topology) {
+      count += Number(topology.controlPlane?.replicas ?? 1);
+      for (const md of topology.workers?.machineDeployments ?? []) count += Number(md.replicas ?? 1);
+    }
   }
   return count;
+}
+
+interface ClusterTopology {
+  controlPlane?: { replicas?: number };
+  workers?: { machineDeployments?: { replicas?: number }[] };
+}
+
+/** A Cluster's `spec.topology` (the ClusterClass layout); undefined for any other object. */
+function topologyOf(obj: KubeObject): ClusterTopology | undefined {
+  if (obj.kind !== 'Cluster' || !obj.apiVersion.startsWith(`${capiGroups.core}/`)) return undefined;
+  return (obj.spec as { topology?: ClusterTopology } | undefined)?.topology;
 }
 
 export interface StagedObjects {
@@ -421,9 +437,16 @@ export interface StagedObjects {
  * Cluster and the infrastructure cluster), control plane (the control-plane object and
  * the machine template it references), workers (everything else: templates and
  * MachineDeployments). User-added files fall into the stage their kind belongs to.
+ *
+ * A Cluster with `spec.topology` (the ClusterClass layout) makes its infrastructure
+ * cluster, control plane and MachineDeployments itself, all at once, from its class: the
+ * ClusterClass and every template go with it into the infrastructure stage, and the
+ * control-plane and workers stages have nothing of theirs to apply.
  */
 export function partitionByStage(objects: readonly KubeObject[]): StagedObjects {
   const group = (o: KubeObject) => o.apiVersion.split('/')[0] ?? '';
+  const classBased = objects.some((o) => topologyOf(o) !== undefined);
+  const classObject = (o: KubeObject) => classBased && (o.kind === 'ClusterClass' || o.kind.endsWith('Template'));
   const controlPlanes = objects.filter((o) => group(o).startsWith('controlplane.'));
   const cpTemplates = new Set(
     controlPlanes.map((o) => (o.spec as { machineTemplate?: { spec?: { infrastructureRef?: { name?: string } } } } | undefined)?.machineTemplate?.spec?.infrastructureRef?.name).filter(Boolean),
@@ -431,7 +454,7 @@ export function partitionByStage(objects: readonly KubeObject[]): StagedObjects 
   const staged: StagedObjects = { infrastructure: [], controlPlane: [], workers: [] };
   for (const obj of objects) {
     const g = group(obj);
-    if (['Namespace', 'Secret', 'ConfigMap', 'Cluster'].includes(obj.kind) || (g.startsWith('infrastructure.') && !obj.kind.endsWith('Template'))) staged.infrastructure.push(obj);
+    if (['Namespace', 'Secret', 'ConfigMap', 'Cluster'].includes(obj.kind) || (g.startsWith('infrastructure.') && !obj.kind.endsWith('Template')) || classObject(obj)) staged.infrastructure.push(obj);
     else if (g.startsWith('controlplane.') || (g.startsWith('infrastructure.') && cpTemplates.has(obj.metadata.name))) staged.controlPlane.push(obj);
     else staged.workers.push(obj);
   }
@@ -446,7 +469,13 @@ export async function handOff(client: KubeClient, dir: string, clusterName: stri
 
   const state: KubeObject[] = [];
   for (const kind of clusterKinds(namespace)) state.push(...(await client.list(kind.apiVersion, kind.kind, { namespace })));
-  const kinds: readonly KindRef[] = [...platformKinds, { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfig' }, { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet' }];
+  const kinds: readonly KindRef[] = [
+    ...platformKinds,
+    { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfig' },
+    { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet' },
+    // The ClusterClass layout's class (its templates are as the classic layout's, recorded by neither).
+    { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'ClusterClass' },
+  ];
   for (const { apiVersion, kind } of kinds) {
     try {
       state.push(...(await client.list(apiVersion, kind, { namespace })));

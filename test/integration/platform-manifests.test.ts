@@ -4,8 +4,13 @@
  * provider (one control plane as `management start` runs it, each provider's controller
  * serving its webhooks). The inputs are the reviewed golden install configs
  * (test/fixtures/golden/<platform>/*.install-config.yaml), so a field a provider's API
- * refuses fails here. And `Cluster.spec.topology` is no longer refused for want of the
- * ClusterTopology gate, which the core and kubeadm control-plane controllers now run with.
+ * refuses fails here; the `topology` golden configs put the ClusterClass layout
+ * (manifests.layout: topology) of every platform through the same dry-run. Beyond the
+ * dry-run, each platform's ClusterClass and templates are applied for real and
+ * reconciled by the core manager, and the Cluster is then dry-run against that class:
+ * Cluster API's webhook checks a topology against its class only when the class exists.
+ * And `Cluster.spec.topology` is no longer refused for want of the ClusterTopology gate,
+ * which the core, kubeadm control-plane and in-memory managers now run with.
  * Fails (never skips) when the bundle is missing: loadCatalog throws with the hint.
  */
 import { readdir, readFile } from 'node:fs/promises';
@@ -17,9 +22,9 @@ import { RecordingSink } from '../../src/events.js';
 import type { KubeObject } from '../../src/kube/client.js';
 import { generateManifests } from '../../src/platforms/generate.js';
 import { installConfigSchema, platformFor, platforms, prunableKinds } from '../../src/platforms/registry.js';
-import { dryRunObjects } from '../../src/services/apply-objects.js';
+import { applyObjects, dryRunObjects } from '../../src/services/apply-objects.js';
 import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
-import { removeInstallDir, tempInstallDir } from './support/controlplane.js';
+import { removeInstallDir, tempInstallDir, waitFor } from './support/controlplane.js';
 
 const goldenRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../fixtures/golden');
 
@@ -51,6 +56,38 @@ describe('generated manifests of every platform against the real CRDs and webhoo
         const { problems } = await dryRunObjects(cp!.kube, objects, { owner: installConfigOwner(config), sink, signal: abort.signal, prunableKinds: prunableKinds(platformFor(config)) });
         expect(problems, `${platform.name}/${file}`).toEqual([]);
       }
+    });
+  }
+
+  for (const platform of platforms) {
+    it(`${platform.name}: the ClusterClass layout's class, applied and reconciled, validates its Cluster's topology`, async () => {
+      const text = await readFile(path.join(goldenRoot, platform.name, 'topology.install-config.yaml'), 'utf8');
+      // Its own name and namespace: these objects are really created, and must not meet the dry-runs above.
+      const config = validateInstallConfigText(text.replace(/^metadata:\n( {2}.*\n)+/m, `metadata:\n  name: class-${platform.name}\n`), { schema: installConfigSchema }).config;
+      expect(config.manifests.layout).toBe('topology');
+      const objects = generateManifests(config).manifests.map((m) => m.object as unknown as KubeObject & { spec?: Record<string, unknown> });
+      const request = { owner: installConfigOwner(config), sink, signal: abort.signal, prunableKinds: prunableKinds(platformFor(config)) };
+      const cluster = objects.find((o) => o.kind === 'Cluster')!;
+      await applyObjects(cp!.kube, objects.filter((o) => o !== cluster), request);
+
+      const clusterClass = objects.find((o) => o.kind === 'ClusterClass')!;
+      await waitFor(
+        `ClusterClass ${clusterClass.metadata.name} reconciled`,
+        async () => {
+          const live = await cp!.kube.get<KubeObject & { status?: { observedGeneration?: number; conditions?: { type: string; status: string }[] } }>(clusterClass);
+          const reconciled = live?.status?.observedGeneration === live?.metadata.generation && live?.status?.conditions?.some((c) => c.type === 'VariablesReady' && c.status === 'True');
+          return reconciled ? live : undefined;
+        },
+        60_000,
+      );
+      const { problems } = await dryRunObjects(cp!.kube, [cluster], request);
+      expect(problems, `${platform.name} Cluster`).toEqual([]);
+
+      // The class is what judged it: a machineDeployment of a class it does not define is refused.
+      const wrongClass = structuredClone(cluster) as typeof cluster & { spec: { topology: { workers: { machineDeployments: { class: string }[] } } } };
+      wrongClass.spec.topology.workers.machineDeployments[0]!.class = 'no-such-class';
+      const refused = await dryRunObjects(cp!.kube, [wrongClass], request);
+      expect(JSON.stringify(refused.problems), `${platform.name} Cluster with an unknown class`).toMatch(/no-such-class/);
     });
   }
 

@@ -9,7 +9,7 @@
  * (templates/clusterclass-in-memory.yaml), written as explicit objects.
  */
 import { machineSection, type InstallConfig, type MachinePool } from '../../config/index.js';
-import { coreControllers, type ControllerRequirement, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
+import { clusterTopologyGate, coreControllers, type ControllerRequirement, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
 import { inMemoryConfig, inMemoryName } from './config.js';
 import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureClusterTemplate, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 
@@ -64,7 +64,8 @@ const infrastructureApiVersion = `${capiGroups.infrastructure}/${capiVersion}`;
 const capd: ControllerRequirement = {
   binary: 'capd-manager',
   provider: 'infrastructure-docker',
-  featureGates: {},
+  // Its DevClusterTemplate webhook refuses the ClusterClass layout's template without the gate.
+  featureGates: { ...clusterTopologyGate },
   env: {
     // The in-memory backend publishes the simulated control-plane endpoints on this address.
     POD_IP: loopback,
