@@ -19,9 +19,9 @@ import { access, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
-import { EnvironmentError, messageOf } from '../errors.js';
+import { EnvironmentError, MachinesError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
-import type { KubeObject } from '../kube/client.js';
+import type { KubeClient, KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
 import { pivotJournalPath } from '../pivot/journal.js';
 import { acquireDirLock } from '../process/lock.js';
@@ -30,8 +30,8 @@ import { clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
 import { waitFor } from '../wait/waiter.js';
 import { finalStateFile } from './create-cluster.js';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
-import { desiredSetSelector, installConfigOwner, type InstallConfig } from '../config/index.js';
-import { platformFor } from '../platforms/index.js';
+import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
+import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
 import { attachExternalManagement, attachLocalControlPlane, externalManagementFile, recordedExternalManagement } from './local-controlplane.js';
 import { removeRancherRegistration } from './rancher.js';
 import { deregisterFleet } from './fleet.js';
@@ -94,18 +94,30 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
       }
       for (const cluster of clusters) {
         const namespace = cluster.metadata.namespace!;
-        await waitFor(controlPlane.client, {
-          what: `the deletion of Cluster ${namespace}/${cluster.metadata.name}`,
-          kinds: clusterKinds(namespace),
-          evaluate: clusterDeleted(cluster.metadata.name),
-          onStall: (last, ms) => stallError(`the deletion of ${cluster.metadata.name}`, last, ms, 'machines'),
-          events: sink,
-          signal,
-          fatal: controlPlane.fatal,
-          ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}),
-        });
+        const waitDeleted = () =>
+          waitFor(controlPlane.client, {
+            what: `the deletion of Cluster ${namespace}/${cluster.metadata.name}`,
+            kinds: clusterKinds(namespace),
+            evaluate: clusterDeleted(cluster.metadata.name),
+            onStall: (last, ms) => stallError(`the deletion of ${cluster.metadata.name}`, last, ms, 'machines'),
+            events: sink,
+            signal,
+            fatal: controlPlane.fatal,
+            ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}),
+          });
+        try {
+          await waitDeleted();
+        } catch (error) {
+          // A stalled deletion: the platform may release what its provider never created outside; then the wait goes on.
+          if (!(error instanceof MachinesError) || !platform?.hooks?.releaseUnprovisioned || !config) throw error;
+          const released = await releaseUnprovisioned(platform, config, controlPlane.client, cluster, sink);
+          if (released.length === 0) throw error;
+          await waitDeleted();
+        }
         log(sink, 'info', `Every Cluster API object of ${namespace}/${cluster.metadata.name} is gone`);
       }
+      // The ClusterClass layout's class and templates belong to no Cluster: deleted once the Clusters are gone.
+      if (selector) deleted.push(...(await deleteClusterClasses(controlPlane.client, selector, sink)));
     } finally {
       await controlPlane.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the control plane: ${messageOf(error)}`));
     }
@@ -117,6 +129,69 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
   } finally {
     await lock.release();
   }
+}
+
+/**
+ * Asks the platform to release the provider objects of `cluster` that hold its deletion
+ * although nothing of them exists outside (its `releaseUnprovisioned` hook), and says
+ * what was released and why.
+ */
+async function releaseUnprovisioned(platform: Platform, config: InstallConfig, client: KubeClient, cluster: KubeObject, sink: EventSink): Promise<ReleasedObject[]> {
+  const namespace = cluster.metadata.namespace!;
+  const released = await platform.hooks!.releaseUnprovisioned!({
+    config,
+    clusterName: cluster.metadata.name,
+    namespace,
+    list: (apiVersion, kind) => client.list<KubeObject & ProviderObject>(apiVersion, kind, { namespace }),
+    releaseFinalizers: async (object) => {
+      await client.mergePatch({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name: object.metadata.name, namespace } }, { metadata: { finalizers: null } });
+    },
+    log: (message) => log(sink, 'info', message),
+  });
+  for (const object of released) {
+    log(sink, 'warn', `Released ${object.kind} ${object.namespace}/${object.name} (its finalizers removed): ${object.reason}`);
+  }
+  return released;
+}
+
+/**
+ * Deletes the install's ClusterClasses (found by its desired-set label) and the templates
+ * each names that are the install's too, in its namespace; a template already gone is fine. The templates are the
+ * class's, not a Cluster's: nothing else deletes them (the local control plane runs no
+ * garbage collector). Returns `ClusterClass <namespace>/<name>` for each.
+ */
+async function deleteClusterClasses(client: KubeClient, selector: string, sink: EventSink): Promise<string[]> {
+  const classes = await client.list<KubeObject>(capiCoreApiVersion, 'ClusterClass', { labelSelector: selector });
+  const deleted: string[] = [];
+  for (const clusterClass of classes) {
+    const namespace = clusterClass.metadata.namespace!;
+    await client.delete(clusterClass);
+    const setLabel = clusterClass.metadata.labels?.[objectSetHashKey];
+    for (const template of templateRefsOf(clusterClass)) {
+      const live = await client.get<KubeObject>({ apiVersion: template.apiVersion, kind: template.kind, metadata: { name: template.name, namespace } });
+      // Only the install's own templates: a class edited to name someone else's leaves theirs alone.
+      if (live && live.metadata.labels?.[objectSetHashKey] === setLabel) await client.delete(live);
+    }
+    log(sink, 'info', `Deleted ClusterClass ${namespace}/${clusterClass.metadata.name} and its templates`);
+    deleted.push(`ClusterClass ${namespace}/${clusterClass.metadata.name}`);
+  }
+  return deleted;
+}
+
+/** Every `templateRef` a ClusterClass's spec holds (infrastructure, control plane, its machines, each worker class). */
+export function templateRefsOf(clusterClass: KubeObject): { apiVersion: string; kind: string; name: string }[] {
+  const refs: { apiVersion: string; kind: string; name: string }[] = [];
+  const walk = (value: unknown, key: string): void => {
+    if (Array.isArray(value)) for (const item of value) walk(item, key);
+    else if (value && typeof value === 'object') {
+      const record = value as Record<string, unknown>;
+      if (key === 'templateRef' && typeof record.apiVersion === 'string' && typeof record.kind === 'string' && typeof record.name === 'string') {
+        refs.push({ apiVersion: record.apiVersion, kind: record.kind, name: record.name });
+      } else for (const [k, v] of Object.entries(record)) walk(v, k);
+    }
+  };
+  walk(clusterClass['spec'], '');
+  return refs;
 }
 
 /** What the platform made only for the bootstrap (its `destroyBootstrap` hook), when its install config can be read. */

@@ -13,6 +13,7 @@ import { machineSection, platformSection, resolveConfigPath, type InstallConfig,
 import { coreControllers, type ControllerRequirement, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
 import { awsConfig, awsDefaultCredentialsFile, awsName, awsPlatformSchema } from './config.js';
 import { checkCredentialsFile } from './credentials.js';
+import { releaseUnprovisionedAws } from './unprovisioned.js';
 import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureClusterTemplate, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 
 /** The CAPA release these objects were written against. */
@@ -174,6 +175,8 @@ export const awsPlatform: Platform = {
   },
 
   hooks: {
+    /** Lets go of the AWSCluster and AWSMachines being deleted when CAPA recorded nothing in AWS and never reached it (./unprovisioned.ts). */
+    releaseUnprovisioned: (context) => releaseUnprovisionedAws(context, { apiVersion: infrastructureApiVersion, cluster: 'AWSCluster', machine: 'AWSMachine' }),
     /** What can be known without AWS: the credentials file is readable and has the profile's keys (the region's form is a schema rule). */
     async preProvision({ config, dir }) {
       const credentials = awsSection(config).credentials;
