@@ -68,6 +68,11 @@ export class HostsLab {
     return this.net.run(this.net.machine.namespace, this.binaries.kubectl, ['--kubeconfig', this.kubeconfig, ...args], { timeout: 60_000, ...(input !== undefined ? { input } : {}) });
   }
 
+  /** The bundled kubectl in the background (a watch), inside the machine namespace. */
+  spawnKubectl(args: readonly string[]): ResultPromise {
+    return this.net.spawn(this.net.machine.namespace, this.binaries.kubectl, ['--kubeconfig', this.kubeconfig, ...args]);
+  }
+
   async startManagement(): Promise<CommandRun> {
     return this.cli(['management', 'start', '--dir', this.mgmt, '--listen-address', this.net.machine.address], 600_000);
   }
