@@ -255,6 +255,9 @@ export async function registerFleet(request: RegisterFleetRequest): Promise<Flee
   const { sink, signal } = request;
   const namespace = request.namespace ?? defaultFleetNamespace;
   const mode = request.mode ?? defaultRegistrationMode;
+  if (request.apiServerUrl && mode !== 'agent') {
+    throw new UsageError('--api-server-url is what a Fleet agent registering by itself is told: it applies to --mode agent only', { hint: 'Drop it, or add --mode agent.' });
+  }
   const lock = await acquireDirLock(dir, { command: 'register fleet', events: sink });
   let workload: Workload | undefined;
   let fleet: KubeClient | undefined;
@@ -275,7 +278,7 @@ export async function registerFleet(request: RegisterFleetRequest): Promise<Flee
     await step(sink, 'record', async () => {
       const previous = await readFleetRecord(dir);
       if (previous && (previous.server !== manager.server || previous.namespace !== namespace || registrationSelector(previous.labels) !== selector)) {
-        throw new UsageError(`The cluster of ${dir} is registered with another Fleet manager or namespace: ${previous.server}, namespace ${previous.namespace} (${previous.kubeconfig})`, {
+        throw new UsageError(`The cluster of ${dir} is recorded as registered elsewhere: with ${previous.server} (${previous.kubeconfig}), namespace ${previous.namespace}, labels ${registrationSelector(previous.labels)}`, {
           hint: `Pass that manager's kubeconfig and --namespace ${previous.namespace} to resume; to move the cluster, delete its objects there (kubectl delete clusters.fleet.cattle.io,clusterregistrationtokens.fleet.cattle.io,secrets -n ${previous.namespace} -l ${registrationSelector(previous.labels)}) and remove ${fleetRecordFile(dir)}.`,
         });
       }

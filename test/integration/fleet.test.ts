@@ -127,6 +127,15 @@ describe('hand-off to Fleet against real API servers and a Fleet double', () => 
     expect((await secretsOf('alpha')).map((s) => s.metadata.uid)).toEqual([secret!.metadata.uid]);
     expect(again.ofType('log').map((l) => l.message)).toContain(`Found Fleet Cluster ${namespace}/${cluster!.metadata.name} by its labels`);
     expect(double!.failures).toEqual([]);
+
+    // Registered here, so another namespace of the manager is refused (exit 2), as is an agent-only flag.
+    await manager().apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'fleet-other' } });
+    const elsewhere = await rejection(registerFleet({ dir, fleetKubeconfig: managerPlane!.kubeconfig, namespace: 'fleet-other', sink: new RecordingSink(), signal: abort.signal }));
+    expect(elsewhere.exitCode).toBe('usage');
+    expect(elsewhere.message).toContain(`recorded as registered elsewhere: with ${manager().server} (${managerPlane!.kubeconfig}), namespace ${namespace}`);
+    expect(await manager().list(fleet, 'Cluster', { namespace: 'fleet-other' })).toEqual([]);
+    const agentOnly = await rejection(registerFleet({ dir, fleetKubeconfig: managerPlane!.kubeconfig, apiServerUrl: 'https://fleet.example:6443', sink: new RecordingSink(), signal: abort.signal }));
+    expect([agentOnly.exitCode, agentOnly.message]).toEqual(['usage', expect.stringContaining('--api-server-url')]);
   });
 
   it('agent-initiated: a token Fleet answers, the bootstrap Secret on the workload cluster, and the agent registers with only its values to the Cluster carrying its clientID', async () => {
