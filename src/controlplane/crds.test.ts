@@ -70,16 +70,27 @@ describe('withoutDescriptions', () => {
 });
 
 describe('lightenCrd', () => {
-  it('strips the schema of every version and keeps versions, conversion, subresources and printer columns', () => {
+  it('keeps the storage version alone, without conversion, its schema stripped, its printer columns kept', () => {
     const original = crd();
     const light = lightenCrd(original);
-    const spec = light.spec as { versions: { name: string; served: boolean; schema: { openAPIV3Schema: unknown }; additionalPrinterColumns?: unknown }[]; conversion: unknown };
-    expect(spec.versions.map((v) => [v.name, v.served])).toEqual([['v1beta1', true], ['v1beta2', true]]);
-    for (const version of spec.versions) expect(version.schema.openAPIV3Schema).toEqual(stripped);
-    expect(spec.conversion).toEqual((original.spec as { conversion: unknown }).conversion);
-    expect(spec.versions[1]?.additionalPrinterColumns).toEqual([{ name: 'Phase', type: 'string', jsonPath: '.status.phase', description: 'Cluster phase' }]);
+    const spec = light.spec as { versions: { name: string; served: boolean; storage: boolean; schema: { openAPIV3Schema: unknown }; additionalPrinterColumns?: unknown }[]; conversion: unknown };
+    expect(spec.versions.map((v) => [v.name, v.served, v.storage])).toEqual([['v1beta2', true, true]]);
+    expect(spec.versions[0]?.schema.openAPIV3Schema).toEqual(stripped);
+    expect(spec.conversion).toEqual({ strategy: 'None' });
+    expect(spec.versions[0]?.additionalPrinterColumns).toEqual([{ name: 'Phase', type: 'string', jsonPath: '.status.phase', description: 'Cluster phase' }]);
     expect(light.metadata).toEqual(original.metadata);
     expect(JSON.stringify(light).length).toBeLessThan(JSON.stringify(original).length);
+  });
+
+  it('keeps every version, and the conversion, of a CRD that marks no single storage version', () => {
+    const original = crd();
+    const spec = original.spec as { versions: { storage: boolean; subresources?: unknown }[]; conversion: unknown };
+    for (const version of spec.versions) version.storage = false;
+    const light = lightenCrd(original).spec as { versions: { name: string; schema: { openAPIV3Schema: unknown }; subresources?: unknown }[]; conversion: unknown };
+    expect(light.versions.map((v) => v.name)).toEqual(['v1beta1', 'v1beta2']);
+    for (const version of light.versions) expect(version.schema.openAPIV3Schema).toEqual(stripped);
+    expect(light.versions[0]?.subresources).toEqual({ status: {} });
+    expect(light.conversion).toEqual(spec.conversion);
   });
 
   it('returns other objects as they are', () => {

@@ -134,6 +134,14 @@ describe('KubeClient against a local https server', () => {
       expect(server.seen).toEqual(['GET /missing']);
     });
 
+    it('names the kind and apiVersion of an object whose group version the server does not serve', async () => {
+      // The default handler answers 404 to everything, discovery of example.com/v1 included.
+      const error: unknown = await server.client.apply(thing('a')).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(KubeApiError);
+      expect(error).toMatchObject({ statusCode: 404, isNotFound: true });
+      expect((error as Error).message).toBe('the server does not serve Thing in example.com/v1');
+    });
+
     it('does not retry a PATCH answered 429', async () => {
       server.handler = (request, response) => {
         if (servesThings(request, response)) return;

@@ -429,8 +429,13 @@ export class KubeClient {
     let pending = this.discovery.get(apiVersion);
     if (!pending) {
       const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
-      pending = this.request({ method: 'GET', path, object: `API ${apiVersion}` }).then((list) =>
-        ((list as { resources: ApiResource[] }).resources ?? []).filter((r) => !r.name.includes('/')),
+      pending = this.request({ method: 'GET', path, object: `API ${apiVersion}` }).then(
+        (list) => ((list as { resources: ApiResource[] }).resources ?? []).filter((r) => !r.name.includes('/')),
+        (error: unknown) => {
+          // A group version nobody serves (say a deprecated cluster.x-k8s.io/v1beta1): name it, not the discovery path.
+          if (error instanceof KubeApiError && error.isNotFound) throw new KubeApiError(404, 'NotFound', `the server does not serve ${kind} in ${apiVersion}`);
+          throw error;
+        },
       );
       pending.catch(() => this.discovery.delete(apiVersion));
       this.discovery.set(apiVersion, pending);

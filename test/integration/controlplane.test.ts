@@ -192,26 +192,26 @@ describe('local control plane with the real binaries', () => {
     expect(await controlPlane().kube.get(bad)).toBeUndefined();
   });
 
-  it('serves an object stored at v1beta2 as v1beta1 through the conversion webhook, and back', async () => {
+  it('serves each CRD at its storage version only: a v1beta1 object is refused naming its apiVersion, and no conversion is configured', async () => {
     const kube = controlPlane().kube;
-    type RefSpec = { spec: Record<string, Record<string, unknown>> };
-    const old = await kube.get<KubeObject & RefSpec>({ apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name: clusterName, namespace } });
-    expect(old?.apiVersion).toBe('cluster.x-k8s.io/v1beta1');
-    // v1beta2 refs name an API group; v1beta1 refs are ObjectReferences with a full apiVersion and the namespace.
-    expect(old?.spec.controlPlaneRef).toEqual({ apiVersion: 'controlplane.cluster.x-k8s.io/v1beta2', kind: 'KubeadmControlPlane', name: `${clusterName}-cp`, namespace });
-    expect(old?.spec.infrastructureRef).toMatchObject({ apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'DevCluster', name: clusterName });
-
-    // The other way: written at v1beta1, read at v1beta2.
     const written: KubeObject = {
       apiVersion: 'cluster.x-k8s.io/v1beta1',
       kind: 'Cluster',
       metadata: { name: 'written-as-v1beta1', namespace },
       spec: { infrastructureRef: { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'DevCluster', name: 'other', namespace } },
     };
-    await kube.apply(written);
-    const current = await kube.get<KubeObject & RefSpec>({ ...written, apiVersion: 'cluster.x-k8s.io/v1beta2' });
-    expect(current?.spec.infrastructureRef).toEqual({ apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevCluster', name: 'other' });
-    await kube.delete(written);
+    const error: unknown = await kube.apply(written).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(KubeApiError);
+    expect((error as Error).message).toBe('the server does not serve Cluster in cluster.x-k8s.io/v1beta1');
+    expect(await kube.get({ ...written, apiVersion: 'cluster.x-k8s.io/v1beta2' })).toBeUndefined();
+
+    type Crd = KubeObject & { spec: { versions: { name: string }[]; conversion?: { strategy: string } } };
+    const crds = (await kube.list<Crd>('apiextensions.k8s.io/v1', 'CustomResourceDefinition')).filter((c) => c.metadata.name.endsWith('cluster.x-k8s.io'));
+    expect(crds.map((c) => c.metadata.name)).toEqual(expect.arrayContaining(['clusters.cluster.x-k8s.io', 'kubeadmcontrolplanes.controlplane.cluster.x-k8s.io', 'devclusters.infrastructure.cluster.x-k8s.io']));
+    for (const crd of crds) {
+      expect(crd.spec.versions.length, crd.metadata.name).toBe(1);
+      expect(crd.spec.conversion?.strategy ?? 'None', crd.metadata.name).toBe('None');
+    }
   });
 
   it('lets clusterctl describe the cluster', async () => {
@@ -262,9 +262,9 @@ describe('local control plane with the real binaries', () => {
     expect(events[ready]?.pid).toBe(after?.pid);
     const healthy = await httpProbe(`http://${loopbackAddress}:${after!.ports.health}/readyz`)(AbortSignal.timeout(5_000));
     expect(healthy).toBe(true);
-    // Its conversion webhook serves again.
-    const old = await controlPlane().kube.get({ apiVersion: 'cluster.x-k8s.io/v1beta1', kind: 'Cluster', metadata: { name: clusterName, namespace } });
-    expect(old?.apiVersion).toBe('cluster.x-k8s.io/v1beta1');
+    // Its validation webhook serves again: the API server calls it and relays its denial.
+    const error = await applyRejected(controlPlane(), cluster('rejected-after-restart', { clusterNetwork }));
+    expect(error.message).toContain('admission webhook "validation.cluster.cluster.x-k8s.io" denied the request');
   });
 
   it('boots again on other ports when the last ports are taken, with its data', async () => {
