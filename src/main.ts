@@ -37,7 +37,6 @@ async function main(argv: string[]): Promise<number> {
     signal: abort.signal,
     onRenderer: (r) => (renderer = r),
   });
-  program.exitOverride();
   try {
     await program.parseAsync(argv);
     return abort.signal.aborted ? ExitCode.interrupted : ExitCode.ok;

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { CommanderError, type Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from './program.js';
 
@@ -30,5 +30,23 @@ describe('help text', () => {
     // Joined back, the wrapped lines are the written paragraphs.
     const paragraphs = description.split('\n\n').map((p) => p.replace(/\n/g, ' '));
     expect(paragraphs).toEqual(root.description().split('\n\n'));
+  });
+});
+
+/** The names from the program down to each command that has no subcommands, e.g. ['destroy', 'cluster']. */
+function leafPaths(command: Command, path: string[] = []): string[][] {
+  if (command.commands.length === 0) return [path];
+  return command.commands.flatMap((c) => leafPaths(c, [...path, c.name()]));
+}
+
+describe('usage errors', () => {
+  it('reach main.ts as a CommanderError from every subcommand (exit 2 there), never a process.exit inside commander', async () => {
+    const paths = leafPaths(program());
+    expect(paths).toContainEqual(['destroy', 'cluster']);
+    for (const path of paths) {
+      const root = program();
+      for (const c of allCommands(root)) c.configureOutput({ writeErr: () => {}, writeOut: () => {} });
+      await expect(root.parseAsync(['node', 'provisioner', ...path, '--no-such-flag']), path.join(' ')).rejects.toBeInstanceOf(CommanderError);
+    }
   });
 });

@@ -31,7 +31,11 @@ export function buildProgram(io: ProgramIo): Command {
     .addOption(outputOption())
     .addOption(logLevelOption())
     .showHelpAfterError('(run with --help for usage)')
-    .configureHelp({ sortSubcommands: false, showGlobalOptions: true });
+    .configureHelp({ sortSubcommands: false, showGlobalOptions: true })
+    // Before any subcommand is added: commander copies these settings into a subcommand when
+    // it is created, so a usage error in `destroy cluster --bogus` throws to main.ts (exit 2)
+    // instead of exiting 1 from inside commander.
+    .exitOverride();
 
   const run: Runner = (handler) => async (options, command) => {
     const globals = command.optsWithGlobals() as { output: OutputMode; logLevel: LogLevel };
