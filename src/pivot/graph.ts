@@ -6,6 +6,7 @@
  */
 import type { KubeObject, OwnerReference } from '../kube/client.js';
 import { objectKey } from '../object-key.js';
+import { classDependencies, namedByTopology } from './cluster-class.js';
 
 /** Label that marks a CRD whose objects `clusterctl move` (and we) move. */
 export const clusterctlLabel = 'clusterctl.cluster.x-k8s.io';
@@ -59,7 +60,8 @@ export interface SelectOptions {
 
 /**
  * Picks what moves: the candidates (all, or those reachable from the Clusters through
- * the cluster-name label, owner references and spec references), plus the Secrets and
+ * the cluster-name label, owner references and spec references, a topology's
+ * ClusterClass and the templates it names among them), plus the Secrets and
  * ConfigMaps that are owned by, referenced by or named after a moving object or cluster,
  * or labelled to move; `move-hierarchy` pulls in everything its holder owns.
  */
@@ -93,7 +95,7 @@ export function selectObjects(options: SelectOptions): MoveSelection {
         return owner !== undefined && isSelected(owner);
       });
       const isConfig = o.kind === 'Secret' || o.kind === 'ConfigMap';
-      const named = isConfig && referenced.has(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);
+      const named = (isConfig && referenced.has(`${o.metadata.namespace ?? ''}/${o.metadata.name}`)) || namedByTopology(o, selected.values());
       if (ownedBySelected || named) {
         add(o);
         changed = true;
@@ -117,17 +119,21 @@ export function referencedNames(obj: KubeObject): string[] {
 
 /**
  * Creation order: tiers of objects whose owners (within the set) are all in earlier
- * tiers, so an owner's target UID is known before its dependents are created. Objects
- * of one tier may be created in parallel. An owner cycle (never made by CAPI) ends up
+ * tiers, so an owner's target UID is known before its dependents are created; a
+ * topology Cluster's ClusterClass counts as its owner here, as in clusterctl (deletes
+ * run in reverse, so the class goes after its Clusters). Objects of one tier may be
+ * created in parallel. An owner cycle (never made by CAPI) ends up
  * in the last tier, its references set in the fix-up pass.
  */
 export function orderByOwners(objects: readonly KubeObject[]): KubeObject[][] {
   const uids = new Set(objects.map((o) => o.metadata.uid).filter((u): u is string => !!u));
+  const classes = classDependencies(objects);
+  const dependencies = (o: KubeObject) => [...(o.metadata.ownerReferences ?? []).map((r) => r.uid), ...(classes.get(o.metadata.uid ?? '') ?? [])];
   const placed = new Set<string>();
   let remaining = [...objects];
   const tiers: KubeObject[][] = [];
   while (remaining.length > 0) {
-    const ready = remaining.filter((o) => (o.metadata.ownerReferences ?? []).every((r) => !uids.has(r.uid) || placed.has(r.uid) || r.uid === o.metadata.uid));
+    const ready = remaining.filter((o) => dependencies(o).every((uid) => !uids.has(uid) || placed.has(uid) || uid === o.metadata.uid));
     if (ready.length === 0) {
       tiers.push(sortStable(remaining));
       break;
