@@ -117,7 +117,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
         log(sink, 'info', `Every Cluster API object of ${namespace}/${cluster.metadata.name} is gone`);
       }
       // The ClusterClass layout's class and templates belong to no Cluster: deleted once the Clusters are gone.
-      if (selector) deleted.push(...(await deleteClusterClasses(controlPlane.client, selector, sink)));
+      if (selector) await deleteClusterClasses(controlPlane.client, selector, sink);
     } finally {
       await controlPlane.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the control plane: ${messageOf(error)}`));
     }
@@ -158,11 +158,10 @@ async function releaseUnprovisioned(platform: Platform, config: InstallConfig, c
  * Deletes the install's ClusterClasses (found by its desired-set label) and the templates
  * each names that are the install's too, in its namespace; a template already gone is fine. The templates are the
  * class's, not a Cluster's: nothing else deletes them (the local control plane runs no
- * garbage collector). Returns `ClusterClass <namespace>/<name>` for each.
+ * garbage collector).
  */
-async function deleteClusterClasses(client: KubeClient, selector: string, sink: EventSink): Promise<string[]> {
+async function deleteClusterClasses(client: KubeClient, selector: string, sink: EventSink): Promise<void> {
   const classes = await client.list<KubeObject>(capiCoreApiVersion, 'ClusterClass', { labelSelector: selector });
-  const deleted: string[] = [];
   for (const clusterClass of classes) {
     const namespace = clusterClass.metadata.namespace!;
     await client.delete(clusterClass);
@@ -173,13 +172,11 @@ async function deleteClusterClasses(client: KubeClient, selector: string, sink: 
       if (live && live.metadata.labels?.[objectSetHashKey] === setLabel) await client.delete(live);
     }
     log(sink, 'info', `Deleted ClusterClass ${namespace}/${clusterClass.metadata.name} and its templates`);
-    deleted.push(`ClusterClass ${namespace}/${clusterClass.metadata.name}`);
   }
-  return deleted;
 }
 
 /** Every `templateRef` a ClusterClass's spec holds (infrastructure, control plane, its machines, each worker class). */
-export function templateRefsOf(clusterClass: KubeObject): { apiVersion: string; kind: string; name: string }[] {
+function templateRefsOf(clusterClass: KubeObject): { apiVersion: string; kind: string; name: string }[] {
   const refs: { apiVersion: string; kind: string; name: string }[] = [];
   const walk = (value: unknown, key: string): void => {
     if (Array.isArray(value)) for (const item of value) walk(item, key);

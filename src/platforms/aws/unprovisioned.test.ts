@@ -3,7 +3,7 @@ import type { PlatformDestroyContext, ProviderObject } from '../platform.js';
 import { releaseUnprovisionedAws, unprovisionedVerdict } from './unprovisioned.js';
 
 const apiVersion = 'infrastructure.cluster.x-k8s.io/v1beta2';
-/** The condition CAPA sets when EC2 cannot be reached (its VpcReady on the first call), as seen on this machine's e2e. */
+/** A condition as CAPA sets it when EC2 cannot be reached: the SDK's error for a call that got no HTTP answer (StatusCode: 0), with the network error under it. */
 const unreachableMessage =
   'failed to describe VPC resources by name: operation error EC2: DescribeVpcs, exceeded maximum number of attempts, 3, https response error StatusCode: 0, RequestID: , ' +
   'request send failed, Post "https://ec2.eu-west-1.amazonaws.com/": dial tcp: lookup ec2.eu-west-1.amazonaws.com: no such host';
