@@ -45,11 +45,12 @@ describe('planProviders', () => {
     expect(planned.filter((p) => p.env?.AWS_SHARED_CREDENTIALS_FILE).map((p) => p.controller)).toEqual(['capa-manager']);
   });
 
-  it('turns ClusterTopology on for the core and kubeadm control-plane managers', () => {
+  it('turns ClusterTopology on for the core and kubeadm control-plane managers, and capd (its DevClusterTemplate webhook reads it)', () => {
     const planned = planProviders(components, { controllers: platform('inmemory').controllers, credentials: [], sink: new RecordingSink() });
     const gates = (binary: string) => planned.find((p) => p.controller === binary)?.featureGates;
     expect(gates('capi-manager')).toEqual({ ClusterTopology: true });
     expect(gates('kubeadm-control-plane-manager')).toEqual({ ClusterTopology: true });
+    expect(gates('capd-manager')).toEqual({ ClusterTopology: true });
   });
 
   it('without a selection (management start) runs every bundled controller with the settings the platforms declare', () => {
