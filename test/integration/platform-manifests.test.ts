@@ -91,6 +91,19 @@ describe('generated manifests of every platform against the real CRDs and webhoo
     });
   }
 
+  it('refuses to change the layout of an existing Cluster at the dry-run: Cluster API will not remove spec.topology', async () => {
+    const text = await readFile(path.join(goldenRoot, 'inmemory', 'topology.install-config.yaml'), 'utf8');
+    const renamed = text.replace(/^metadata:\n( {2}.*\n)+/m, 'metadata:\n  name: layout-change\n');
+    const topology = validateInstallConfigText(renamed, { schema: installConfigSchema }).config;
+    const request = { owner: installConfigOwner(topology), sink, signal: abort.signal, prunableKinds: prunableKinds(platformFor(topology)) };
+    await applyObjects(cp!.kube, generateManifests(topology).manifests.map((m) => m.object as unknown as KubeObject), request);
+
+    const classic = validateInstallConfigText(renamed.replace('layout: topology', 'layout: classic'), { schema: installConfigSchema }).config;
+    const { problems } = await dryRunObjects(cp!.kube, generateManifests(classic).manifests.map((m) => m.object as unknown as KubeObject), request);
+    const clusterProblems = problems.filter((p) => p.path.includes('/Cluster/'));
+    expect(JSON.stringify(clusterProblems)).toMatch(/topology.*cannot be removed/);
+  });
+
   it('accepts a Cluster with spec.topology (the ClusterTopology gate is on)', async () => {
     const config = validateInstallConfigText(await readFile(path.join(goldenRoot, 'inmemory', 'default.install-config.yaml'), 'utf8'), { schema: installConfigSchema }).config;
     const objects = generateManifests(config).manifests.map((m) => m.object as unknown as KubeObject & { spec?: Record<string, unknown> });
