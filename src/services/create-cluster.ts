@@ -96,8 +96,11 @@ export interface CreateClusterResult {
 
 const listenAddressFlag = '--listen-address';
 
-/** The listen address of the local control plane: the flag's (checked already), else the install config's, checked here. */
-function listenAddressOf(config: InstallConfig, request: CreateClusterRequest, dir: string): Pick<LocalControlPlaneRequest, 'listenAddress' | 'listenAddressFrom'> {
+/**
+ * The listen address of the local control plane: the flag's (checked already), else the install config's, checked here.
+ * wait-for uses it too, so a control plane it restarts keeps serving hosts where create cluster had it listen.
+ */
+export function listenAddressOf(config: InstallConfig, request: Pick<CreateClusterRequest, 'listenAddress'>, dir: string): Pick<LocalControlPlaneRequest, 'listenAddress' | 'listenAddressFrom'> {
   if (request.listenAddress) return { listenAddress: request.listenAddress, listenAddressFrom: listenAddressFlag };
   const address = config.bootstrap?.listenAddress;
   if (!address) return {};

@@ -19,7 +19,7 @@ import type { KubeObject } from '../kube/client.js';
 import { readPivotJournal } from '../pivot/journal.js';
 import { acquireDirLock } from '../process/lock.js';
 import { platformFor } from '../platforms/index.js';
-import { countMachines, handOff, waitHealthy } from './create-cluster.js';
+import { countMachines, handOff, listenAddressOf, waitHealthy } from './create-cluster.js';
 import { attachExternalManagement, attachLocalControlPlane, recordedExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
 import { isUnfinished } from './pivot.js';
 
@@ -65,7 +65,8 @@ export async function waitForInstallComplete(request: WaitForRequest): Promise<W
       log(sink, 'info', `Asking the management cluster of ${external}, which manages this install`);
       management = await attachExternalManagement(external, dir, []);
     } else {
-      management = await attachLocalControlPlane({ dir, detached: keepRunning, controllers: platform.controllers, credentials: platform.credentialFiles(config, dir), sink, signal });
+      const listen = listenAddressOf(config, {}, dir);
+      management = await attachLocalControlPlane({ dir, detached: keepRunning, controllers: platform.controllers, credentials: platform.credentialFiles(config, dir), ...listen, sink, signal });
     }
     try {
       await waitHealthy(management.client, {
