@@ -170,6 +170,12 @@ export interface ApplyOptions {
 export interface ListOptions {
   namespace?: string;
   labelSelector?: string;
+  /**
+   * Read the API server's watch cache as it is (`resourceVersion=0`): no wait, possibly a
+   * little stale. Default false: the latest state, a consistent read, which a busy server
+   * answers only once its cache caught up with etcd (seconds under a burst of writes).
+   */
+  fromCache?: boolean;
 }
 
 export type WatchPhase = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -294,7 +300,7 @@ export class KubeClient {
       const page = (await this.request({
         method: 'GET',
         path,
-        query: { labelSelector: options.labelSelector, limit: 500, continue: continueToken },
+        query: { labelSelector: options.labelSelector, limit: 500, continue: continueToken, resourceVersion: options.fromCache ? '0' : undefined },
         object: `${kind} list`,
       })) as { items: T[]; metadata?: { continue?: string } };
       for (const item of page.items) items.push({ ...item, apiVersion, kind });

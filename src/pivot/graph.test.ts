@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject, OwnerReference } from '../kube/client.js';
-import { contentDifference, copyBody, keyOf, orderByOwners, remapOwnerReferences, sameContent, selectObjects } from './graph.js';
+import { contentDifference, copiedContent, copyBody, keyOf, mergePatchBetween, orderByOwners, remapOwnerReferences, sameContent, selectObjects, statusRebuiltByControllers } from './graph.js';
 
 function obj(kind: string, name: string, uid: string, owners: string[] = [], extra: Partial<KubeObject> = {}, labels: Record<string, string> = {}): KubeObject {
   const ownerReferences: OwnerReference[] = owners.map((o) => ({ apiVersion: 'x/v1', kind: 'Owner', name: o, uid: o }));
@@ -100,5 +100,40 @@ describe('contentDifference', () => {
     expect(contentDifference(a, b)).toBeUndefined();
     expect(contentDifference(a, { ...b, spec: { clusterName: 'c', version: 'v2' } })).toBe('spec.version');
     expect(contentDifference(a, { ...b, metadata: { ...b.metadata, labels: { x: '2' } } })).toBe('labels.x');
+  });
+});
+
+describe('statusRebuiltByControllers', () => {
+  it('is true for the groups of Cluster API providers (clusterctl contract: status is never restored), false for any other', () => {
+    for (const group of ['cluster.x-k8s.io', 'infrastructure.cluster.x-k8s.io', 'bootstrap.cluster.x-k8s.io', 'controlplane.cluster.x-k8s.io', 'ipam.cluster.x-k8s.io']) expect(statusRebuiltByControllers(group), group).toBe(true);
+    for (const group of ['agent.provisioner.dev', '', 'example.com', 'notcluster.x-k8s.io']) expect(statusRebuiltByControllers(group), group).toBe(false);
+  });
+});
+
+describe('mergePatchBetween', () => {
+  it('sets what changed or was added, nulls what was removed, replaces arrays whole, and is undefined when equal', () => {
+    const current = { spec: { replicas: 1, gone: 'x', nested: { keep: 1, drop: 2 } }, metadata: { labels: { a: '1', b: '2' }, ownerReferences: [{ uid: 'u1' }, { uid: 'u2' }] } };
+    const desired = { spec: { replicas: 3, nested: { keep: 1 }, added: true }, metadata: { labels: { a: '1' }, ownerReferences: [{ uid: 'u2' }] } };
+    expect(mergePatchBetween(current, desired)).toEqual({
+      spec: { replicas: 3, gone: null, nested: { drop: null }, added: true },
+      metadata: { labels: { b: null }, ownerReferences: [{ uid: 'u2' }] },
+    });
+    expect(mergePatchBetween({ a: { x: 1, y: [1, { b: 2, a: 1 }] } }, { a: { y: [1, { a: 1, b: 2 }], x: 1 } })).toBeUndefined();
+  });
+
+  it('levels a stale copy with its source: applying the patch to the copy gives the source content', () => {
+    const source = obj('Machine', 'm', 'u1', [], { spec: { clusterName: 'c', providerID: 'p-1' } }, { 'cluster.x-k8s.io/set-name': 'ms' });
+    const copy = obj('Machine', 'm', 'u9', [], { spec: { clusterName: 'c', failureDomain: 'old' } }, { stale: 'yes' });
+    const patch = mergePatchBetween(copiedContent(copy), copiedContent(source)) as Record<string, unknown>;
+    const applyMerge = (target: unknown, p: unknown): unknown => {
+      if (!p || typeof p !== 'object' || Array.isArray(p)) return p;
+      const out: Record<string, unknown> = { ...((target && typeof target === 'object' && !Array.isArray(target) ? target : {}) as Record<string, unknown>) };
+      for (const [k, v] of Object.entries(p)) {
+        if (v === null) delete out[k];
+        else out[k] = applyMerge(out[k], v);
+      }
+      return out;
+    };
+    expect(applyMerge(copiedContent(copy), patch)).toEqual(copiedContent(source));
   });
 });

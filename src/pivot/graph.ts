@@ -225,6 +225,48 @@ export function contentDifference(source: KubeObject, target: KubeObject, ignore
   return walk(normalizeForCompare(source, ignorePaused), normalizeForCompare(target, ignorePaused), '');
 }
 
+/**
+ * Whether a kind's controllers rebuild its status by themselves, so that a move need not
+ * copy it: the kinds of Cluster API's groups (`cluster.x-k8s.io` and `*.cluster.x-k8s.io`:
+ * core, bootstrap, control plane, infrastructure, IPAM, add-ons), whose providers are
+ * bound by Cluster API's clusterctl contract — "Status subresource is never restored"
+ * by `clusterctl move`, and must be rebuildable from spec, metadata and the outside world.
+ * Any other group (our own agent provider's Hosts, say, whose status records what nothing
+ * can rebuild) keeps its status through the move.
+ */
+export function statusRebuiltByControllers(group: string): boolean {
+  return group === 'cluster.x-k8s.io' || group.endsWith('.cluster.x-k8s.io');
+}
+
+/** What a copy must match its source in, as one JSON value: everything but metadata and status, plus labels and owner references. */
+export function copiedContent(obj: KubeObject): Record<string, unknown> {
+  const { metadata, status: _status, apiVersion: _a, kind: _k, ...rest } = obj;
+  return { ...rest, metadata: { labels: metadata.labels ?? {}, ownerReferences: metadata.ownerReferences ?? [] } };
+}
+
+/**
+ * The JSON merge patch (RFC 7386) that turns `current` into `desired`: changed and new
+ * keys set, missing keys set to null, arrays replaced whole; undefined when they are equal.
+ * How a stale copy is brought level with its source without owning its fields (a copy is
+ * created with a POST, so a server-side apply could not remove a field the source dropped).
+ */
+export function mergePatchBetween(current: unknown, desired: unknown): unknown {
+  const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (isMap(current) && isMap(desired)) {
+    const patch: Record<string, unknown> = {};
+    for (const key of new Set([...Object.keys(current), ...Object.keys(desired)])) {
+      if (!(key in desired)) patch[key] = null;
+      else if (!(key in current)) patch[key] = desired[key];
+      else {
+        const inner = mergePatchBetween(current[key], desired[key]);
+        if (inner !== undefined) patch[key] = inner;
+      }
+    }
+    return Object.keys(patch).length > 0 ? patch : undefined;
+  }
+  return JSON.stringify(canonical(current)) === JSON.stringify(canonical(desired)) ? undefined : desired;
+}
+
 /** Objects per kind, in the order of first appearance: the dry-run plan. */
 export function countByKind(tiers: readonly KubeObject[][]): { kind: string; count: number }[] {
   const counts = new Map<string, number>();

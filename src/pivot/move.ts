@@ -14,18 +14,21 @@ import { capiCoreApiVersion, capiGroups } from '../capi.js';
 import { groupOf } from '../object-key.js';
 import { ExternalError, InterruptedError, UsageError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
-import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
+import { apiRequestsMade, KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
 import { defaultRetryPolicy, mapLimit, realSleep, withRetry } from '../concurrency.js';
 import { polling, until, type Observation } from '../progress/until.js';
 import {
   clusterctlLabel,
   contentDifference,
+  copiedContent,
   copyBody,
   countByKind,
   keyOf,
+  mergePatchBetween,
   orderByOwners,
   remapOwnerReferences,
   selectObjects,
+  statusRebuiltByControllers,
   type ObjectRef,
 } from './graph.js';
 import { phaseIndex, writePivotJournal, type JournalObject, type PivotJournal, type PivotPhase } from './journal.js';
@@ -34,6 +37,15 @@ import { phaseIndex, writePivotJournal, type JournalObject, type PivotJournal, t
 export const sourceUidAnnotation = 'pivot.provisioner.dev/source-uid';
 
 const crdApiVersion = 'apiextensions.k8s.io/v1';
+
+/**
+ * Requests in flight at once against either cluster (creates, patches, deletes, lists):
+ * default 32. A request mostly waits on the API server, its webhooks and etcd; on the
+ * 2-core machine of the figures in docs/architecture.md (Pivot) 32 moved a 3 + 1,000 set
+ * faster than 8 or 16, and the API server's own limit (200 mutating requests in flight)
+ * is far above it.
+ */
+export const defaultConcurrency = 32;
 const inventoryApiVersion = 'clusterctl.cluster.x-k8s.io/v1alpha3';
 
 /** A kind the move takes, from its CRD (or core v1 for Secrets and ConfigMaps). */
@@ -92,28 +104,44 @@ export const coreKinds: MoveKind[] = [
   { apiVersion: 'v1', kind: 'ConfigMap', group: '', crdName: '', namespaced: true, hasStatus: false },
 ];
 
+export interface PlanOptions {
+  /** Only this Cluster (and its objects). Default: every Cluster. */
+  clusterName?: string;
+  /** Lists in flight at once. Default `defaultConcurrency`. */
+  concurrency?: number;
+  /** The kinds that move, when the caller discovered them already (the re-plan after the pause). Default: discovered from the CRDs. */
+  kinds?: readonly MoveKind[];
+  /**
+   * Read the objects from the API server's watch cache as it is, without waiting for it to
+   * catch up (the plan before the pause: the one after it reads the latest state and is
+   * what moves). The Clusters are always read as they are now. Default false.
+   */
+  fromCache?: boolean;
+}
+
 /** Reads the source and builds the move: the Clusters (all, or the one named), their objects, owners first. */
-export async function planMove(source: KubeClient, options: { clusterName?: string; concurrency?: number } = {}): Promise<MovePlan> {
-  const kinds = await discoverMoveKinds(source);
+export async function planMove(source: KubeClient, options: PlanOptions = {}): Promise<MovePlan> {
+  const kinds = options.kinds?.filter((k) => k.crdName) ?? (await discoverMoveKinds(source));
   const clusterKind = kinds.find((k) => k.group === capiGroups.core && k.kind === 'Cluster');
   if (!clusterKind) throw new ExternalError('The source serves no Cluster kind labelled for clusterctl', { hint: 'Check that the Cluster API core provider is installed in the source.' });
   let clusters = await source.list<KubeObject>(clusterKind.apiVersion, 'Cluster');
   if (options.clusterName !== undefined) clusters = clusters.filter((c) => c.metadata.name === options.clusterName);
   if (clusters.length === 0) return { clusters: [], tiers: [], global: [], kinds };
   const namespaces = [...new Set(clusters.map((c) => c.metadata.namespace!))].sort();
+  const fromCache = options.fromCache ?? false;
   const candidates: KubeObject[] = [];
   const configs: KubeObject[] = [];
   const global: KubeObject[] = [];
   const lists: (() => Promise<void>)[] = [];
   for (const kind of kinds) {
     if (!kind.namespaced) {
-      lists.push(async () => void global.push(...(await source.list<KubeObject>(kind.apiVersion, kind.kind))));
+      lists.push(async () => void global.push(...(await source.list<KubeObject>(kind.apiVersion, kind.kind, { fromCache }))));
       continue;
     }
-    for (const namespace of namespaces) lists.push(async () => void candidates.push(...(await source.list<KubeObject>(kind.apiVersion, kind.kind, { namespace }))));
+    for (const namespace of namespaces) lists.push(async () => void candidates.push(...(await source.list<KubeObject>(kind.apiVersion, kind.kind, { namespace, fromCache }))));
   }
-  for (const kind of coreKinds) for (const namespace of namespaces) lists.push(async () => void configs.push(...(await source.list<KubeObject>(kind.apiVersion, kind.kind, { namespace }))));
-  await mapLimit(lists, options.concurrency ?? 8, (list) => list());
+  for (const kind of coreKinds) for (const namespace of namespaces) lists.push(async () => void configs.push(...(await source.list<KubeObject>(kind.apiVersion, kind.kind, { namespace, fromCache }))));
+  await mapLimit(lists, options.concurrency ?? defaultConcurrency, (list) => list());
   const selection = selectObjects({
     clusters,
     candidates: candidates.filter((o) => !(o.kind === 'Cluster' && groupOf(o.apiVersion) === capiGroups.core)),
@@ -139,7 +167,7 @@ export interface PivotEngineOptions {
   journal: PivotJournal;
   sink: EventSink;
   signal?: AbortSignal;
-  /** Objects created in the target at once. Default 8. */
+  /** Requests in flight at once. Default `defaultConcurrency` (32). */
   concurrency?: number;
   /** Called after each phase is journaled; tests throw here to simulate a crash at that point. Default none. */
   afterPhase?: (phase: PivotPhase) => void | Promise<void>;
@@ -147,7 +175,7 @@ export interface PivotEngineOptions {
    * Re-reads the set to move once the Clusters are paused (controllers may have created
    * objects since the plan) and checks it against the target. Default: the planned set.
    */
-  replan?: () => Promise<JournalObject[]>;
+  replan?: () => Promise<Replanned>;
   /**
    * Runs after the source let go of the objects and before the target's controllers take
    * them (the in-memory platform stops the source here, so that its endpoint listeners are
@@ -156,9 +184,16 @@ export interface PivotEngineOptions {
   beforeUnpause?: () => Promise<void>;
 }
 
+/** What `replan` read: the objects to move, and their live content as listed (so the copy need not list the source again). */
+export interface Replanned {
+  objects: JournalObject[];
+  live: KubeObject[];
+}
+
 /** A new journal for a plan. */
 export function journalFor(plan: MovePlan, target: { kubeconfig: string; server: string }): PivotJournal {
-  const hasStatus = new Map(plan.kinds.map((k) => [`${k.group}/${k.kind}`, k.hasStatus]));
+  // Status is copied only where no controller rebuilds it (statusRebuiltByControllers): one write less per object.
+  const hasStatus = new Map(plan.kinds.map((k) => [`${k.group}/${k.kind}`, k.hasStatus && !statusRebuiltByControllers(k.group)]));
   const entry = (o: KubeObject, tier: number, global: boolean): JournalObject => ({
     apiVersion: o.apiVersion,
     kind: o.kind,
@@ -199,17 +234,17 @@ export async function preflight(source: KubeClient, target: KubeClient, journal:
     const kind = kinds.find((k) => k.kind === o.kind && k.group === groupOf(o.apiVersion));
     if (kind) needed.set(`${kind.group}/${kind.kind}`, kind);
   }
-  for (const kind of needed.values()) {
+  await mapLimit([...needed.values()], defaultConcurrency, async (kind) => {
     try {
       await target.collectionPath(kind.apiVersion, kind.kind);
     } catch {
       problems.push(`kind ${kind.kind} (${kind.apiVersion}) is not served`);
-      continue;
+      return;
     }
-    if (!kind.crdName) continue;
+    if (!kind.crdName) return;
     const crd = await target.get<CrdJson>({ apiVersion: crdApiVersion, kind: 'CustomResourceDefinition', metadata: { name: kind.crdName } });
     if (!crd?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) problems.push(`CRD ${kind.crdName} is not Established`);
-  }
+  });
   problems.push(...(await compareInventories(source, target)));
   if (problems.length > 0) {
     throw new ExternalError(`The target cluster lacks ${problems.length} thing(s) the move needs`, {
@@ -218,15 +253,12 @@ export async function preflight(source: KubeClient, target: KubeClient, journal:
     });
   }
   const ours = new Set(journal.objects.map((o) => o.sourceUid));
-  const clashes: string[] = [];
-  await mapLimit(
-    journal.objects.filter((o) => !o.global),
-    8,
-    async (o) => {
-      const existing = await target.get<KubeObject>(asRef(o));
-      if (existing && !ours.has(existing.metadata.annotations?.[sourceUidAnnotation] ?? '')) clashes.push(keyOf(o));
-    },
-  );
+  const moving = journal.objects.filter((o) => !o.global);
+  const inTarget = await listEntries(target, moving, defaultConcurrency);
+  const clashes = moving.filter((o) => {
+    const existing = inTarget.get(keyOf(o));
+    return existing !== undefined && !ours.has(existing.metadata.annotations?.[sourceUidAnnotation] ?? '');
+  }).map((o) => keyOf(o));
   if (clashes.length > 0) {
     throw new ExternalError(`${clashes.length} object(s) of the move already exist in the target and were not copied by this pivot`, {
       details: clashes.sort(),
@@ -300,7 +332,9 @@ async function setPaused(client: KubeClient, journal: PivotJournal, paused: bool
  */
 export async function runPivot(options: PivotEngineOptions): Promise<PivotJournal> {
   const { source, target, journal, sink, signal, dir } = options;
-  const concurrency = Math.max(1, options.concurrency ?? 8);
+  const concurrency = Math.max(1, options.concurrency ?? defaultConcurrency);
+  let phaseStarted = performance.now();
+  let requestsBefore = apiRequestsMade();
   const advance = async (phase: PivotPhase) => {
     // An interrupt stops the bounded loops early without an error: never record a phase as complete then.
     if (signal?.aborted) {
@@ -309,18 +343,26 @@ export async function runPivot(options: PivotEngineOptions): Promise<PivotJourna
     journal.phase = phase;
     delete journal.lastError;
     await writePivotJournal(dir, journal);
-    sink.emit({ type: 'stage', stage: `pivot:${phase}`, state: 'succeeded' });
+    sink.emit({ type: 'stage', stage: `pivot:${phase}`, state: 'succeeded', durationMs: Math.round(performance.now() - phaseStarted), requests: apiRequestsMade() - requestsBefore });
     await options.afterPhase?.(phase);
+    phaseStarted = performance.now();
+    requestsBefore = apiRequestsMade();
   };
   const at = (phase: PivotPhase) => phaseIndex(journal.phase) < phaseIndex(phase);
   try {
+    // The source's content as the replan listed it, right after the pause: what the copy starts from in this run.
+    let listed: Map<string, KubeObject> | undefined;
     if (at('paused')) {
       await setPaused(source, journal, true, signal);
-      if (options.replan) journal.objects = await options.replan();
+      if (options.replan) {
+        const replanned = await options.replan();
+        journal.objects = replanned.objects;
+        listed = new Map(replanned.live.map((o) => [keyOf(o), o]));
+      }
       await advance('paused');
     }
     if (at('copied')) {
-      await copyAll(options, concurrency);
+      await copyAll(options, concurrency, listed);
       await advance('copied');
     }
     if (at('verified')) {
@@ -345,27 +387,55 @@ export async function runPivot(options: PivotEngineOptions): Promise<PivotJourna
   }
 }
 
+/**
+ * The live objects of `entries` in `client`, by `keyOf`: one list per kind and namespace
+ * (one per cluster-scoped kind), never a request per object.
+ */
+async function listEntries(client: KubeClient, entries: readonly ObjectRef[], concurrency: number, signal?: AbortSignal): Promise<Map<string, KubeObject>> {
+  const collections = new Map<string, ObjectRef>();
+  for (const e of entries) collections.set(`${e.apiVersion}|${e.kind}|${e.namespace ?? ''}`, e);
+  const found = new Map<string, KubeObject>();
+  await mapLimit(
+    [...collections.values()],
+    concurrency,
+    async (c) => {
+      try {
+        for (const o of await client.list<KubeObject>(c.apiVersion, c.kind, c.namespace ? { namespace: c.namespace } : {})) found.set(keyOf(o), o);
+      } catch (error) {
+        // A kind the cluster does not serve holds nothing (a rollback from a target that lacked it).
+        if (!(error instanceof KubeApiError && error.isNotFound)) throw error;
+      }
+    },
+    signal,
+  );
+  return found;
+}
+
 /** Copies every object, tier by tier (owners first), `concurrency` at once; records each target UID. */
-async function copyAll(options: PivotEngineOptions, concurrency: number): Promise<void> {
+async function copyAll(options: PivotEngineOptions, concurrency: number, listed?: Map<string, KubeObject>): Promise<void> {
   const { target, journal, sink, signal } = options;
   const targetUidOf = new Map(journal.objects.filter((o) => o.targetUid).map((o) => [o.sourceUid, o.targetUid!]));
   // The namespaces first, as clusterctl does; they stay in the target even on a rollback (they may hold other things).
-  for (const namespace of [...new Set(journal.objects.map((o) => o.namespace).filter((n): n is string => !!n))].sort()) {
-    if (!(await target.get({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }))) {
-      await retrying(`Namespace ${namespace}`, () => target.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }), signal);
-    }
+  const namespaces = [...new Set(journal.objects.map((o) => o.namespace).filter((n): n is string => !!n))].sort();
+  const existing = new Set((await target.list<KubeObject>('v1', 'Namespace')).map((n) => n.metadata.name));
+  for (const namespace of namespaces.filter((n) => !existing.has(n))) {
+    await retrying(`Namespace ${namespace}`, () => target.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } }), signal);
   }
-  const copied = await copyEntries(options, journal.objects, concurrency, targetUidOf);
+  const copied = await copyEntries(options, journal.objects, concurrency, targetUidOf, listed);
   log(sink, 'info', `Copied ${copied} object(s) to the target`);
 }
 
 /**
- * Creates (or updates: server-side apply) `entries` in the target from their current source
- * content, tier by tier, with status through the status subresource and owner references
- * remapped; journals the target UIDs after each tier. Returns how many were copied.
+ * Copies `entries` into the target from the source's current content (`listed`, or one
+ * list per kind), tier by tier: each is created with a POST; a name already taken (a resume,
+ * a create whose answer was lost, a verify round) is read and, when it is a copy this pivot
+ * made, patched level with its source where it differs. Owner references remapped; status
+ * through its subresource only where `hasStatus` says so. Journals the target UIDs after
+ * each tier. Returns how many were copied.
  */
-async function copyEntries(options: PivotEngineOptions, entries: readonly JournalObject[], concurrency: number, targetUidOf: Map<string, string>): Promise<number> {
+async function copyEntries(options: PivotEngineOptions, entries: readonly JournalObject[], concurrency: number, targetUidOf: Map<string, string>, listed?: Map<string, KubeObject>): Promise<number> {
   const { source, target, journal, sink, signal, dir } = options;
+  const inSource = listed ?? (await listEntries(source, entries, concurrency, signal));
   const tiers = new Map<number, JournalObject[]>();
   for (const o of entries) tiers.set(o.tier, [...(tiers.get(o.tier) ?? []), o]);
   const total = entries.length;
@@ -377,27 +447,19 @@ async function copyEntries(options: PivotEngineOptions, entries: readonly Journa
       tiers.get(tier)!,
       concurrency,
       async (entry) => {
-        const obj = await source.get<KubeObject>(asRef(entry));
+        const obj = inSource.get(keyOf(entry));
         if (!obj) throw new ExternalError(`${keyOf(entry)} disappeared from the source during the move`, { hint: 'Run pivot again: it re-plans what is left, or roll back with --rollback.' });
-        if (entry.global) {
-          const existing = await target.get<KubeObject>(asRef(entry));
-          if (existing && existing.metadata.annotations?.[sourceUidAnnotation] !== entry.sourceUid) {
-            entry.preexisting = true; // the target's own object: left as it is, never rolled back
-            entry.targetUid = existing.metadata.uid!;
-            targetUidOf.set(entry.sourceUid, entry.targetUid);
-            copied++;
-            return;
-          }
-        }
         const { refs, complete } = remapOwnerReferences(obj.metadata.ownerReferences, targetUidOf);
-        if (!complete) incomplete.push(entry);
         const body = copyBody(obj, refs, { [sourceUidAnnotation]: entry.sourceUid });
-        const created = await retrying(keyOf(entry), () => target.apply(body), signal);
-        if (entry.hasStatus && obj['status'] !== undefined) await retrying(`${keyOf(entry)} status`, () => target.applyStatus(obj), signal);
-        entry.targetUid = created.metadata.uid!;
-        targetUidOf.set(entry.sourceUid, entry.targetUid);
+        const copy = await retrying(keyOf(entry), () => createCopy(target, entry, body, signal), signal);
+        if (copy !== 'preexisting') {
+          if (!complete) incomplete.push(entry);
+          if (entry.hasStatus && obj['status'] !== undefined) await retrying(`${keyOf(entry)} status`, () => target.applyStatus(obj), signal);
+          entry.targetUid = copy.metadata.uid!;
+        }
+        targetUidOf.set(entry.sourceUid, entry.targetUid!);
         copied++;
-        if (copied % 25 === 0) progress();
+        if (copied % 100 === 0) progress();
       },
       signal,
     );
@@ -405,21 +467,59 @@ async function copyEntries(options: PivotEngineOptions, entries: readonly Journa
   }
   // Owners that were created after their dependents (a cycle): set the references now.
   for (const entry of incomplete) {
-    const obj = await source.get<KubeObject>(asRef(entry));
-    const { refs } = remapOwnerReferences(obj?.metadata.ownerReferences, targetUidOf);
+    const { refs } = remapOwnerReferences(inSource.get(keyOf(entry))?.metadata.ownerReferences, targetUidOf);
     await retrying(keyOf(entry), () => target.mergePatch(asRef(entry) as KubeObject, { metadata: { ownerReferences: refs } }), signal);
   }
   progress(true);
   return copied;
 }
 
+/**
+ * Creates a copy (POST). When the name is taken: a copy this pivot made is levelled with
+ * `body`; a cluster-scoped object the target had before the move is left as it is and
+ * recorded as `preexisting` (never overwritten, never rolled back); anything else fails.
+ */
+async function createCopy(target: KubeClient, entry: JournalObject, body: KubeObject, signal?: AbortSignal): Promise<KubeObject | 'preexisting'> {
+  try {
+    return await target.create(body);
+  } catch (error) {
+    if (!(error instanceof KubeApiError && error.isConflict)) throw error;
+  }
+  const existing = await target.get<KubeObject>(asRef(entry));
+  // Deleted since the create said it exists: a conflict, so the caller's retry creates it again.
+  if (!existing) throw new KubeApiError(409, 'Conflict', 'deleted while it was being created', keyOf(entry));
+  if (entry.global && existing.metadata.annotations?.[sourceUidAnnotation] !== entry.sourceUid) {
+    entry.preexisting = true;
+    entry.targetUid = existing.metadata.uid!;
+    return 'preexisting';
+  }
+  return levelCopy(target, entry, existing, body, signal);
+}
+
+/**
+ * Brings a copy in the target level with `body` (its source, owners remapped) by a merge
+ * patch of what differs; no request when nothing does. An object of the same name that
+ * this pivot did not copy is never touched (preflight refuses those; this is a race).
+ */
+async function levelCopy(target: KubeClient, entry: JournalObject, existing: KubeObject, body: KubeObject, signal?: AbortSignal): Promise<KubeObject> {
+  if (existing.metadata.annotations?.[sourceUidAnnotation] !== entry.sourceUid) {
+    throw new ExternalError(`${keyOf(entry)} appeared in the target during the move, and it is not a copy of this pivot`, {
+      hint: 'Move it out of the way in the target, then run pivot again (or roll back with --rollback).',
+    });
+  }
+  const patch = mergePatchBetween(copiedContent(existing), copiedContent(body));
+  if (patch === undefined) return existing;
+  return retrying(keyOf(entry), () => target.mergePatch<KubeObject>(asRef(entry) as KubeObject, patch), signal);
+}
+
 /** Rounds of re-copying objects that changed in the source after their copy (a reconcile in flight when the pause landed). */
 const verifyRounds = 3;
 
 /**
- * Every object is in the target with the source's content and owner references remapped.
- * An object whose source changed after it was copied (a controller's reconcile that was
- * in flight when the pause landed) is copied again, up to `verifyRounds` times.
+ * Every object is in the target with the source's content and owner references remapped
+ * (one list per kind on each side). An object whose source changed after it was copied (a
+ * controller's reconcile that was in flight when the pause landed) is copied again, up to
+ * `verifyRounds` times.
  */
 async function verifyAll(options: PivotEngineOptions, concurrency: number): Promise<void> {
   const { source, target, journal, sink, signal } = options;
@@ -428,12 +528,18 @@ async function verifyAll(options: PivotEngineOptions, concurrency: number): Prom
   for (let round = 1; ; round++) {
     const problems: string[] = [];
     const stale: JournalObject[] = [];
-    await mapLimit(pending, concurrency, async (entry) => {
-      const [from, to] = await Promise.all([source.get<KubeObject>(asRef(entry)), target.get<KubeObject>(asRef(entry))]);
-      if (!from) return void problems.push(`${keyOf(entry)} is missing in the source`);
+    const [inSource, inTarget] = await Promise.all([listEntries(source, pending, concurrency, signal), listEntries(target, pending, concurrency, signal)]);
+    for (const entry of pending) {
+      const from = inSource.get(keyOf(entry));
+      const to = inTarget.get(keyOf(entry));
+      if (!from) {
+        problems.push(`${keyOf(entry)} is missing in the source`);
+        continue;
+      }
       if (!to) {
         stale.push(entry);
-        return void problems.push(`${keyOf(entry)} is missing in the target`);
+        problems.push(`${keyOf(entry)} is missing in the target`);
+        continue;
       }
       const difference = contentDifference(from, to, from.kind === 'Cluster');
       const expected = remapOwnerReferences(from.metadata.ownerReferences, targetUidOf).refs.map((r) => r.uid).sort();
@@ -443,7 +549,7 @@ async function verifyAll(options: PivotEngineOptions, concurrency: number): Prom
         stale.push(entry);
         problems.push(`${keyOf(entry)} ${difference !== undefined ? `differs at ${difference}` : `has owners ${actual.join(',')}, expected ${expected.join(',')}`}`);
       }
-    });
+    }
     if (problems.length === 0) return;
     if (round >= verifyRounds || stale.length < problems.length) {
       throw new ExternalError(`${problems.length} object(s) did not verify in the target`, {
@@ -457,14 +563,10 @@ async function verifyAll(options: PivotEngineOptions, concurrency: number): Prom
   }
 }
 
-/** Deletes the moved (namespaced) objects from the source, dependents first, after dropping their finalizers. */
+/** Deletes the moved (namespaced) objects from the source, dependents first. */
 async function deleteFromSource(source: KubeClient, journal: PivotJournal, concurrency: number, sink: EventSink, signal?: AbortSignal): Promise<void> {
   const entries = journal.objects.filter((o) => !o.global);
-  let deleted = 0;
-  await forEachTierReversed(entries, concurrency, signal, async (entry) => {
-    await removeFinalizersAndDelete(source, entry, signal);
-    deleted++;
-  });
+  const deleted = await deleteEntries(source, entries, concurrency, signal);
   sink.emit({ type: 'progress', task: 'pivot:delete', label: 'Deleting moved objects from the source', current: deleted, total: entries.length, unit: 'objects', done: true });
 }
 
@@ -477,17 +579,52 @@ async function forEachTierReversed(entries: readonly JournalObject[], concurrenc
 /** Tells CAPI controllers that a deletion is a move, not a teardown (no infrastructure cleanup), as clusterctl does. */
 export const deleteForMoveAnnotation = 'clusterctl.cluster.x-k8s.io/delete-for-move';
 
+/**
+ * Deletes those of `entries` that `client` holds (and `mine` accepts, as it lists them),
+ * dependents first, and makes sure they are gone. One list per kind, then per object: a
+ * merge patch that adds clusterctl's `delete-for-move` annotation and drops the finalizers
+ * (left out for a core Secret or ConfigMap without finalizers: no provider validates or
+ * finalizes those), then the delete. A finalizer a paused controller re-added between the
+ * two (it cannot once the deletion started) is caught by a second list and dropped, with
+ * each such object watched until it is gone. Returns how many were deleted.
+ */
+async function deleteEntries(client: KubeClient, entries: readonly JournalObject[], concurrency: number, signal?: AbortSignal, mine: (live: KubeObject) => boolean = () => true): Promise<number> {
+  const live = await listEntries(client, entries, concurrency, signal);
+  const doomed = entries.filter((e) => {
+    const obj = live.get(keyOf(e));
+    return obj !== undefined && mine(obj);
+  });
+  await forEachTierReversed(doomed, concurrency, signal, async (entry) => {
+    const obj = live.get(keyOf(entry))!;
+    const ref = asRef(entry) as KubeObject;
+    const finalized = (obj.metadata.finalizers ?? []).length > 0;
+    await retrying(`deleting ${keyOf(entry)}`, async () => {
+      try {
+        if (finalized || groupOf(entry.apiVersion) !== '') {
+          await client.mergePatch(ref, { metadata: obj.metadata.deletionTimestamp ? { finalizers: null } : { annotations: { [deleteForMoveAnnotation]: '' }, finalizers: null } });
+        }
+        await client.delete(ref);
+      } catch (error) {
+        if (!(error instanceof KubeApiError && error.isNotFound)) throw error;
+      }
+    }, signal);
+  });
+  if (signal?.aborted) return 0;
+  const left = await listEntries(client, doomed, concurrency, signal);
+  await mapLimit(doomed.filter((e) => left.has(keyOf(e))), concurrency, (entry) => removeFinalizersAndDelete(client, entry, signal), signal);
+  return doomed.length;
+}
+
 /** Time an object being deleted may stay as it is (not deleted, or holding the same finalizers) before the move fails: 1 minute. */
 const deletionNoProgressTimeoutMs = 60_000;
 /** Pause between two looks at an object being deleted. */
 const deletionPollMs = 100;
 
 /**
- * Deletes an object and makes sure it is gone: delete first, then drop the finalizers (once
- * the deletion has started no controller can add one back; a paused controller that re-adds
- * its finalizer before the delete would leave the object terminating forever). Each look
- * takes the next step and reads the object again; it waits, on the one waiting primitive,
- * through transient answers and fails when the object stayed as it was for a minute.
+ * Deletes an object and makes sure it is gone, one look at a time: delete first, then drop
+ * the finalizers (once the deletion has started no controller can add one back). For what
+ * the batch of `deleteEntries` left: it waits, on the one waiting primitive, through
+ * transient answers and fails when the object stayed as it was for a minute.
  */
 async function removeFinalizersAndDelete(client: KubeClient, entry: ObjectRef & { sourceUid?: string }, signal?: AbortSignal): Promise<void> {
   const ref = asRef(entry) as KubeObject;
@@ -535,13 +672,8 @@ export async function rollbackPivot(options: Omit<PivotEngineOptions, 'afterPhas
   }
   const mine = new Set(journal.objects.map((o) => o.sourceUid));
   const entries = journal.objects.filter((o) => !o.preexisting);
-  let deleted = 0;
-  await forEachTierReversed(entries, Math.max(1, options.concurrency ?? 8), signal, async (entry) => {
-    const live = await target.get<KubeObject>(asRef(entry));
-    if (!live || !mine.has(live.metadata.annotations?.[sourceUidAnnotation] ?? '')) return;
-    await removeFinalizersAndDelete(target, entry, signal);
-    deleted++;
-  });
+  // Only the copies: an object of the same name that this pivot did not make is never deleted.
+  const deleted = await deleteEntries(target, entries, Math.max(1, options.concurrency ?? defaultConcurrency), signal, (live) => mine.has(live.metadata.annotations?.[sourceUidAnnotation] ?? ''));
   if (signal?.aborted) throw new InterruptedError('The rollback was interrupted', { hint: 'Run `provisioner pivot --rollback` again to finish it.' });
   await setPaused(source, journal, false, signal);
   journal.rolledBack = true;

@@ -24,7 +24,7 @@ import { KubeClient, type KubeObject } from '../kube/client.js';
 import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
 import { countByKind } from '../pivot/graph.js';
 import { phaseIndex, readPivotJournal, writePivotJournal, type PivotJournal, type PivotPhase } from '../pivot/journal.js';
-import { coreKinds, describePlan, discoverMoveKinds, journalFor, planMove, preflight, rollbackPivot, runPivot } from '../pivot/move.js';
+import { coreKinds, describePlan, discoverMoveKinds, journalFor, planMove, preflight, rollbackPivot, runPivot, type MovePlan } from '../pivot/move.js';
 import { platformOfDocument, type Platform } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
 import { attachLocalControlPlane, recordExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
@@ -39,7 +39,7 @@ export interface PivotRequest {
   rollback?: boolean;
   /** Move only this Cluster (and its objects). Default: every Cluster of the source. */
   clusterName?: string;
-  /** Objects created in the target at once. Default 8. */
+  /** Requests in flight at once against either cluster. Default 32 (`defaultConcurrency` of pivot/move.ts). */
   concurrency?: number;
   sink: EventSink;
   signal: AbortSignal;
@@ -188,6 +188,7 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
     }
 
     let resumedFrom: PivotPhase | undefined;
+    let plan: MovePlan | undefined;
     if (unfinished) {
       resumedFrom = journal!.phase;
       log(sink, 'info', `Resuming the pivot of ${dir} from phase ${journal!.phase}${journal!.lastError ? ` (it stopped on: ${journal!.lastError})` : ''}`);
@@ -196,7 +197,8 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
       }
       if (phaseIndex(journal!.phase) < phaseIndex('source-deleted')) await preflight(source.client, target, journal!, await discoverMoveKinds(source.client).then((k) => [...k, ...coreKinds]));
     } else {
-      const plan = await planMove(source.client, { ...(request.clusterName !== undefined ? { clusterName: request.clusterName } : {}), ...(request.concurrency ? { concurrency: request.concurrency } : {}) });
+      // From the watch cache: what moves is read again, as it is, once the Clusters are paused (replan).
+      plan = await planMove(source.client, { ...(request.clusterName !== undefined ? { clusterName: request.clusterName } : {}), ...(request.concurrency ? { concurrency: request.concurrency } : {}), fromCache: true });
       if (plan.clusters.length === 0) {
         return {
           action: 'nothing-to-move',
@@ -216,15 +218,16 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
     }
 
     const moving = journal!;
+    const kinds = plan?.kinds;
     const replan = async () => {
-      const again = await planMove(source.client, { ...(request.clusterName !== undefined ? { clusterName: request.clusterName } : {}), ...(request.concurrency ? { concurrency: request.concurrency } : {}) });
+      const again = await planMove(source.client, { ...(request.clusterName !== undefined ? { clusterName: request.clusterName } : {}), ...(request.concurrency ? { concurrency: request.concurrency } : {}), ...(kinds ? { kinds } : {}) });
       const next = journalFor(again, { kubeconfig: moving.targetKubeconfig, server: moving.targetServer });
       // Only the recorded Clusters: one created meanwhile is not part of this move.
       const recorded = new Set(moving.clusters.map((c) => `${c.namespace}/${c.name}`));
       const objects = next.objects.filter((o) => o.global || recorded.has(`${o.namespace ?? ''}/${o.name}`) || o.kind !== 'Cluster');
       await preflight(source.client, target, { ...moving, objects }, again.kinds);
       if (objects.length !== moving.objects.length) log(sink, 'info', `After pausing, ${objects.length} object(s) move (planned ${moving.objects.length})`);
-      return objects;
+      return { objects, live: [...again.global, ...again.tiers.flat()] };
     };
     await runPivot({
       replan,

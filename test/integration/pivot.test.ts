@@ -167,8 +167,12 @@ describe('pivot between two real control planes', () => {
     expect((secret!['data'] as Record<string, string>)['value']).toBe(Buffer.from('apiVersion: v1\nkind: Config\n').toString('base64'));
   });
 
-  it('resumes after a failure injected after `copied`: no object lost or duplicated', async () => {
+  it('resumes after a failure injected after `copied`: no object lost or duplicated; status copied only where no controller rebuilds it', async () => {
     const seeded = await seed(source.kube, 'move-b');
+    // A kind outside Cluster API's contract (our agent provider's cluster-scoped Host): its status records what nothing rebuilds.
+    const hostRef = { apiVersion: 'agent.provisioner.dev/v1alpha1', kind: 'Host', metadata: { name: 'move-b-host' } };
+    const host = await source.kube.apply({ ...hostRef, spec: { address: '127.0.0.2', roles: ['worker'] } });
+    await source.kube.applyStatus({ ...host, status: { planNamespace: 'host-move-b-host', serviceAccount: 'agent', registration: 'move-b-host', agentVersion: 'v0.0.0-test' } });
     const injected = new Error('injected after copied');
     await expect(run('move-b', { afterPhase: (phase) => { if (phase === 'copied') throw injected; } })).rejects.toBeInstanceOf(ExternalError);
     const journal = await readPivotJournal(sourceDir);
@@ -177,11 +181,14 @@ describe('pivot between two real control planes', () => {
     // The source is paused and still holds everything: snapshot it for the content check.
     const before = await snapshot(seeded);
     expect(((before.get('Cluster/move-b')!['spec']) as { paused?: boolean }).paused).toBe(true);
-    // Status came along through the status subresource (the copy is paused, so nothing in the target rewrote it).
+    // Cluster API kinds: no status copied, as with clusterctl move (their controllers rebuild it; the paused copy has none yet).
     const sourceStatus = before.get('Cluster/move-b')!['status'] as { phase?: string; conditions?: unknown[] } | undefined;
     const copy = await target.kube.get<KubeObject>({ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name: 'move-b', namespace: 'move-b' } });
     expect(sourceStatus?.phase).toBeDefined();
-    expect((copy!['status'] as { phase?: string } | undefined)?.phase).toBe(sourceStatus?.phase);
+    expect((copy!['status'] as { phase?: string } | undefined)?.phase).toBeUndefined();
+    // Any other kind keeps it, through the status subresource.
+    const hostCopy = await target.kube.get<KubeObject>(hostRef);
+    expect(hostCopy?.['status']).toMatchObject({ planNamespace: 'host-move-b-host', serviceAccount: 'agent', registration: 'move-b-host', agentVersion: 'v0.0.0-test' });
     const result = await run('move-b');
     expect(result.action).toBe('moved');
     expect(result.resumedFrom).toBe('copied');

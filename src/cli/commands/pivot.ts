@@ -28,7 +28,8 @@ export function registerPivot(program: Command, run: Runner): void {
     .addOption(new Option('--rollback', 'undo an unfinished move: delete the partial copies in the target and unpause the source').env('PROVISIONER_ROLLBACK').default(false))
     // Default: every Cluster of the local control plane.
     .addOption(new Option('--cluster <name>', 'move only this Cluster and its objects (default: every Cluster)').env('PROVISIONER_CLUSTER'))
-    .addOption(new Option('--concurrency <n>', 'objects created in the target at once').env('PROVISIONER_CONCURRENCY').default('8'))
+    // Default 32: pivot/move.ts defaultConcurrency (the services load lazily, so the figure is repeated here).
+    .addOption(new Option('--concurrency <n>', 'requests in flight at once against either cluster (creates, patches, deletes, lists)').env('PROVISIONER_CONCURRENCY').default('32'))
     .addHelpText(
       'after',
       '\nExamples:\n  provisioner pivot --dir ./demo --to-kubeconfig ~/mgmt.kubeconfig --dry-run\n' +
@@ -38,7 +39,7 @@ export function registerPivot(program: Command, run: Runner): void {
     .action(
       run<PivotOptions>(async (options, ctx) => {
         const concurrency = Number(options.concurrency);
-        if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive integer, not ${options.concurrency}`, { hint: 'For example --concurrency 8.' });
+        if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive integer, not ${options.concurrency}`, { hint: 'For example --concurrency 16.' });
         if (options.dryRun && options.rollback) throw new UsageError('--dry-run and --rollback cannot be combined', { hint: 'Run --dry-run to see the plan, or --rollback to undo a move.' });
         const { pivot } = await import('../../services/pivot.js');
         const result = await pivot({
