@@ -7,7 +7,7 @@
  * control planes from the bundle, in the same run:
  *
  *  - ours: `provisioner pivot --cluster <name>` (the service: plan, preflight, pause,
- *    copy 8 at a time, verify, delete, unpause);
+ *    copy with 32 requests in flight, verify, delete, unpause; its phases timed and their API requests counted);
  *  - baseline: `clusterctl move --kubeconfig <src> --to-kubeconfig <dst> -n <ns>` (the
  *    bundled clusterctl).
  *
@@ -68,6 +68,8 @@ export async function run(): Promise<BenchRecord> {
     const figures: Record<string, number> = {};
     const ratios: Record<string, number> = {};
     const rows: (string | number)[][] = [];
+    /** Ours, phase by phase (the last run of each shape): time and Kubernetes API requests. */
+    const phaseRows: (string | number)[][] = [];
     const notes: string[] = [];
     let clusterctlRefusal: string | undefined;
 
@@ -77,6 +79,7 @@ export async function run(): Promise<BenchRecord> {
       const theirs: number[] = [];
       const problems = { ours: 0, clusterctl: 0 };
       let objects = 0;
+      let phases: { stage: string; durationMs?: number; requests?: number }[] = [];
       for (let i = 0; i < shape.runs; i++) {
         const order = i % 2 === 0 ? (['ours', 'clusterctl'] as const) : (['clusterctl', 'ours'] as const);
         for (const tool of order) {
@@ -119,6 +122,7 @@ export async function run(): Promise<BenchRecord> {
             continue;
           }
           for (const event of oursSink.ofType('log')) if (/copying them again/.test(event.message)) notes.push(`ours ${label} run ${i + 1}: ${event.message}`);
+          if (tool === 'ours') phases = oursSink.ofType('stage').filter((e) => e.stage.startsWith('pivot:'));
           const result = tool === 'ours' && oursCheck ? oursCheck : await checkMoved(source.kube, target.kube, seeded);
           problems[tool] += result.problems.length;
           if (result.problems.length > 0) notes.push(`${tool} ${label} run ${i + 1}: ${result.problems.length} problem(s), e.g. ${result.problems.slice(0, 3).join('; ')}`);
@@ -132,6 +136,12 @@ export async function run(): Promise<BenchRecord> {
       figures[`ours.${label}.moveMs`] = Math.round(oursMs);
       figures[`ours.${label}.problems`] = problems.ours;
       rows.push([`provisioner pivot`, label, objects, shape.runs, formatNumber(oursMs), problems.ours]);
+      for (const phase of phases) {
+        const name = phase.stage.slice('pivot:'.length);
+        phaseRows.push([label, name, formatNumber(phase.durationMs ?? 0), phase.requests ?? 0]);
+        figures[`ours.${label}.phase.${name}.ms`] = phase.durationMs ?? 0;
+        figures[`ours.${label}.phase.${name}.requests`] = phase.requests ?? 0;
+      }
       if (theirs.length > 0) {
         const theirsMs = median(theirs);
         figures[`clusterctl.${label}.moveMs`] = Math.round(theirsMs);
@@ -144,14 +154,18 @@ export async function run(): Promise<BenchRecord> {
       `Medians of ${runs} runs per tool and shape (${largeRuns} at 3+1000), alternating which tool goes first; both move between the same two local control planes (all bundled providers running).`,
       'A ratio below 1 means provisioner pivot was faster. "problems" counts objects missing in the target, differing from their pre-move content (spec, data; labels and Cluster spec.paused aside, since the source controllers add labels while the set is unpaused), with an owner reference not pointing at a target UID, or left in the source.',
       'Pre-move content: for clusterctl, the set as seeded, checked after its move; for ours, the source as it was when the move verified (its controllers act on the set while it is unpaused before the move), checked at `source-deleted`, before the target unpauses (its in-memory provider then sets spec.providerID on copies that carry status). The check\'s own time is taken out of ours.',
-      'Ours keeps copies\' status (status subresource) and verifies before deleting; clusterctl also waits for every object to be ready to move (block-move annotations) before it copies.',
+      'Neither copies the status of Cluster API kinds (their controllers rebuild it; ours copies it for kinds outside Cluster API\'s groups); ours verifies every copy before deleting; clusterctl also waits for every object to be ready to move (block-move annotations) before it copies.',
     );
     return {
       name: 'pivot',
       figures,
       ratios,
       versions: { provisioner: cliVersion, clusterctl: clusterctlVersion },
-      tables: [{ title: 'move time', columns: ['tool', 'machines (cp+workers)', 'objects', 'runs', 'median ms', 'problems'], rows }],
+      tables: [
+        { title: 'move time', columns: ['tool', 'machines (cp+workers)', 'objects', 'runs', 'median ms', 'problems'], rows },
+        // "paused" holds everything before it: attaching the source, the plan, the target's preflight, the pause and the re-plan.
+        { title: 'provisioner pivot by phase (last run of each shape)', columns: ['machines (cp+workers)', 'phase reached', 'ms', 'API requests'], rows: phaseRows },
+      ],
       notes,
     };
   } finally {
