@@ -40,7 +40,6 @@ import { isAlive, readPidfiles, type PidfileEntry } from '../../src/process/pidf
 import { allocatePorts } from '../../src/process/ports.js';
 import { httpProbe, type ReadinessProbe } from '../../src/process/probes.js';
 import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
-import { startManagement, stopManagement } from '../../src/services/management.js';
 import { cliVersion } from '../../src/version.js';
 import { formatNumber, MB, median, type BenchRecord, type BenchTable } from './record.js';
 
@@ -138,34 +137,24 @@ function metricsReader(entry: PidfileEntry, kube: KubeClient): () => Promise<str
 }
 
 /**
- * A lasting control plane as a user gets one: `inmemory` is what `create cluster` leaves
- * running on the in-memory platform (etcd, kube-apiserver, the core, kubeadm bootstrap,
- * kubeadm control-plane and in-memory managers, and only their CRDs: the six processes the
- * issue budgets); `management` is `management start` (every bundled provider).
+ * A lasting control plane as a user gets one (detached processes): `inmemory` is what
+ * `create cluster` leaves running on the in-memory platform (etcd, kube-apiserver, the core,
+ * kubeadm bootstrap, kubeadm control-plane and in-memory managers, and only their CRDs: the
+ * six processes the issue budgets); `management` is what `management start` runs (every
+ * bundled provider). Both are started and stopped through their LocalControlPlane: its
+ * supervisor lives in this process and would restart a controller stopped any other way
+ * (`management stop` from here left them running).
  */
 const footprintSets = {
   inmemory: {
     title: 'the six processes `create cluster` runs on the in-memory platform (the issue\'s set)',
     infrastructure: 'capd-manager',
-    async start(dir: string, sink: EventSink, signal: AbortSignal): Promise<string> {
-      const controlPlane = await prepareLocalControlPlane({ dir, detached: true, controllers: platformNamed('inmemory').controllers, sink, signal });
-      await controlPlane.start();
-      controlPlane.kube.close();
-      return controlPlane.kubeconfig;
-    },
-    async stop(dir: string, sink: EventSink): Promise<void> {
-      await stopRecordedControlPlane(dir, sink);
-    },
+    controllers: () => platformNamed('inmemory').controllers,
   },
   management: {
     title: '`management start`: every bundled provider',
     infrastructure: 'capa-manager',
-    async start(dir: string, sink: EventSink, signal: AbortSignal): Promise<string> {
-      return (await startManagement({ dir, sink, signal })).kubeconfig;
-    },
-    async stop(dir: string, sink: EventSink, signal: AbortSignal): Promise<void> {
-      await stopManagement({ dir, sink, signal });
-    },
+    controllers: () => undefined,
   },
 } as const;
 type FootprintSet = keyof typeof footprintSets;
@@ -175,27 +164,27 @@ const footprintSetNames = Object.keys(footprintSets) as FootprintSet[];
 async function measureFootprint(dir: string, set: FootprintSet): Promise<Footprint> {
   const sink = new TimedSink();
   const abort = new AbortController();
+  const controllers = footprintSets[set].controllers();
+  const controlPlane = await prepareLocalControlPlane({ dir, detached: true, sink, signal: abort.signal, ...(controllers ? { controllers } : {}) });
   try {
-    const kubeconfig = await footprintSets[set].start(dir, sink, abort.signal);
+    await controlPlane.start();
     const returned = performance.now();
-    const kube = KubeClient.fromFile(kubeconfig);
-    try {
-      const samples: Footprint = [];
-      for (const at of sampleAtMs) {
-        await sleep(Math.max(0, at - (performance.now() - returned)));
-        const sample: Record<string, ProcessSample> = {};
-        for (const entry of await readPidfiles(controlPlaneLayout(dir).stateDir)) {
-          const measured = isAlive(entry) ? await sampleProcess(entry.pid, metricsReader(entry, kube)) : undefined;
-          if (measured) sample[entry.name] = measured;
-        }
-        samples.push(sample);
+    const kube = controlPlane.kube;
+    const samples: Footprint = [];
+    for (const at of sampleAtMs) {
+      await sleep(Math.max(0, at - (performance.now() - returned)));
+      const sample: Record<string, ProcessSample> = {};
+      for (const entry of await readPidfiles(controlPlaneLayout(dir).stateDir)) {
+        const measured = isAlive(entry) ? await sampleProcess(entry.pid, metricsReader(entry, kube)) : undefined;
+        if (measured) sample[entry.name] = measured;
       }
-      return samples;
-    } finally {
-      kube.close();
+      samples.push(sample);
     }
+    return samples;
   } finally {
-    await footprintSets[set].stop(dir, sink, abort.signal).catch(() => undefined);
+    await controlPlane.stop();
+    // Whatever the supervisor did not own (nothing, normally) is stopped from the pidfiles.
+    await stopRecordedControlPlane(dir, sink);
     abort.abort();
   }
 }
