@@ -245,6 +245,7 @@ export async function preflight(source: KubeClient, target: KubeClient, journal:
     const crd = await target.get<CrdJson>({ apiVersion: crdApiVersion, kind: 'CustomResourceDefinition', metadata: { name: kind.crdName } });
     if (!crd?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) problems.push(`CRD ${kind.crdName} is not Established`);
   });
+  problems.sort(); // the kinds were checked in parallel: the report keeps one order
   problems.push(...(await compareInventories(source, target)));
   if (problems.length > 0) {
     throw new ExternalError(`The target cluster lacks ${problems.length} thing(s) the move needs`, {
