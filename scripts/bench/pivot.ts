@@ -32,8 +32,8 @@ import { nullSink, RecordingSink } from '../../src/events.js';
 import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
 import { pivot } from '../../src/services/pivot.js';
 import { cliVersion } from '../../src/version.js';
-import type { KubeObject } from '../../src/kube/client.js';
-import { checkMoved, seedCluster, setClusterPaused, snapshotSeeded } from '../../test/support/move-fixtures.js';
+import type { KubeClient, KubeObject } from '../../src/kube/client.js';
+import { checkMoved, seedCluster, setClusterPaused, snapshotSeeded, type Seeded } from '../../test/support/move-fixtures.js';
 import { formatNumber, median, type BenchRecord } from './record.js';
 
 /** Runs per shape and tool; medians are reported. Default 3; `PROVISIONER_BENCH_PIVOT_RUNS` overrides it for a quick look. */
@@ -45,6 +45,35 @@ const shapes = [
   { controlPlane: 3, workers: 100, runs },
   { controlPlane: 3, workers: 1000, runs: largeRuns },
 ] as const;
+
+/** A set counts as settled once no object of it changed for this long. */
+const settledAfterMs = 3_000;
+/** Longest wait for a set to settle: 5 minutes (3 + 1,000 takes the source's controllers about a minute on 2 busy cores). */
+const settleTimeoutMs = 300_000;
+
+/**
+ * Waits until the source's controllers are done with a set they just saw unpaused: no
+ * object of it changed (resourceVersions, one list per kind each second) for
+ * `settledAfterMs`. A cluster that is moved has been reconciled for a while; without this
+ * the move would be timed against the controllers' first reconcile of thousands of objects
+ * at once, which loads the source API server for tens of seconds. Both tools get it.
+ */
+async function settle(kube: KubeClient, seeded: Seeded): Promise<number> {
+  const start = performance.now();
+  const kinds = [...new Map(seeded.objects.map((o) => [`${o.apiVersion}|${o.kind}`, o])).values()];
+  let last = '';
+  let stableSince = start;
+  for (;;) {
+    const lists = await Promise.all(kinds.map((k) => kube.list<KubeObject>(k.apiVersion, k.kind, { namespace: seeded.namespace })));
+    const versions = lists.flat().map((o) => `${o.kind}/${o.metadata.name}@${o.metadata.resourceVersion}`).sort().join(',');
+    const now = performance.now();
+    if (versions !== last) {
+      last = versions;
+      stableSince = now;
+    } else if (now - stableSince >= settledAfterMs || now - start >= settleTimeoutMs) return now - start;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+}
 
 async function timed(task: () => Promise<unknown>): Promise<number> {
   const start = performance.now();
@@ -80,6 +109,7 @@ export async function run(): Promise<BenchRecord> {
       const problems = { ours: 0, clusterctl: 0 };
       let objects = 0;
       let phases: { stage: string; durationMs?: number; requests?: number }[] = [];
+      const settleMs: number[] = [];
       for (let i = 0; i < shape.runs; i++) {
         const order = i % 2 === 0 ? (['ours', 'clusterctl'] as const) : (['clusterctl', 'ours'] as const);
         for (const tool of order) {
@@ -87,6 +117,7 @@ export async function run(): Promise<BenchRecord> {
           const seeded = await seedCluster(source.kube, `pv-${shape.workers}-${i}-${tool === 'ours' ? 'o' : 'c'}`, shape);
           objects = seeded.objects.length;
           await setClusterPaused(source.kube, seeded, false);
+          settleMs.push(await settle(source.kube, seeded));
           const oursSink = new RecordingSink();
           // Ours is checked at `source-deleted`: every copy final, the source emptied, the target still
           // paused. Once it unpauses, the target's in-memory provider reconciles the copies at once (they
@@ -135,6 +166,7 @@ export async function run(): Promise<BenchRecord> {
       figures[`ours.${label}.objects`] = objects;
       figures[`ours.${label}.moveMs`] = Math.round(oursMs);
       figures[`ours.${label}.problems`] = problems.ours;
+      figures[`source.${label}.settleMs`] = Math.round(median(settleMs));
       rows.push([`provisioner pivot`, label, objects, shape.runs, formatNumber(oursMs), problems.ours]);
       for (const phase of phases) {
         const name = phase.stage.slice('pivot:'.length);
@@ -152,6 +184,7 @@ export async function run(): Promise<BenchRecord> {
     }
     notes.unshift(
       `Medians of ${runs} runs per tool and shape (${largeRuns} at 3+1000), alternating which tool goes first; both move between the same two local control planes (all bundled providers running).`,
+      `Before either tool runs, the unpaused set is left to settle (no object of it changed for ${settledAfterMs / 1000} s; source.<shape>.settleMs is the median wait): a cluster that is moved has been reconciled for a while, and the source controllers' first reconcile of every object at once is not the move.`,
       'A ratio below 1 means provisioner pivot was faster. "problems" counts objects missing in the target, differing from their pre-move content (spec, data; labels and Cluster spec.paused aside, since the source controllers add labels while the set is unpaused), with an owner reference not pointing at a target UID, or left in the source.',
       'Pre-move content: for clusterctl, the set as seeded, checked after its move; for ours, the source as it was when the move verified (its controllers act on the set while it is unpaused before the move), checked at `source-deleted`, before the target unpauses (its in-memory provider then sets spec.providerID on copies that carry status). The check\'s own time is taken out of ours.',
       'Neither copies the status of Cluster API kinds (their controllers rebuild it; ours copies it for kinds outside Cluster API\'s groups); ours verifies every copy before deleting; clusterctl also waits for every object to be ready to move (block-move annotations) before it copies.',
