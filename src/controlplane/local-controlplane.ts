@@ -307,7 +307,7 @@ export class LocalControlPlane {
       return this.process(name, spec.binaryPath!, args, { ...p }, probe, controllerStartTimeoutMs, { ...controllerEnv(), ...spec.env });
     }, async () => {
       ports.controllers[name] = { webhook: await allocatePort(), health: await allocatePort(), diagnostics: await allocatePort() };
-    });
+    }, { retryEarlyExit: true });
   }
 
   private process(
@@ -336,8 +336,18 @@ export class LocalControlPlane {
     });
   }
 
-  /** Starts a process; when it failed because a port was taken meanwhile, picks new ports and tries again. */
-  private async startWithPortRetry(name: string, build: () => Promise<ManagedProcess>, newPorts: () => Promise<void>): Promise<void> {
+  /**
+   * Starts a process; when it failed because a port was taken meanwhile, picks new ports and tries again.
+   * With `retryEarlyExit` (controllers), any exit before ready is tried again too: a manager
+   * exits 1 when its first API calls time out on a loaded machine, and a second start finds
+   * the API server answering. A manager that cannot start at all still fails, after the last attempt.
+   */
+  private async startWithPortRetry(
+    name: string,
+    build: () => Promise<ManagedProcess>,
+    newPorts: () => Promise<void>,
+    { retryEarlyExit = false }: { retryEarlyExit?: boolean } = {},
+  ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const proc = await build();
       try {
@@ -346,6 +356,11 @@ export class LocalControlPlane {
       } catch (error) {
         if (attempt < portAttempts && isAddressInUse(error)) {
           log(this.events, 'warn', `${name}: a port was taken by another program; retrying on new ports`);
+          await newPorts();
+          continue;
+        }
+        if (attempt < portAttempts && retryEarlyExit && error instanceof ProcessError && error.reason === 'exited' && !this.options.signal?.aborted) {
+          log(this.events, 'warn', `${name}: exited before it was ready (${error.logTail.at(-1) ?? 'no log line'}); starting it again`);
           await newPorts();
           continue;
         }
