@@ -4,7 +4,8 @@
  * requires before it moves anything (infrastructure provisioned, control plane
  * initialized, a nodeRef on every Machine); and the check that a set arrived whole.
  */
-import type { KubeClient, KubeObject } from '../../src/kube/client.js';
+import { defaultRetryPolicy, realSleep, withRetry } from '../../src/concurrency.js';
+import { KubeApiError, type KubeClient, type KubeObject } from '../../src/kube/client.js';
 import { contentDifference } from '../../src/pivot/graph.js';
 
 const capi = 'cluster.x-k8s.io/v1beta2';
@@ -33,9 +34,15 @@ export async function seedCluster(kube: KubeClient, namespace: string, shape: { 
     ...(extra.ownerReferences ? { ownerReferences: extra.ownerReferences } : {}),
   });
   const objects: KubeObject[] = [];
+  // Retried like any write of ours: a busy machine's etcd answers "request timed out" now and then, and seeding is not what is measured.
+  const retried = async <T>(op: () => Promise<T>): Promise<T> => {
+    const result = await withRetry(op, { policy: defaultRetryPolicy, isRetryable: (e) => e instanceof KubeApiError && (e.isTransient || e.isConflict), sleep: realSleep });
+    if (!result.ok) throw result.error;
+    return result.value;
+  };
   const create = async (obj: KubeObject, status?: unknown): Promise<KubeObject> => {
-    let created = await kube.apply(obj);
-    if (status !== undefined) created = await kube.applyStatus({ ...created, status });
+    let created = await retried(() => kube.apply(obj));
+    if (status !== undefined) created = await retried(() => kube.applyStatus({ ...created, status }));
     objects.push(created);
     return created;
   };
