@@ -123,6 +123,17 @@ describe('KubeClient against a local https server', () => {
       expect(calls).toBe(3);
     });
 
+    it('retries a list answered 504 (the watch cache not fresh in time under a burst of writes)', async () => {
+      let calls = 0;
+      server.handler = (_request, response) => {
+        calls += 1;
+        if (calls === 1) response.writeHead(504, { 'content-type': 'application/json' }).end('{"kind":"Status","reason":"Timeout","message":"Timeout: Too large resource version: 20334, current: 20151","code":504}');
+        else response.writeHead(200).end('ok after a retry');
+      };
+      await expect(server.client.raw('/apis/cluster.x-k8s.io/v1beta2/machines')).resolves.toBe('ok after a retry');
+      expect(calls).toBe(2);
+    });
+
     it('gives up on a GET after its attempts and reports the status', async () => {
       server.handler = (_request, response) => {
         response.writeHead(404, { 'content-type': 'application/json' }).end('{"kind":"Status","reason":"NotFound","message":"no such path"}');

@@ -455,9 +455,11 @@ export class KubeClient {
   }
 
   /**
-   * Sends a request. Reads (GET) are retried on transient answers — 429 and 503, such as
-   * "storage is (re)initializing" right after a CRD is established — honouring
-   * Retry-After, as `readRetryPolicy` says; writes are retried by their callers.
+   * Sends a request. Reads (GET) are retried on transient answers — 429; 503, such as
+   * "storage is (re)initializing" right after a CRD is established; 504, such as a list
+   * the watch cache could not serve fresh in time under a burst of writes ("Too large
+   * resource version") — honouring Retry-After, as `readRetryPolicy` says; writes are
+   * retried by their callers.
    */
   private async request(options: RequestOptions, text = false): Promise<unknown> {
     const result = await withRetry(
@@ -467,7 +469,7 @@ export class KubeClient {
       },
       {
         policy: readRetryPolicy,
-        isRetryable: (error) => options.method === 'GET' && error instanceof KubeApiError && (error.statusCode === 429 || error.statusCode === 503),
+        isRetryable: (error) => options.method === 'GET' && error instanceof KubeApiError && [429, 503, 504].includes(error.statusCode),
         retryAfterMs: (error) => (error instanceof KubeApiError && error.retryAfterSeconds ? error.retryAfterSeconds * 1000 : undefined),
         sleep: realSleep,
       },
