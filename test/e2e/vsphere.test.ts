@@ -51,12 +51,26 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (run && !run.ended()) run.child.kill('SIGKILL');
-  simulator?.kill('SIGTERM');
+  await stopSimulator();
   if (simulatorDir) await rm(simulatorDir, { recursive: true, force: true });
   if (!dir) return;
   await killRecorded(dir).catch(() => undefined);
   await rm(dir, { recursive: true, force: true });
 });
+
+/** Stops vcsim: SIGTERM, and SIGKILL if it has not exited within 5 s, so no simulator outlives the test. */
+async function stopSimulator(): Promise<void> {
+  const child = simulator;
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const stopped = await Promise.race([exited.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 5_000))]);
+  if (!stopped) {
+    process.stderr.write('e2e vsphere: vcsim did not stop on SIGTERM within 5 s; killed\n');
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
 
 /** Starts vcsim on a free loopback port; resolves with its address and certificate fingerprint once it serves. */
 async function startSimulator(): Promise<SimulatorInfo> {

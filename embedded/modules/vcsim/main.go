@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vmware/govmomi/simulator"
 
@@ -98,6 +99,11 @@ func run(listen, username, password string, datacenters, clusters, hosts, vms in
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
+	// Close waits for every outstanding request, and a client's WaitForUpdates long poll
+	// never completes on its own: drop the connections first, and since the inventory is
+	// in memory with nothing to save, exit anyway if the clean-up still hangs.
+	time.AfterFunc(2*time.Second, func() { os.Exit(0) })
+	server.CloseClientConnections()
 	return nil
 }
 
