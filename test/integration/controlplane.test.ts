@@ -108,7 +108,9 @@ async function applyRejected(cp: LocalControlPlane, obj: KubeObject): Promise<Ku
 /** Listens on 127.0.0.1:port; resolves undefined when someone else already holds it (it is occupied either way). */
 function occupy(port: number): Promise<Server | undefined> {
   return new Promise((resolve) => {
-    const server = createServer();
+    // Another program on the port: it accepts and hangs up at once. A server that kept the
+    // connections (of clients still aiming at the old ports) open would never finish close().
+    const server = createServer((socket) => socket.destroy());
     server.once('error', () => resolve(undefined));
     server.listen({ port, host: loopbackAddress, exclusive: true }, () => resolve(server));
   });
