@@ -64,8 +64,10 @@ export const installConfigAsset: Asset<LoadedInstallConfig> = {
 
 /** Renders the install config a user would write for these answers, with the schema modeline. */
 export function renderNewInstallConfig(answers: NewInstallConfigAnswers): string {
-  const section = platformNamed(answers.platform).newSection(answers.platformAnswers);
-  return `${schemaModeline}\n${stringify(newInstallConfigDocument(answers, section), { lineWidth: 0 })}`;
+  const platform = platformNamed(answers.platform);
+  const section = platform.newSection(answers.platformAnswers);
+  const bootstrap = platform.newBootstrapSection?.(answers.platformAnswers);
+  return `${schemaModeline}\n${stringify(newInstallConfigDocument(answers, section, bootstrap), { lineWidth: 0 })}`;
 }
 
 /** `create install-config`: writes install-config.yaml (validated first) and the schema copy its modeline names. */

@@ -54,7 +54,7 @@ export interface NewInstallConfigAnswers {
 }
 
 /** The document a user would write for these answers and the platform's section (defaults left out, so the file stays short). */
-export function newInstallConfigDocument(answers: NewInstallConfigAnswers, platformSection: Record<string, unknown>): Loose {
+export function newInstallConfigDocument(answers: NewInstallConfigAnswers, platformSection: Record<string, unknown>, bootstrap?: Record<string, unknown>): Loose {
   const controlPlaneRoles = answers.workers > 0 ? ['etcd', 'controlPlane'] : ['etcd', 'controlPlane', 'worker'];
   const pools: Loose[] = [{ name: 'control-plane', quantity: answers.controlPlaneReplicas, roles: controlPlaneRoles }];
   if (answers.workers > 0) pools.push({ name: 'worker', quantity: answers.workers, roles: ['worker'] });
@@ -66,5 +66,6 @@ export function newInstallConfigDocument(answers: NewInstallConfigAnswers, platf
     networking: { podCIDRs: ['192.168.0.0/16'], serviceCIDRs: ['10.128.0.0/12'], serviceDomain: 'cluster.local' },
     machinePools: pools,
     platform: { [answers.platform]: platformSection },
+    ...(bootstrap && Object.keys(bootstrap).length > 0 ? { bootstrap } : {}),
   };
 }

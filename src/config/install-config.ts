@@ -198,21 +198,22 @@ const manifestsSchema = s.object(
 
 // ---------- the local control plane ----------
 
+/** `bootstrap.listenAddress`'s node (platforms that need it ask for it in `create install-config`). */
+export const listenAddressSchema = s.string({
+  doc:
+    'One address of this machine, besides loopback, where the local control plane\'s API server also listens, so that hosts ' +
+    '(`provisioner hosts registration-command`) can reach it; the API server\'s certificate names it. Default: none, loopback only. ' +
+    'A forwarder process serves it; nothing listens on any other interface. `create cluster --listen-address` overrides it.',
+  format: 'ip',
+  check: (value) => (isIP(value) === 0 ? 'is not an IP address' : undefined),
+  checkHint: 'one IPv4 or IPv6 address of an interface of this machine, such as 192.0.2.10',
+  rules: ['An address of an interface of the machine that runs `create cluster`, not a loopback one (checked when the control plane starts).'],
+  examples: ['192.0.2.10'],
+});
+
 const bootstrapSchema = s.object(
   {
-    listenAddress: optional(
-      s.string({
-        doc:
-          'One address of this machine, besides loopback, where the local control plane\'s API server also listens, so that hosts ' +
-          '(`provisioner hosts registration-command`) can reach it; the API server\'s certificate names it. Default: none, loopback only. ' +
-          'A forwarder process serves it; nothing listens on any other interface. `create cluster --listen-address` overrides it.',
-        format: 'ip',
-        check: (value) => (isIP(value) === 0 ? 'is not an IP address' : undefined),
-        checkHint: 'one IPv4 or IPv6 address of an interface of this machine, such as 192.0.2.10',
-        rules: ['An address of an interface of the machine that runs `create cluster`, not a loopback one (checked when the control plane starts).'],
-        examples: ['192.0.2.10'],
-      }),
-    ),
+    listenAddress: optional(listenAddressSchema),
   },
   { doc: 'The local control plane (the temporary, or lasting on the in-memory platform, management cluster `create cluster` boots).' },
 );

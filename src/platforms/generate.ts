@@ -31,7 +31,7 @@ import {
   type MachinePool,
 } from '../config/index.js';
 import { platformFor } from './registry.js';
-import type { Platform, TemplateRole } from './platform.js';
+import type { Platform, PlatformKubeadm, TemplateRole } from './platform.js';
 import {
   clusterNameLabel,
   deploymentNameLabel,
@@ -47,6 +47,7 @@ import {
   type KubeadmConfigTemplate,
   type KubeadmControlPlane,
   type KubeadmControlPlaneTemplate,
+  type KubeadmPhaseSettings,
   type KubeadmTaint,
   type KubeObject,
   type MachineDeployment,
@@ -383,6 +384,8 @@ function nodeRegistration(platform: Platform, config: InstallConfig, pool: Machi
     ...(base.criSocket ? { criSocket: base.criSocket } : {}),
     ...(args.length ? { kubeletExtraArgs: args } : {}),
     ...(taints !== undefined ? { taints } : {}),
+    ...(base.ignorePreflightErrors?.length ? { ignorePreflightErrors: [...base.ignorePreflightErrors] } : {}),
+    ...(base.imagePullPolicy ? { imagePullPolicy: base.imagePullPolicy } : {}),
   };
   return Object.keys(registration).length ? registration : undefined;
 }
@@ -395,10 +398,32 @@ function machineTemplateMetadata(pool: MachinePool, extra: Record<string, string
 /** The control plane's kubeadm settings: the platform's cluster configuration and node registration on init and join. */
 function controlPlaneKubeadmConfig(config: InstallConfig, platform: Platform, pool: MachinePool): KubeadmConfigSpec {
   const registration = nodeRegistration(platform, config, pool, 'controlPlane');
-  const clusterConfiguration = platform.kubeadm(config, 'controlPlane').clusterConfiguration;
+  const kubeadm = platform.kubeadm(config, 'controlPlane');
+  const init = phaseSettings(kubeadm, registration, 'init');
+  const join = phaseSettings(kubeadm, registration && structuredClone(registration), 'join');
   return {
-    ...(clusterConfiguration ? { clusterConfiguration } : {}),
-    ...(registration ? { initConfiguration: { nodeRegistration: registration }, joinConfiguration: { nodeRegistration: structuredClone(registration) } } : {}),
+    ...(kubeadm.clusterConfiguration ? { clusterConfiguration: kubeadm.clusterConfiguration } : {}),
+    ...(init ? { initConfiguration: init } : {}),
+    ...(join ? { joinConfiguration: join } : {}),
+    ...machineSetup(kubeadm),
+  };
+}
+
+/** Init or join settings: the node registration, the platform's patches and (init) skipped phases; undefined when there are none. */
+function phaseSettings(kubeadm: PlatformKubeadm, registration: NodeRegistration | undefined, phase: 'init' | 'join'): KubeadmPhaseSettings | undefined {
+  const settings: KubeadmPhaseSettings = {
+    ...(registration ? { nodeRegistration: registration } : {}),
+    ...(phase === 'init' && kubeadm.skipPhases?.length ? { skipPhases: [...kubeadm.skipPhases] } : {}),
+    ...(kubeadm.patchesDirectory ? { patches: { directory: kubeadm.patchesDirectory } } : {}),
+  };
+  return Object.keys(settings).length ? settings : undefined;
+}
+
+/** The platform's files and commands before kubeadm (cloud-config write_files and runcmd). */
+function machineSetup(kubeadm: PlatformKubeadm): Pick<KubeadmConfigSpec, 'files' | 'preKubeadmCommands'> {
+  return {
+    ...(kubeadm.files?.length ? { files: kubeadm.files.map((f) => ({ ...f })) } : {}),
+    ...(kubeadm.preKubeadmCommands?.length ? { preKubeadmCommands: [...kubeadm.preKubeadmCommands] } : {}),
   };
 }
 
@@ -433,12 +458,13 @@ function buildControlPlane(config: InstallConfig, platform: Platform, pool: Mach
 
 function buildBootstrapTemplate(config: InstallConfig, platform: Platform, pool: MachinePool, metadata: ObjectMeta): KubeadmConfigTemplate {
   const registration = nodeRegistration(platform, config, pool, 'worker');
+  const kubeadm = platform.kubeadm(config, 'worker');
   return {
     apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2',
     kind: 'KubeadmConfigTemplate',
     metadata,
     // The CRD needs at least one field in the spec: joinConfiguration is always there.
-    spec: { template: { spec: { joinConfiguration: registration ? { nodeRegistration: registration } : {} } } },
+    spec: { template: { spec: { joinConfiguration: phaseSettings(kubeadm, registration, 'join') ?? {}, ...machineSetup(kubeadm) } } },
   };
 }
 

@@ -18,7 +18,8 @@
  *     `create cluster` and `destroy cluster` call (`hooks`).
  */
 import type { InstallConfig, MachinePool, PlatformConfigSection, SchemaNode } from '../config/index.js';
-import type { ClusterConfiguration, InfrastructureCluster, InfrastructureClusterTemplate, InfrastructureMachineTemplate, NodeRegistration, UnnamedObject } from './types.js';
+import type { EventSink } from '../events.js';
+import type { ClusterConfiguration, InfrastructureCluster, InfrastructureClusterTemplate, InfrastructureMachineTemplate, KubeadmFile, NodeRegistration, UnnamedObject } from './types.js';
 
 /** A bundled controller's executable name, e.g. `capi-manager`. */
 export type ControllerBinary = string;
@@ -65,6 +66,14 @@ export interface PlatformKubeadm {
   clusterConfiguration?: ClusterConfiguration;
   /** Node registration of every machine (init and join); taints and labels are added by the generator. */
   nodeRegistration: NodeRegistration;
+  /** kubeadm phases `kubeadm init` skips (e.g. an addon whose image the platform cannot provide; join has no addon phases). Default: none. */
+  skipPhases?: string[];
+  /** Directory of kubeadm patches on the machine, for init and join (the files are written by `files`). Default: none. */
+  patchesDirectory?: string;
+  /** Files written before kubeadm runs. Default: none. */
+  files?: KubeadmFile[];
+  /** Commands run before kubeadm, in order. Default: none. */
+  preKubeadmCommands?: string[];
 }
 
 /** A group/version and kind. */
@@ -124,6 +133,10 @@ export interface PlatformHookContext {
   signal: AbortSignal;
   /** One line of progress for the user. */
   log(message: string): void;
+  /** Typed events (progress, results) for the user. */
+  events: EventSink;
+  /** The command's no-progress timeout (`--no-progress-timeout`), for a hook that waits. Default: the hook's own. */
+  noProgressTimeoutMs?: number;
 }
 
 /**
@@ -141,7 +154,7 @@ export interface PlatformHooks {
   /** The control plane and nodes are ready, before the hand-off. */
   postProvision?(context: PlatformHookContext): Promise<void>;
   /** `destroy bootstrap`: removes `lifecycle.bootstrapResources`, after the local control plane is gone. */
-  destroyBootstrap?(context: Omit<PlatformHookContext, 'kubeconfig'>): Promise<void>;
+  destroyBootstrap?(context: Omit<PlatformHookContext, 'kubeconfig' | 'events'>): Promise<void>;
   /**
    * `destroy cluster`, when the deletion of a cluster made no progress for the no-progress
    * timeout: the provider's objects being deleted may be released (their finalizers
@@ -150,6 +163,18 @@ export interface PlatformHooks {
    * Returns what it released (empty: nothing, and destroy fails as it would without the hook).
    */
   releaseUnprovisioned?(context: PlatformDestroyContext): Promise<ReleasedObject[]>;
+  /**
+   * `create cluster`, while it waits for the machines: watches what the platform's
+   * provider records and rejects, with a MachinesError naming the machine and the cause,
+   * when one failed for good (the wait then fails at once instead of after the
+   * no-progress timeout). Stopped through the context's signal.
+   */
+  machineFailures?(context: PlatformHookContext): Promise<never>;
+  /**
+   * `destroy cluster`, before its Clusters are deleted: returns what to run once every
+   * Cluster API object of them is gone (e.g. report what the provider released).
+   */
+  clusterDeletion?(context: PlatformHookContext & { clusterName: string; namespace: string }): Promise<() => Promise<void>>;
 }
 
 /**
@@ -205,6 +230,8 @@ export interface Platform {
   readonly inputs: readonly PlatformInput[];
   /** The `platform.<name>` section a user would write for these answers (keys of `inputs`; absent: not given). */
   newSection(answers: Readonly<Record<string, string>>): Record<string, unknown>;
+  /** Fields outside `platform` the platform needs for these answers, e.g. `bootstrap.listenAddress`. Default: none. */
+  newBootstrapSection?(answers: Readonly<Record<string, string>>): { listenAddress?: string } | undefined;
   /** Group/kinds of the infrastructure objects (group infrastructure.cluster.x-k8s.io). */
   readonly infrastructure: { apiVersion: string; clusterKind: string; machineTemplateKind: string };
   /** Provider version the objects were written against, for the record. */
@@ -244,6 +271,22 @@ export const corePrunableKinds: readonly KindRef[] = [
  */
 export const clusterTopologyGate = { ClusterTopology: true } as const;
 const clusterTopology = clusterTopologyGate;
+
+/**
+ * The node agent's manager (provider/: registration, NodePlans, and the infrastructure
+ * provider of machines on registered hosts). Not one platform's alone: `provisioner
+ * hosts` and `plan` use it on any management cluster, so a platform that needs it
+ * declares it through this function, and the rule that nothing outside src/platforms
+ * names a platform leaves its names alone.
+ */
+export function agentController(): ControllerRequirement {
+  return { binary: 'provisioner-agent-manager', provider: 'agent-provisioner', featureGates: {}, bundled: true };
+}
+
+/** Controllers more than one feature uses; their names are not a platform's (src/platforms/no-platform-names.test.ts). */
+export function sharedControllers(): ControllerRequirement[] {
+  return [agentController()];
+}
 
 /** The core, bootstrap and control-plane controllers every platform needs. */
 export function coreControllers(): ControllerRequirement[] {

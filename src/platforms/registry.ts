@@ -6,12 +6,13 @@
 import { composeInstallConfigSchema, platformNameOf, topologyLayoutRefused, type InstallConfig, type InstallConfigSchema, type PlatformConfigSection } from '../config/index.js';
 import { UsageError } from '../errors.js';
 import { awsPlatform } from './aws/index.js';
+import { hostsPlatform } from './hosts/index.js';
 import { inMemoryPlatform } from './inmemory/index.js';
 import { vspherePlatform } from './vsphere/index.js';
 import { corePrunableKinds, type ControllerRequirement, type KindRef, type Platform, type PlatformInput } from './platform.js';
 
 /** Every platform, the default (a config without a `platform` section, `--platform` unset) first. */
-export const platforms: readonly Platform[] = [inMemoryPlatform, awsPlatform, vspherePlatform];
+export const platforms: readonly Platform[] = [inMemoryPlatform, awsPlatform, vspherePlatform, hostsPlatform];
 
 /** The platform of a config that names none. */
 export const defaultPlatform: Platform = platforms[0]!;

@@ -113,17 +113,43 @@ export interface NodeRegistration {
   kubeletExtraArgs?: KubeletArg[];
   /** Absent: kubeadm's default (the control-plane taint on control-plane nodes). Empty: no taint. */
   taints?: KubeadmTaint[];
+  /** Preflight checks kubeadm reports as warnings instead of errors. */
+  ignorePreflightErrors?: string[];
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
 }
 
 export interface ClusterConfiguration {
+  /** Registry of the control-plane images (kubeadm's default: registry.k8s.io). */
+  imageRepository?: string;
+  etcd?: { local?: { imageTag?: string } };
   apiServer?: { certSANs?: string[]; extraArgs?: KubeletArg[] };
   controllerManager?: { extraArgs?: KubeletArg[] };
 }
 
+/** A file the bootstrap data writes before kubeadm runs (cloud-config write_files). */
+export interface KubeadmFile {
+  path: string;
+  content: string;
+  /** Octal mode as text, e.g. `0755`. */
+  permissions?: string;
+  owner?: string;
+}
+
+/** Init and join settings beyond node registration. */
+export interface KubeadmPhaseSettings {
+  nodeRegistration?: NodeRegistration;
+  /** kubeadm phases not run, e.g. `addon/coredns`. */
+  skipPhases?: string[];
+  /** Directory of kubeadm patches (e.g. `kubeletconfiguration+merge.yaml`). */
+  patches?: { directory: string };
+}
+
 export interface KubeadmConfigSpec {
   clusterConfiguration?: ClusterConfiguration;
-  initConfiguration?: { nodeRegistration?: NodeRegistration };
-  joinConfiguration?: { nodeRegistration?: NodeRegistration };
+  initConfiguration?: KubeadmPhaseSettings;
+  joinConfiguration?: KubeadmPhaseSettings;
+  files?: KubeadmFile[];
+  preKubeadmCommands?: string[];
 }
 
 export interface MachineTemplateMetadata {

@@ -31,7 +31,7 @@ import { KubeApiError, KubeClient, apiRequestsMade, describeRef, type KubeObject
 import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
 import { Journal } from '../lifecycle/journal.js';
 import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
-import { platformFor, prunableKinds, type KindRef } from '../platforms/index.js';
+import { platformFor, prunableKinds, type KindRef, type Platform, type PlatformHookContext } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
 import { writeFileAtomic } from '../process/fs.js';
 import { capiCoreApiVersion, capiGroups } from '../capi.js';
@@ -203,8 +203,17 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const client = controlPlane.client;
     const hookContext = (name: string) => ({ stage: name, dir, kubeconfig: controlPlane!.kubeconfig, events: sink, signal });
     /** A hook stage: the platform's hook, then the user's hooks of that stage. */
+    const platformHookContext = (hookSignal: AbortSignal = signal) => ({
+      config,
+      dir,
+      kubeconfig: controlPlane!.kubeconfig,
+      signal: hookSignal,
+      log: (message: string) => log(sink, 'info', message),
+      events: sink,
+      ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
+    });
     const hooks = (hookStage: HookStage, name: string) => async () => {
-      await platform.hooks?.[hookStage]?.({ config, dir, kubeconfig: controlPlane!.kubeconfig, signal, log: (message) => log(sink, 'info', message) });
+      await platform.hooks?.[hookStage]?.(platformHookContext());
       await runUserHooks(userHooks(config, hookStage), hookContext(name));
     };
 
@@ -246,7 +255,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     await stage('hooks/bootstrap-data', hooks('bootstrapData', 'bootstrap-data'), { skipIfDone: true });
     await stage('control-plane', () => applyObjects(client, byStage.controlPlane, applyRequest));
     await stage('workers', () => applyObjects(client, byStage.workers, applyRequest, { prune: true, all: objects }));
-    await stage('wait-cluster', () => waitHealthy(client, { ...healthy, what: 'the control plane and nodes', fatal: controlPlane!.fatal }));
+    await stage('wait-cluster', () => withMachineFailures(platform, platformHookContext, controlPlane!.fatal, (fatal) => waitHealthy(client, { ...healthy, what: 'the control plane and nodes', fatal }), signal));
     await stage('hooks/post-provision', hooks('postProvision', 'post-provision'), { skipIfDone: true });
     const kubeconfig = (await stage('hand-off', () => handOff(client, dir, clusterName, namespace, platform.lifecycle.stateKinds)))!;
     if (pivotTo && external) {
@@ -306,6 +315,30 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     if (controlPlane && !keepRunning) await controlPlane.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the local control plane: ${messageOf(error)}`));
     else controlPlane?.client.close();
     await lock.release();
+  }
+}
+
+/**
+ * Runs `wait` with `fatal` that also rejects when the platform's `machineFailures` hook
+ * sees a machine fail for good; the hook is stopped when the wait ends.
+ */
+async function withMachineFailures<T>(
+  platform: Platform,
+  hookContext: (signal: AbortSignal) => PlatformHookContext,
+  fatal: Promise<never>,
+  wait: (fatal: Promise<never>) => Promise<T>,
+  signal: AbortSignal,
+): Promise<T> {
+  const watch = platform.hooks?.machineFailures;
+  if (!watch) return wait(fatal);
+  const stop = new AbortController();
+  const failures = watch(hookContext(AbortSignal.any([signal, stop.signal])));
+  // Its rejection when stopped (an AbortError) is nobody's business.
+  failures.catch(() => undefined);
+  try {
+    return await wait(Promise.race([fatal, failures]));
+  } finally {
+    stop.abort();
   }
 }
 

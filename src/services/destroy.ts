@@ -28,7 +28,7 @@ import { acquireDirLock } from '../process/lock.js';
 import { capiCoreApiVersion } from '../capi.js';
 import { clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
 import { waitFor } from '../wait/waiter.js';
-import { finalStateFile } from './create-cluster.js';
+import { finalStateFile, listenAddressOf } from './create-cluster.js';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
 import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
 import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
@@ -83,10 +83,33 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     // The platform's controllers delete its infrastructure, with its credentials; an unreadable config: every bundled provider.
     const platform = config ? platformFor(config) : undefined;
     const controllers = platform && config ? { controllers: platform.controllers, credentials: platform.credentialFiles(config, dir) } : {};
-    const controlPlane = external ? await attachExternalManagement(external, dir, []) : await attachLocalControlPlane({ dir, detached: false, ...controllers, sink, signal });
+    // Where hosts reach a control plane this brings back: machines on hosts run their reset plans through it.
+    const listen = config ? listenAddressOf(config, {}, dir) : {};
+    const controlPlane = external ? await attachExternalManagement(external, dir, []) : await attachLocalControlPlane({ dir, detached: false, ...controllers, ...listen, sink, signal });
     const deleted: string[] = [];
     try {
       const clusters = await controlPlane.client.list<KubeObject>(capiCoreApiVersion, 'Cluster', selector ? { labelSelector: selector } : {});
+      // The platform's own clean-up, told before the deletion starts (what its provider holds), run after it ends.
+      const afterDeletion = new Map<KubeObject, () => Promise<void>>();
+      for (const cluster of clusters) {
+        const hook = platform?.hooks?.clusterDeletion;
+        if (hook && config) {
+          afterDeletion.set(
+            cluster,
+            await hook({
+              config,
+              dir,
+              kubeconfig: controlPlane.kubeconfig,
+              signal,
+              log: (message) => log(sink, 'info', message),
+              events: sink,
+              clusterName: cluster.metadata.name,
+              namespace: cluster.metadata.namespace!,
+              ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}),
+            }),
+          );
+        }
+      }
       for (const cluster of clusters) {
         log(sink, 'info', `Deleting Cluster ${cluster.metadata.namespace}/${cluster.metadata.name}`);
         await controlPlane.client.delete(cluster);
@@ -115,6 +138,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
           await waitDeleted();
         }
         log(sink, 'info', `Every Cluster API object of ${namespace}/${cluster.metadata.name} is gone`);
+        await afterDeletion.get(cluster)?.();
       }
       // The ClusterClass layout's class and templates belong to no Cluster: deleted once the Clusters are gone.
       if (selector) await deleteClusterClasses(controlPlane.client, selector, sink);

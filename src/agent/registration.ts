@@ -1,0 +1,117 @@
+/**
+ * Registering hosts with the node agent's manager (provider/, agent.provisioner.dev):
+ * a one-use RegistrationToken the manager issues, the CA pin, and the `provisioner-agent
+ * register` command a host runs. Used by `provisioner hosts registration-command` and by
+ * platforms that wait for hosts.
+ */
+import { randomBytes, X509Certificate, createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { controlPlaneStatus, forwarderName, readListenRecord } from '../controlplane/local-controlplane.js';
+import { hostPort } from '../controlplane/listen-address.js';
+import { InfrastructureError } from '../errors.js';
+import type { KubeClient, KubeObject } from '../kube/client.js';
+
+export const agentApiVersion = 'agent.provisioner.dev/v1alpha1';
+/** Where RegistrationTokens live and the server's CA is published (the manager's --registration-namespace default). */
+export const registrationNamespace = 'provisioner-registration';
+export const serverCaConfigMap = 'server-ca';
+/** A plan's host, which must match its namespace (the webhook checks). */
+export const hostLabel = 'agent.provisioner.dev/host';
+/** Setting this to "true" stops a plan; the agent marks it Cancelled. */
+export const cancelAnnotation = 'agent.provisioner.dev/cancel';
+
+/** How long a registration token is valid when the caller names no TTL. */
+export const defaultRegistrationTtl = '1h';
+/** How long to wait for the manager to issue a token. */
+const tokenIssueTimeoutMs = 60_000;
+const pollIntervalMs = 250;
+
+interface RegistrationToken extends KubeObject {
+  spec?: { ttl?: string };
+  status?: { phase?: 'Pending' | 'Ready' | 'Used' | 'Expired'; secretName?: string; expiresAt?: string; host?: string };
+}
+
+/** The CA pin an agent checks: sha256 of the certificate's DER, in hex (`openssl x509 -outform DER | sha256sum`). */
+export function caChecksum(pem: string): string {
+  return createHash('sha256').update(new X509Certificate(pem).raw).digest('hex');
+}
+
+export interface RegistrationCommand {
+  /**
+   * The command to run on the host. The token goes in the environment
+   * (PROVISIONER_AGENT_TOKEN), which the agent reads like --token, so it never shows in
+   * the host's process list.
+   */
+  command: string;
+  server: string;
+  caChecksum: string;
+  token: string;
+  /**
+   * Whether `server` is an address hosts can reach: the control plane's listen address
+   * (`--listen-address`, `bootstrap.listenAddress`), served by its forwarder. False: the
+   * loopback address of the kubeconfig, which only an agent on this machine reaches.
+   */
+  reachableFromHosts: boolean;
+  /** RegistrationToken object name in `registrationNamespace`. */
+  tokenName: string;
+  expiresAt: string;
+}
+
+/**
+ * Creates a one-use RegistrationToken through `client` (the management cluster of `dir`),
+ * waits for the manager to issue it, and returns the `provisioner-agent register` command
+ * for a host. The server is the control plane's listen address when its forwarder runs,
+ * else the loopback address of the management kubeconfig.
+ */
+export async function issueRegistrationCommand(client: KubeClient, request: { dir: string; ttl?: string; signal: AbortSignal }): Promise<RegistrationCommand> {
+  const tokenName = `hosts-${randomBytes(4).toString('hex')}`;
+  await client.apply<RegistrationToken>({
+    apiVersion: agentApiVersion,
+    kind: 'RegistrationToken',
+    metadata: { name: tokenName, namespace: registrationNamespace },
+    spec: { ttl: request.ttl ?? defaultRegistrationTtl },
+  });
+  const ref = { apiVersion: agentApiVersion, kind: 'RegistrationToken', metadata: { name: tokenName, namespace: registrationNamespace } };
+  const deadline = Date.now() + tokenIssueTimeoutMs;
+  let issued: RegistrationToken | undefined;
+  while (Date.now() < deadline) {
+    issued = await client.get<RegistrationToken>(ref);
+    if (issued?.status?.phase === 'Ready' && issued.status.secretName && issued.status.expiresAt) break;
+    await sleep(pollIntervalMs, undefined, { signal: request.signal });
+  }
+  const status = issued?.status;
+  if (status?.phase !== 'Ready' || !status.secretName || !status.expiresAt) {
+    throw new InfrastructureError(`RegistrationToken ${registrationNamespace}/${tokenName} was not issued within ${tokenIssueTimeoutMs / 1000} s (phase ${status?.phase ?? 'none'})`, {
+      hint: `Check that provisioner-agent-manager runs (\`provisioner management status --dir ${request.dir}\`) and read its log.`,
+    });
+  }
+  const secret = await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: status.secretName, namespace: registrationNamespace } });
+  const token = secret?.data?.token ? Buffer.from(secret.data.token, 'base64').toString('utf8') : '';
+  const ca = await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: serverCaConfigMap, namespace: registrationNamespace } });
+  const caPem = ca?.data?.['ca.crt'];
+  if (!token || !caPem) {
+    throw new InfrastructureError(`The manager issued RegistrationToken ${registrationNamespace}/${tokenName} but ${!token ? `Secret ${status.secretName} holds no token` : `ConfigMap ${serverCaConfigMap} holds no ca.crt`}`, {
+      hint: 'Read provisioner-agent-manager\'s log in the install directory\'s logs/.',
+    });
+  }
+  const listen = await reachableServer(request.dir);
+  const server = listen ?? client.server;
+  const checksum = caChecksum(caPem);
+  return {
+    command: `PROVISIONER_AGENT_TOKEN=${token} provisioner-agent register --server ${server} --ca-checksum ${checksum}`,
+    server,
+    reachableFromHosts: listen !== undefined,
+    caChecksum: checksum,
+    token,
+    tokenName,
+    expiresAt: status.expiresAt,
+  };
+}
+
+/** `https://<listen address>:<port>` when the control plane of `dir` serves one and its forwarder runs. */
+async function reachableServer(dir: string): Promise<string | undefined> {
+  const listen = await readListenRecord(dir);
+  if (!listen) return undefined;
+  const forwarder = (await controlPlaneStatus(dir)).processes.find((p) => p.name === forwarderName);
+  return forwarder?.running && forwarder.healthy ? `https://${hostPort(listen.address, listen.port)}` : undefined;
+}

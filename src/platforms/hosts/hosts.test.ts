@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { renderNewInstallConfig } from '../../assets/index.js';
+import { validateInstallConfigText, type InstallConfig } from '../../config/index.js';
+import { ConfigError, MachinesError } from '../../errors.js';
+import { generateManifests, installConfigSchema } from '../index.js';
+import { assignHosts, hostView, planFailure, poolDemands, supplyLine, type HostView } from './registration.js';
+
+const base = `apiVersion: provisioner.dev/v1alpha1
+kind: InstallConfig
+metadata:
+  name: demo
+machinePools:
+  - name: control-plane
+    quantity: 1
+    roles: [etcd, controlPlane]
+  - name: worker
+    quantity: 2
+    roles: [worker]
+    platform:
+      hosts:
+        hostSelector:
+          matchLabels:
+            example.com/disk: ssd
+platform:
+  hosts: {}
+`;
+const withListen = `${base}bootstrap:\n  listenAddress: 198.18.0.1\n`;
+
+function load(text: string): InstallConfig {
+  return validateInstallConfigText(text, { schema: installConfigSchema }).config;
+}
+
+function configError(text: string): ConfigError {
+  try {
+    load(text);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('the config was accepted');
+}
+
+describe('hosts install config', () => {
+  it('requires bootstrap.listenAddress, naming the field and the next step', () => {
+    const error = configError(base);
+    const problem = error.problems.find((p) => p.path === 'bootstrap.listenAddress');
+    expect(problem?.message).toMatch(/required on the hosts platform/);
+    expect(problem?.hint).toMatch(/set bootstrap\.listenAddress to an address of this machine the hosts can reach/);
+    expect(error.problems).toHaveLength(1);
+  });
+
+  it('takes a config with the listen address, and fills each pool\'s selector', () => {
+    const config = load(withListen);
+    expect(config.machinePools[0]!.platform.hosts).toEqual({ hostSelector: { matchLabels: {} } });
+    expect(config.machinePools[1]!.platform.hosts).toEqual({ hostSelector: { matchLabels: { 'example.com/disk': 'ssd' } } });
+  });
+
+  it('refuses a selector label key that is no qualified name', () => {
+    const error = configError(withListen.replace('example.com/disk: ssd', '"bad key!": ssd'));
+    expect(error.problems.map((p) => p.path).join(' ')).toMatch(/hostSelector\.matchLabels/);
+  });
+
+  it('warns that several control-plane hosts without an endpoint hang on the first one', () => {
+    const result = validateInstallConfigText(withListen.replace('quantity: 1', 'quantity: 3'), { schema: installConfigSchema });
+    expect(result.warnings.map((w) => w.path)).toContain('platform.hosts.controlPlaneEndpoint');
+  });
+
+  it('create install-config writes bootstrap.listenAddress and the endpoint from the answers, and the result validates', () => {
+    const text = renderNewInstallConfig({
+      name: 'demo',
+      platform: 'hosts',
+      kubernetesVersion: 'v1.36.3',
+      controlPlaneReplicas: 1,
+      workers: 1,
+      platformAnswers: { listenAddress: '198.18.0.1', hostsEndpoint: '198.18.0.100' },
+    });
+    const document = parse(text.split('\n').slice(1).join('\n')) as Record<string, unknown>;
+    expect(document.bootstrap).toEqual({ listenAddress: '198.18.0.1' });
+    expect(document.platform).toEqual({ hosts: { controlPlaneEndpoint: { host: '198.18.0.100' } } });
+    expect(load(text).platform.hosts).toEqual({ controlPlaneEndpoint: { host: '198.18.0.100', port: 6443 } });
+  });
+});
+
+describe('hosts manifests', () => {
+  it('leaves the endpoint to the provider, giving it the control-plane pool\'s selector, unless the user sets one', () => {
+    const cluster = (text: string) => generateManifests(load(text)).manifests.find((m) => m.role === 'infrastructure-cluster')!.object as unknown as { spec: unknown };
+    expect(cluster(withListen).spec).toEqual({ controlPlaneHostSelector: {} });
+    expect(cluster(withListen.replace('  hosts: {}', '  hosts:\n    controlPlaneEndpoint: {host: 198.18.0.100}')).spec).toEqual({ controlPlaneEndpoint: { host: '198.18.0.100', port: 6443 } });
+  });
+
+  it('renames a pool\'s machine template when its selector changes', () => {
+    const template = (text: string) => generateManifests(load(text)).manifests.find((m) => m.role === 'machine-template')!.object.metadata.name;
+    expect(template(withListen.replace('disk: ssd', 'disk: hdd'))).not.toBe(template(withListen));
+  });
+});
+
+const host = (name: string, overrides: Partial<HostView> = {}): HostView => ({ name, address: '198.18.0.10', roles: [], labels: {}, registered: true, ...overrides });
+
+describe('filling pools with registered hosts', () => {
+  const demands = () => poolDemands(load(withListen));
+
+  it('counts per pool, by role and labels, each host once', () => {
+    const supply = assignHosts(demands(), [host('a', { roles: ['control-plane'] }), host('b', { labels: { 'example.com/disk': 'ssd' } }), host('c', { roles: ['worker'] })], 'demo');
+    expect(supply.map((s) => [s.demand.pool, s.hosts, s.missing])).toEqual([
+      ['control-plane', ['a'], 0],
+      ['worker', ['b'], 1],
+    ]);
+    expect(supplyLine(supply[1]!)).toBe('1 of 2 worker hosts registered (pool worker, labels example.com/disk=ssd)');
+  });
+
+  it('skips unregistered hosts, hosts claimed by another cluster, and hosts offering another role', () => {
+    const ssd = { 'example.com/disk': 'ssd' };
+    const hosts = [
+      host('a', { registered: false }),
+      host('b', { labels: ssd, claimedBy: 'other.m-1', clusterName: 'other' }),
+      host('c', { labels: ssd, roles: ['control-plane'] }),
+      host('d', { labels: ssd, claimedBy: 'demo.m-2', clusterName: 'demo' }),
+    ];
+    const supply = assignHosts(demands(), hosts, 'demo');
+    expect(supply.map((s) => s.hosts)).toEqual([['c'], ['d']]);
+  });
+
+  it('puts a host that fits two pools where it is needed (not first come, first served)', () => {
+    // x fits both pools, y only the control plane: taking x for the control plane would starve the workers.
+    const ssd = { 'example.com/disk': 'ssd' };
+    const config = load(withListen.replace('quantity: 2', 'quantity: 1'));
+    const supply = assignHosts(poolDemands(config), [host('x', { labels: ssd }), host('y', { roles: ['control-plane'] })], 'demo');
+    expect(supply.map((s) => s.hosts)).toEqual([['y'], ['x']]);
+  });
+
+  it('reads a Host object: registration condition and claim labels', () => {
+    const view = hostView({
+      apiVersion: 'agent.provisioner.dev/v1alpha1',
+      kind: 'Host',
+      metadata: { name: 'h1', labels: { 'infrastructure.provisioner.dev/claimed-by': 'demo.m', 'cluster.x-k8s.io/cluster-name': 'demo', rack: 'r1' } },
+      spec: { address: '198.18.0.10', roles: ['worker'] },
+      status: { conditions: [{ type: 'Registered', status: 'True' }] },
+    } as Parameters<typeof hostView>[0]);
+    expect(view).toMatchObject({ name: 'h1', address: '198.18.0.10', roles: ['worker'], registered: true, claimedBy: 'demo.m', clusterName: 'demo' });
+  });
+});
+
+describe('a host whose plan failed', () => {
+  it('is a machines error naming the host and the check', () => {
+    const failed = planFailure([
+      { apiVersion: 'infrastructure.provisioner.dev/v1alpha1', kind: 'HostMachine', metadata: { name: 'ok', namespace: 'demo' }, status: { conditions: [{ type: 'Ready', status: 'False', reason: 'WaitingForPlan' }] } },
+      {
+        apiVersion: 'infrastructure.provisioner.dev/v1alpha1',
+        kind: 'HostMachine',
+        metadata: { name: 'm-1', namespace: 'demo' },
+        status: { hostRef: { name: 'h2' }, conditions: [{ type: 'BootstrapPlanApplied', status: 'False', reason: 'PlanFailed', message: 'check containerd-socket: /run/containerd/containerd.sock is missing' }] },
+      },
+    ]);
+    expect(failed).toBeInstanceOf(MachinesError);
+    expect(failed?.message).toBe('Host h2 failed the bootstrap plan of HostMachine demo/m-1: check containerd-socket: /run/containerd/containerd.sock is missing');
+    expect(planFailure([])).toBeUndefined();
+  });
+});

@@ -1,0 +1,294 @@
+/**
+ * The hosts platform's hooks: before the cluster's objects exist, the registration
+ * command and a wait until every pool can be filled by registered hosts; while the
+ * machines come up, a watch for a host whose bootstrap plan failed; on destroy, which
+ * hosts the provider released.
+ *
+ * Hosts are cluster-scoped inventory and HostMachines namespaced, so labels link them
+ * (the provider's claim labels below), not owner references.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { controlPlanePool, hasRole, machineSection, type InstallConfig, type MachinePool } from '../../config/index.js';
+import { InfrastructureError, MachinesError, messageOf } from '../../errors.js';
+import { KubeClient, type KubeObject } from '../../kube/client.js';
+import { agentApiVersion, issueRegistrationCommand } from '../../agent/registration.js';
+import type { PlatformHookContext } from '../platform.js';
+import { clusterNameLabel } from '../types.js';
+import { hostsConfig } from './config.js';
+
+/** The provider's claim of a Host: `<namespace>.<HostMachine name>` (the shared design; C's controller writes it). */
+export const claimedByLabel = 'infrastructure.provisioner.dev/claimed-by';
+/** The reason of a HostMachine condition that says the host's plan failed for good. */
+export const planFailedReason = 'PlanFailed';
+const infrastructureApiVersion = 'infrastructure.provisioner.dev/v1alpha1';
+
+/** Role strings of Host.spec.roles; empty roles offer both. */
+export type HostRole = 'control-plane' | 'worker';
+
+/** How long the printed registration commands work: a day, for hosts someone has to go and set up. */
+const registrationTtl = '24h';
+/** How often the Hosts are listed while waiting. */
+const pollIntervalMs = 1000;
+/** Time without a new usable host before the wait fails, when the caller gives no no-progress timeout. */
+export const defaultRegistrationTimeoutMs = 30 * 60_000;
+
+/** What a pool needs of the hosts. */
+export interface PoolDemand {
+  pool: string;
+  role: HostRole;
+  quantity: number;
+  matchLabels: Record<string, string>;
+}
+
+/** A Host as the wait reads it. */
+export interface HostView {
+  name: string;
+  address: string;
+  roles: readonly string[];
+  labels: Readonly<Record<string, string>>;
+  registered: boolean;
+  /** The claim label's value; undefined: free. */
+  claimedBy?: string;
+  /** The cluster that claimed it (label `cluster.x-k8s.io/cluster-name`). */
+  clusterName?: string;
+}
+
+/** A pool's count of hosts it can take, and the hosts. */
+export interface PoolSupply {
+  demand: PoolDemand;
+  hosts: string[];
+  missing: number;
+}
+
+export function poolDemands(config: InstallConfig): PoolDemand[] {
+  const cp = controlPlanePool(config);
+  const pools = [cp, ...config.machinePools.filter((p) => p !== cp)];
+  return pools.map((pool) => ({ pool: pool.name, role: roleOf(pool), quantity: pool.quantity, matchLabels: { ...(machineSection(pool, hostsConfig)?.hostSelector.matchLabels ?? {}) } }));
+}
+
+function roleOf(pool: MachinePool): HostRole {
+  return hasRole(pool, 'controlPlane') ? 'control-plane' : 'worker';
+}
+
+/** Whether `host` may be taken for `demand` by the cluster `clusterName`: registered, free (or this cluster's already), offering the role, carrying the labels. */
+export function hostFits(host: HostView, demand: PoolDemand, clusterName: string): boolean {
+  if (!host.registered) return false;
+  if (host.claimedBy !== undefined && host.clusterName !== clusterName) return false;
+  if (host.roles.length > 0 && !host.roles.includes(demand.role)) return false;
+  return Object.entries(demand.matchLabels).every(([key, value]) => host.labels[key] === value);
+}
+
+/**
+ * Assigns hosts to pools so that as many pool slots as possible are filled (a maximum
+ * bipartite matching: a host that fits two pools goes where it is needed), each host to
+ * one pool at most; ties go to hosts in name order, so the answer is stable.
+ */
+export function assignHosts(demands: readonly PoolDemand[], hosts: readonly HostView[], clusterName: string): PoolSupply[] {
+  const sorted = [...hosts].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const slots = demands.flatMap((demand, index) => Array.from({ length: demand.quantity }, () => index));
+  const fits = slots.map((index) => sorted.flatMap((host, h) => (hostFits(host, demands[index]!, clusterName) ? [h] : [])));
+  const hostSlot = new Array<number | undefined>(sorted.length).fill(undefined);
+  const augment = (slot: number, seen: boolean[]): boolean => {
+    for (const h of fits[slot]!) {
+      if (seen[h]) continue;
+      seen[h] = true;
+      const holder = hostSlot[h];
+      if (holder === undefined || augment(holder, seen)) {
+        hostSlot[h] = slot;
+        return true;
+      }
+    }
+    return false;
+  };
+  for (let slot = 0; slot < slots.length; slot++) augment(slot, new Array<boolean>(sorted.length).fill(false));
+  return demands.map((demand, index) => {
+    const taken = sorted.filter((_, h) => hostSlot[h] !== undefined && slots[hostSlot[h]!] === index).map((h) => h.name);
+    return { demand, hosts: taken, missing: demand.quantity - taken.length };
+  });
+}
+
+/** One line per pool: "2 of 3 control-plane hosts registered (pool control-plane)". */
+export function supplyLine(supply: PoolSupply): string {
+  const { demand } = supply;
+  const selector = Object.entries(demand.matchLabels).map(([k, v]) => `${k}=${v}`).join(',');
+  return `${supply.hosts.length} of ${demand.quantity} ${demand.role} hosts registered (pool ${demand.pool}${selector ? `, labels ${selector}` : ''})`;
+}
+
+interface HostObject extends KubeObject {
+  spec?: { address?: string; roles?: string[] };
+  status?: { conditions?: { type: string; status: string }[] };
+}
+
+export function hostView(host: HostObject): HostView {
+  const labels = host.metadata.labels ?? {};
+  return {
+    name: host.metadata.name,
+    address: host.spec?.address ?? '',
+    roles: host.spec?.roles ?? [],
+    labels,
+    registered: host.status?.conditions?.some((c) => c.type === 'Registered' && c.status === 'True') ?? false,
+    ...(labels[claimedByLabel] !== undefined ? { claimedBy: labels[claimedByLabel] } : {}),
+    ...(labels[clusterNameLabel] !== undefined ? { clusterName: labels[clusterNameLabel] } : {}),
+  };
+}
+
+async function listHostViews(client: KubeClient): Promise<HostView[]> {
+  return (await client.list<HostObject>(agentApiVersion, 'Host')).map(hostView);
+}
+
+/** `--roles`/`--labels` of the register command for a host of this pool. */
+function registerFlags(demand: PoolDemand): string {
+  const labels = Object.entries(demand.matchLabels).map(([k, v]) => `${k}=${v}`).join(',');
+  return ` --roles ${demand.role}${labels ? ` --labels ${labels}` : ''}`;
+}
+
+/**
+ * preProvision: prints a registration command for each host a pool still lacks (one-use
+ * tokens: one per host, with the pool's role and labels), then waits, reporting progress
+ * per pool, until every pool can be filled by registered hosts that no other cluster
+ * claimed. Fails (exit 5) after `noProgressTimeoutMs` without a new usable host, naming
+ * what each pool still lacks.
+ */
+export async function waitForHosts(context: PlatformHookContext): Promise<void> {
+  const { config, signal } = context;
+  const clusterName = config.metadata.name;
+  const demands = poolDemands(config);
+  const timeoutMs = context.noProgressTimeoutMs ?? defaultRegistrationTimeoutMs;
+  const client = KubeClient.fromFile(context.kubeconfig);
+  try {
+    let supply = assignHosts(demands, await listHostViews(client), clusterName);
+    report(context, supply);
+    if (supply.every((s) => s.missing === 0)) return;
+    await printCommands(client, context, supply);
+
+    let lastProgress = Date.now();
+    let filled = filledCount(supply);
+    while (supply.some((s) => s.missing > 0)) {
+      if (Date.now() - lastProgress > timeoutMs) {
+        const lacking = supply.filter((s) => s.missing > 0).map((s) => `pool ${s.demand.pool} lacks ${s.missing} ${s.demand.role} host(s)${Object.keys(s.demand.matchLabels).length ? ` labelled ${Object.entries(s.demand.matchLabels).map(([k, v]) => `${k}=${v}`).join(',')}` : ''}`);
+        throw new InfrastructureError(`Not enough hosts registered for ${clusterName} after ${Math.round(timeoutMs / 1000)} s without a new one: ${lacking.join('; ')}`, {
+          details: supply.map(supplyLine),
+          hint: 'Run the printed registration commands on the missing hosts (`provisioner hosts list` shows who registered, with roles and labels), then run `provisioner create cluster` again.',
+        });
+      }
+      await sleep(pollIntervalMs, undefined, { signal });
+      supply = assignHosts(demands, await listHostViews(client), clusterName);
+      const now = filledCount(supply);
+      if (now !== filled) {
+        filled = now;
+        lastProgress = Date.now();
+        report(context, supply);
+      }
+    }
+    context.log(`Every pool can be filled: ${supply.map((s) => `${s.demand.pool} ← ${s.hosts.join(', ')}`).join('; ')}`);
+  } finally {
+    client.close();
+  }
+}
+
+function filledCount(supply: readonly PoolSupply[]): number {
+  return supply.reduce((sum, s) => sum + s.hosts.length, 0);
+}
+
+/** Typed progress per pool, and one log line each. */
+function report(context: PlatformHookContext, supply: readonly PoolSupply[]): void {
+  for (const s of supply) {
+    context.events.emit({
+      type: 'progress',
+      task: `hosts:${s.demand.pool}`,
+      label: `${s.demand.role} hosts registered (pool ${s.demand.pool})`,
+      current: s.hosts.length,
+      total: s.demand.quantity,
+      unit: 'machines',
+      ...(s.missing === 0 ? { done: true } : {}),
+    });
+    context.log(supplyLine(s));
+  }
+}
+
+/** One registration command per missing host, as a secret result (the tokens are credentials). */
+async function printCommands(client: KubeClient, context: PlatformHookContext, supply: readonly PoolSupply[]): Promise<void> {
+  const lines: string[] = [];
+  let expiresAt = '';
+  for (const s of supply) {
+    for (let i = 0; i < s.missing; i++) {
+      const command = await issueRegistrationCommand(client, { dir: context.dir, signal: context.signal, ttl: registrationTtl });
+      if (!command.reachableFromHosts) {
+        throw new InfrastructureError(`The local control plane serves no address the hosts reach (the registration server would be ${command.server})`, {
+          hint: 'Set bootstrap.listenAddress (or pass --listen-address) to an address of this machine the hosts reach, then run create cluster again.',
+        });
+      }
+      lines.push(`# a ${s.demand.role} host for pool ${s.demand.pool}:`, `${command.command}${registerFlags(s.demand)} && provisioner-agent run`);
+      expiresAt = command.expiresAt;
+    }
+  }
+  context.events.emit({
+    type: 'result',
+    kind: 'registration-commands',
+    text: [`Run on each host (one command per host; each token registers one host and expires at ${expiresAt}):`, ...lines].join('\n'),
+    data: { commands: lines.filter((l) => !l.startsWith('#')) },
+    secret: true,
+  });
+}
+
+interface HostMachineObject extends KubeObject {
+  status?: { hostRef?: { name?: string }; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+}
+
+/** The first HostMachine whose plan failed for good, as an error naming the host and the check; undefined when none did. */
+export function planFailure(machines: readonly HostMachineObject[]): MachinesError | undefined {
+  for (const machine of machines) {
+    const failed = machine.status?.conditions?.find((c) => c.status === 'False' && c.reason === planFailedReason);
+    if (!failed) continue;
+    const host = machine.status?.hostRef?.name ?? 'unknown host';
+    return new MachinesError(`Host ${host} failed the bootstrap plan of HostMachine ${machine.metadata.namespace}/${machine.metadata.name}: ${failed.message ?? failed.type}`, {
+      hint: `Fix what the check names on host ${host} (\`provisioner plan status --host ${host}\` shows the plan), then run \`provisioner create cluster\` again.`,
+    });
+  }
+  return undefined;
+}
+
+/** machineFailures: rejects once a HostMachine of the cluster reports its host's plan failed. */
+export async function watchHostPlans(context: PlatformHookContext): Promise<never> {
+  const client = KubeClient.fromFile(context.kubeconfig);
+  try {
+    for (;;) {
+      const machines = await client.list<HostMachineObject>(infrastructureApiVersion, 'HostMachine', { namespace: context.config.metadata.namespace }).catch((error: unknown) => {
+        // A transient API error is not a machine failure: the next poll reads again.
+        context.log(`While reading HostMachines: ${messageOf(error)}`);
+        return [];
+      });
+      const failure = planFailure(machines);
+      if (failure) throw failure;
+      await sleep(2 * pollIntervalMs, undefined, { signal: context.signal });
+    }
+  } finally {
+    client.close();
+  }
+}
+
+/**
+ * clusterDeletion: records which hosts the cluster claims, and once its objects are gone
+ * (every HostMachine's reset plan ran: the provider's finalizer), says which were released
+ * and warns about any still claimed.
+ */
+export async function destroyHostsCluster(context: PlatformHookContext & { clusterName: string }): Promise<() => Promise<void>> {
+  const claimed = await withHosts(context.kubeconfig, (hosts) => hosts.filter((h) => h.claimedBy !== undefined && h.clusterName === context.clusterName).map((h) => h.name));
+  if (claimed.length > 0) context.log(`Deleting the cluster resets and releases its hosts: ${claimed.join(', ')}`);
+  return async () => {
+    const hosts = await withHosts(context.kubeconfig, (all) => all);
+    const still = claimed.filter((name) => hosts.some((h) => h.name === name && h.claimedBy !== undefined && h.clusterName === context.clusterName));
+    const released = claimed.filter((name) => !still.includes(name));
+    if (released.length > 0) context.log(`Hosts reset and released (free for another cluster): ${released.join(', ')}`);
+    if (still.length > 0) context.log(`Hosts still claimed by ${context.clusterName}: ${still.join(', ')}; their reset plans may have failed (\`provisioner hosts list\`)`);
+  };
+}
+
+async function withHosts<T>(kubeconfig: string, use: (hosts: HostView[]) => T): Promise<T> {
+  const client = KubeClient.fromFile(kubeconfig);
+  try {
+    return use(await listHostViews(client));
+  } finally {
+    client.close();
+  }
+}
