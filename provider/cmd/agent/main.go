@@ -3,6 +3,7 @@
 //
 //	provisioner-agent register --server URL --ca-checksum SHA256 --token T [--roles r1,r2] [--labels k=v,...]
 //	provisioner-agent run [--lock-file F]
+//	provisioner-agent supervise start|stop|status --name N [--dir D] [-- COMMAND ARG...]
 //
 // Exit codes: 0 done, 1 failure, 2 usage (or not registered), 3 the server refused the
 // token or credential (expired, used, revoked, Host deleted): only a new token helps.
@@ -18,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -50,7 +52,7 @@ func main() {
 }
 
 func usage() error {
-	return &agent.ExitError{Code: agent.ExitUsage, Err: errors.New("usage: provisioner-agent register|run|version [flags] (-h for a command's flags)")}
+	return &agent.ExitError{Code: agent.ExitUsage, Err: errors.New("usage: provisioner-agent register|run|supervise|version [flags] (-h for a command's flags)")}
 }
 
 func run(ctx context.Context, args []string) error {
@@ -62,6 +64,8 @@ func run(ctx context.Context, args []string) error {
 		return register(ctx, args[1:])
 	case "run":
 		return runPlans(ctx, args[1:])
+	case "supervise":
+		return supervise(ctx, args[1:])
 	case "version":
 		fmt.Println(version.Version)
 		return nil
@@ -138,6 +142,49 @@ func runPlans(ctx context.Context, args []string) error {
 	return agent.Run(logr.NewContext(ctx, log), agent.RunOptions{
 		DataDir: agent.DataDir(*dataDir), LockPath: *lockFile, LockStaleAfter: *lockStaleAfter, HeartbeatInterval: *heartbeat, Log: log,
 	})
+}
+
+// supervise keeps one command running, detached (the kubelet on hosts without systemd):
+//
+//	supervise start --name kubelet [--dir D] [--restart-delay 2s] [--stop-timeout 15s] -- /usr/local/bin/kubelet ARG...
+//	supervise stop --name kubelet [--dir D]
+//	supervise status --name kubelet [--dir D]   (exit 0 running, 1 not)
+//
+// `supervise run` is the detached supervisor start launches.
+func supervise(ctx context.Context, args []string) error {
+	if len(args) == 0 || !slices.Contains([]string{"start", "stop", "status", "run"}, args[0]) {
+		return &agent.ExitError{Code: agent.ExitUsage, Err: errors.New("usage: provisioner-agent supervise start|stop|status --name N [--dir D] [-- COMMAND ARG...]")}
+	}
+	action := args[0]
+	fs := flag.NewFlagSet("supervise "+action, flag.ContinueOnError)
+	name := fs.String("name", "", "Name of the supervised command, a DNS label (required).")
+	dir := fs.String("dir", agent.DefaultSuperviseDir, "Directory of the pid file (<name>.pid), the command (<name>.json) and the log (<name>.log).")
+	restartDelay := fs.Duration("restart-delay", 2*time.Second, "start: first pause before a restart (doubles up to 30s while the command keeps failing).")
+	stopTimeout := fs.Duration("stop-timeout", 15*time.Second, "start, stop: how long the command gets after SIGTERM before SIGKILL.")
+	if err := fs.Parse(args[1:]); err != nil {
+		return &agent.ExitError{Code: agent.ExitUsage, Err: err}
+	}
+	s := agent.Supervised{Name: *name, Dir: *dir}
+	o := agent.SuperviseOptions{Supervised: s, Command: fs.Args(), RestartDelay: *restartDelay, StopTimeout: *stopTimeout, Out: os.Stdout}
+	switch action {
+	case "start":
+		return agent.SuperviseStart(o)
+	case "stop":
+		explicit := false
+		fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "stop-timeout" })
+		if !explicit {
+			o.StopTimeout = 0 // the one start recorded
+		}
+		return agent.SuperviseStop(o)
+	case "status":
+		if pid, ok := s.Running(); ok {
+			fmt.Printf("%s: running (pid %d)\n", s.Name, pid)
+			return nil
+		}
+		fmt.Printf("%s: not running\n", s.Name)
+		return &agent.ExitError{Code: 1, Err: fmt.Errorf("%s is not running", s.Name)}
+	}
+	return agent.SuperviseRun(ctx, s)
 }
 
 var hostNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
