@@ -90,6 +90,14 @@ const agentProvider = { ownModule: 'provider', versionModule: 'provisioner.dev/p
 export const binaryRecipes: readonly BinaryRecipe[] = [
   { name: 'etcd', wrapper: 'etcd', package: '.', versionModule: 'go.etcd.io/etcd/server/v3', versionPackages: stamps.none, shipped: true },
   { name: 'kube-apiserver', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-apiserver', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
+  // The hosts platform's node binaries, from the same wrapper and version as kube-apiserver: kubelet and kubeadm
+  // run on hosts; the other three run there as static pods from image archives built from them (src/nodeimages).
+  // Static (goEnv sets CGO_ENABLED=0), so they run in images with nothing else in them.
+  { name: 'kubelet', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kubelet', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
+  { name: 'kubeadm', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kubeadm', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
+  { name: 'kube-controller-manager', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-controller-manager', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
+  { name: 'kube-scheduler', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-scheduler', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
+  { name: 'kube-proxy', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-proxy', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
   { name: 'capi-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/core', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
   { name: 'kubeadm-bootstrap-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/bootstrap/kubeadm', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
   { name: 'kubeadm-control-plane-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/controlplane/kubeadm', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
@@ -101,6 +109,8 @@ export const binaryRecipes: readonly BinaryRecipe[] = [
   { name: 'provisioner-agent', package: './cmd/agent', ...agentProvider, shipped: true },
   // Ours: the local control plane's second listener, on the one address a user names for hosts (kube-apiserver binds one).
   { name: 'provisioner-forwarder', package: './cmd/forwarder', ...agentProvider, shipped: true },
+  // Ours: the pod sandbox (infra container) of hosts-platform nodes, shipped as image provisioner.local/pause.
+  { name: 'pause', package: './cmd/pause', ...agentProvider, shipped: true },
   // The vCenter simulator for the vsphere platform's tests; main.version is its own variable.
   { name: 'vcsim', wrapper: 'vcsim', package: '.', versionModule: 'github.com/vmware/govmomi', versionPackages: ['main'], shipped: false },
   { name: 'clusterctl', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/cmd/clusterctl', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: false },
