@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
 	agentv1 "provisioner.dev/provider/api/v1alpha1"
 	"provisioner.dev/provider/internal/controller"
 	"provisioner.dev/provider/internal/version"
@@ -74,6 +75,9 @@ func run() error {
 	if err := agentv1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := infrav1.AddToScheme(scheme); err != nil {
+		return err
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -114,6 +118,9 @@ func run() error {
 		return err
 	}
 	if err := agentv1.SetupHostRegistrationWebhookWithManager(mgr); err != nil {
+		return err
+	}
+	if err := infrav1.SetupWebhooksWithManager(mgr); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -19,6 +19,13 @@ var labels = map[string]string{
 	"cluster.x-k8s.io/provider":   "agent-provisioner",
 }
 
+// contractLabels go on the CRDs of one group only: Cluster API's core reads
+// cluster.x-k8s.io/<contract version> on a referenced infrastructure CRD to learn which
+// of its versions implements the v1beta2 contract (and refuses a CRD without it).
+var contractLabels = map[string]map[string]string{
+	"infrastructure.provisioner.dev": {"cluster.x-k8s.io/v1beta2": "v1alpha1"},
+}
+
 func main() {
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: crdlabels DIR")
@@ -58,6 +65,11 @@ func label(file string) error {
 		existing = map[string]any{}
 	}
 	for k, v := range labels {
+		existing[k] = v
+	}
+	spec, _ := crd["spec"].(map[string]any)
+	group, _ := spec["group"].(string)
+	for k, v := range contractLabels[group] {
 		existing[k] = v
 	}
 	meta["labels"] = existing
