@@ -209,24 +209,25 @@ function report(context: PlatformHookContext, supply: readonly PoolSupply[]): vo
 /** One registration command per missing host, as a secret result (the tokens are credentials). */
 async function printCommands(client: KubeClient, context: PlatformHookContext, supply: readonly PoolSupply[]): Promise<void> {
   const lines: string[] = [];
+  const commands: { pool: string; role: HostRole; command: string }[] = [];
   let expiresAt = '';
+  let loopbackOnly = false;
   for (const s of supply) {
     for (let i = 0; i < s.missing; i++) {
-      const command = await issueRegistrationCommand(client, { dir: context.dir, signal: context.signal, ttl: registrationTtl });
-      if (!command.reachableFromHosts) {
-        throw new InfrastructureError(`The local control plane serves no address the hosts reach (the registration server would be ${command.server})`, {
-          hint: 'Set bootstrap.listenAddress (or pass --listen-address) to an address of this machine the hosts reach, then run create cluster again.',
-        });
-      }
-      lines.push(`# a ${s.demand.role} host for pool ${s.demand.pool}:`, `${command.command}${registerFlags(s.demand)} && provisioner-agent run`);
-      expiresAt = command.expiresAt;
+      const issued = await issueRegistrationCommand(client, { dir: context.dir, signal: context.signal, ttl: registrationTtl });
+      const command = `${issued.command}${registerFlags(s.demand)}`;
+      lines.push(`# a ${s.demand.role} host for pool ${s.demand.pool}:`, `${command} && provisioner-agent run`);
+      commands.push({ pool: s.demand.pool, role: s.demand.role, command });
+      expiresAt = issued.expiresAt;
+      loopbackOnly ||= !issued.reachableFromHosts;
     }
   }
+  if (loopbackOnly) lines.push('# the server is the loopback API server: only an agent on this machine reaches it (bootstrap.listenAddress names one hosts reach)');
   context.events.emit({
     type: 'result',
     kind: 'registration-commands',
     text: [`Run on each host (one command per host; each token registers one host and expires at ${expiresAt}):`, ...lines].join('\n'),
-    data: { commands: lines.filter((l) => !l.startsWith('#')) },
+    data: { commands, expiresAt },
     secret: true,
   });
 }
