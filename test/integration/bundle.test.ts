@@ -42,6 +42,11 @@ const managerProbe = (what: string, pkg: string): VersionProbe => ({
 
 const probes: VersionProbe[] = [
   { what: 'kube-apiserver', matches: (b) => b.package === 'k8s.io/kubernetes/cmd/kube-apiserver', args: () => ['--version'], pattern: /^Kubernetes (v\S+)$/m },
+  // The node binaries of the hosts platform, from the same wrapper.
+  ...['kubelet', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy'].map(
+    (name): VersionProbe => ({ what: name, matches: (b) => b.package === `k8s.io/kubernetes/cmd/${name}`, args: () => ['--version'], pattern: /^Kubernetes (v\S+)$/m }),
+  ),
+  { what: 'kubeadm', matches: (b) => b.package === 'k8s.io/kubernetes/cmd/kubeadm', args: () => ['version', '-o', 'short'], pattern: /^(v\S+)$/m },
   { what: 'etcd', matches: (b) => b.module === 'go.etcd.io/etcd/server/v3', args: () => ['--version'], pattern: /^etcd Version: (\S+)$/m },
   { what: 'kubectl', matches: (b) => b.package === 'k8s.io/kubernetes/cmd/kubectl', args: () => ['version', '--client'], pattern: /^Client Version: (v\S+)$/m },
   { what: 'clusterctl', matches: (b) => b.package === 'sigs.k8s.io/cluster-api/cmd/clusterctl', args: () => ['version', '-o', 'short'], pattern: /^(v\S+)$/m },
@@ -65,6 +70,7 @@ const probes: VersionProbe[] = [
   { what: 'agent manager', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/manager', args: () => ['--version'], pattern: /^(v\S+)$/m },
   { what: 'node agent', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/agent', args: () => ['version'], pattern: /^(v\S+)$/m },
   { what: 'API server forwarder', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/forwarder', args: () => ['--version'], pattern: /^(v\S+)$/m },
+  { what: 'pod sandbox (pause)', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/pause', args: () => ['--version'], pattern: /^(v\S+)$/m },
 ];
 
 const withoutV = (version: string) => version.replace(/^v/, '');

@@ -1,0 +1,161 @@
+/**
+ * The node images, built from the real bundled binaries and imported into a real
+ * containerd (Debian's containerd and runc; .ci/run installs them): every archive imports
+ * under its refs, the refs are the ones the bundled kubeadm asks for, and the images run
+ * (a static binary alone in its image; pause exits 0 on SIGTERM).
+ *
+ * The containerd is the test's own: its own root, state, socket and runc root under a
+ * temporary directory, CRI off; it is stopped at the end. Fails (never skips) when the
+ * bundle or containerd is missing.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ensureBinaries } from '../../src/embedded/cache.js';
+import { loadCatalog, packageRoot } from '../../src/embedded/catalog.js';
+import { messageOf } from '../../src/errors.js';
+import { ensureNodeImages, imageRepository, nodeImageNames, type NodeImageArchive } from '../../src/nodeartifacts/node-images.js';
+
+const arch = ({ x64: 'amd64', arm64: 'arm64' } as const)[process.arch as 'x64' | 'arm64'];
+
+describe('node images in a real containerd', () => {
+  let scratch = '';
+  let socket = '';
+  let containerd: ChildProcess | undefined;
+  let containerdLog = '';
+  let images: NodeImageArchive[] = [];
+  let kubeadm = '';
+  let setupError: Error | undefined;
+
+  const ctr = (...args: string[]) => execa('ctr', ['--address', socket, '--namespace', 'k8s.io', ...args], { timeout: 120_000 });
+
+  beforeAll(async () => {
+    for (const tool of ['containerd', 'ctr', 'runc']) {
+      if ((await execa('sh', ['-c', `command -v ${tool}`], { reject: false })).exitCode !== 0) {
+        setupError = new Error(`${tool} is not installed: apt-get install -y containerd runc (as .ci/run does)`);
+        return;
+      }
+    }
+    let catalog;
+    try {
+      catalog = await loadCatalog();
+    } catch (error) {
+      setupError = new Error(`No usable bundle (${messageOf(error)}). Run \`npm run bundle\` in ${packageRoot} first.`);
+      return;
+    }
+    const names = [...nodeImageNames, 'kubeadm'];
+    const missing = names.filter((n) => !catalog.findBinary(n));
+    if (missing.length > 0) {
+      setupError = new Error(`The bundle lacks ${missing.join(', ')}: run \`npm run bundle\` in ${packageRoot}.`);
+      return;
+    }
+    scratch = await mkdtemp(path.join(os.tmpdir(), 'provisioner-node-images-'));
+    const paths = await ensureBinaries(names, { catalog });
+    kubeadm = paths.kubeadm!;
+    images = await ensureNodeImages(
+      Object.fromEntries(nodeImageNames.map((n) => [n, { path: paths[n]!, version: catalog.binary(n).version }])),
+      { cacheDir: path.join(scratch, 'cache'), architecture: arch! },
+    );
+
+    const config = path.join(scratch, 'config.toml');
+    socket = path.join(scratch, 'containerd.sock');
+    await writeFile(
+      config,
+      [
+        'version = 2',
+        `root = "${scratch}/root"`,
+        `state = "${scratch}/state"`,
+        // Only images and ctr's own containers here; the CRI plugin would want CNI and more.
+        'disabled_plugins = ["io.containerd.grpc.v1.cri"]',
+        '[grpc]',
+        `  address = "${socket}"`,
+        '[ttrpc]',
+        `  address = "${scratch}/containerd.sock.ttrpc"`,
+        '',
+      ].join('\n'),
+    );
+    containerd = spawn('containerd', ['--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+    containerd.stdout!.on('data', (d: Buffer) => (containerdLog += d.toString()));
+    containerd.stderr!.on('data', (d: Buffer) => (containerdLog += d.toString()));
+    for (let i = 0; ; i++) {
+      if ((await ctr('version').then(() => true, () => false))) break;
+      if (i === 100 || containerd.exitCode !== null) {
+        setupError = new Error(`containerd did not start:\n${containerdLog.slice(-2000)}`);
+        return;
+      }
+      await sleep(100);
+    }
+  });
+
+  beforeEach(() => {
+    if (setupError) throw setupError;
+  });
+
+  afterAll(async () => {
+    if (containerd && containerd.exitCode === null) {
+      // Containers first (their shims outlive containerd otherwise), then containerd.
+      const listed = await ctr('tasks', 'ls', '-q').catch(() => ({ stdout: '' }));
+      for (const id of listed.stdout.split('\n').filter(Boolean)) await ctr('tasks', 'kill', '-s', 'SIGKILL', id).catch(() => undefined);
+      const exited = new Promise((resolve) => containerd!.once('exit', resolve));
+      containerd.kill('SIGTERM');
+      await Promise.race([exited, sleep(10_000).then(() => containerd!.kill('SIGKILL'))]);
+    }
+    // Snapshots are overlay mounts only while containers run; none is left, so the tree removes.
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+  });
+
+  it('imports every archive under its refs, with the manifest digest the writer computed', async () => {
+    for (const image of images) {
+      const imported = await ctr('images', 'import', image.file);
+      expect(imported.exitCode, imported.stdout + imported.stderr).toBe(0);
+    }
+    const listed = (await ctr('images', 'ls')).stdout;
+    const rows = listed.split('\n').slice(1).filter(Boolean).map((line) => line.split(/\s+/));
+    for (const image of images) {
+      for (const ref of image.refs) {
+        const row = rows.find((r) => r[0] === ref);
+        expect(row, `${ref} in ctr images ls:\n${listed}`).toBeDefined();
+        expect(row![2]).toBe(image.manifestDigest);
+      }
+    }
+    // Importing again changes nothing (same digests): the archives are content-addressed.
+    await ctr('images', 'import', images[0]!.file);
+    expect((await ctr('images', 'ls')).stdout.split('\n').filter(Boolean).length).toBe(listed.split('\n').filter(Boolean).length);
+  });
+
+  it('covers what the bundled kubeadm lists for its version, except CoreDNS (not built)', async () => {
+    const version = images.find((i) => i.name === 'kube-apiserver')!.ref.split(':')[1]!;
+    const listed = await execa(kubeadm, ['config', 'images', 'list', '--kubernetes-version', version, '--image-repository', imageRepository]);
+    const wanted = listed.stdout.split('\n').map((l) => l.trim()).filter((l) => l && !l.includes('/coredns'));
+    expect(wanted.length).toBe(6);
+    const ours = images.flatMap((i) => i.refs);
+    expect(wanted.filter((ref) => !ours.includes(ref)), `kubeadm lists:\n${listed.stdout}`).toEqual([]);
+  });
+
+  it('runs a static binary alone in its image, and pause until SIGTERM, when it exits 0', async () => {
+    const runcRoot = path.join(scratch, 'runc');
+    await mkdir(runcRoot, { recursive: true });
+    const proxy = images.find((i) => i.name === 'kube-proxy')!;
+    const ran = await ctr('run', '--rm', '--runc-root', runcRoot, '--cgroup', '', proxy.ref, 'provisioner-it-proxy', 'kube-proxy', '--version');
+    expect(ran.stdout.trim()).toBe(`Kubernetes ${proxy.ref.split(':')[1]}`);
+
+    const pause = images.find((i) => i.name === 'pause')!;
+    const run = ctr('run', '--rm', '--runc-root', runcRoot, '--cgroup', '', pause.ref, 'provisioner-it-pause');
+    let state = '';
+    for (let i = 0; i < 100 && !state.includes('RUNNING'); i++) {
+      await sleep(100);
+      state = (await ctr('tasks', 'ls').catch(() => ({ stdout: '' }))).stdout;
+    }
+    expect(state).toMatch(/provisioner-it-pause\s+\d+\s+RUNNING/);
+    await ctr('tasks', 'kill', '-s', 'SIGTERM', 'provisioner-it-pause');
+    const finished = await run;
+    expect(finished.exitCode).toBe(0);
+    expect((await ctr('containers', 'ls', '-q')).stdout.trim()).toBe('');
+    // The images were written into the test's cache; the layer is small next to the binary.
+    expect((await stat(pause.file)).size).toBe(pause.size);
+  });
+});
