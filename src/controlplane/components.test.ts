@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ControlPlanePki } from '../pki/index.js';
 import type { ArgMap } from '../process/args.js';
-import { apiServerArgs, controllerArgs, controllerEnv, etcdArgs, goRuntimeEnv } from './components.js';
+import { apiServerArgs, controllerArgs, controllerEnv, etcdArgs, forwarderArgs, goRuntimeEnv } from './components.js';
 
 const files = (name: string) => ({ certFile: `/pki/${name}.crt`, keyFile: `/pki/${name}.key` });
 // Only the file paths are read by the arg builders; no keys are generated for this test.
@@ -124,6 +124,17 @@ describe('controllerArgs', () => {
 
   it('gives controllers a loopback bind address', () => {
     expect(controllerEnv()).toEqual({ PROVISIONER_BIND_ADDRESS: '127.0.0.1' });
+  });
+});
+
+describe('forwarderArgs', () => {
+  it('listens on the named address only, health on loopback, the file server on the same address when asked', () => {
+    const ports = { listen: 6443, health: 9440, artifacts: 6480 };
+    expect(forwarderArgs('198.18.0.1:6443', 7000, ports)).toEqual({ listen: '198.18.0.1:6443', target: '127.0.0.1:7000', 'health-addr': '127.0.0.1:9440' });
+    const args = forwarderArgs('198.18.0.1:6443', 7000, ports, { listen: '198.18.0.1:6480', dir: '/d/.provisioner/controlplane/artifacts' });
+    expect(args).toMatchObject({ 'artifacts-listen': '198.18.0.1:6480', 'artifacts-dir': '/d/.provisioner/controlplane/artifacts' });
+    const hosts = addressFlags(args).flatMap(([, value]) => hostsOf(value));
+    expect(new Set(hosts)).toEqual(new Set(['198.18.0.1', '127.0.0.1']));
   });
 });
 

@@ -157,17 +157,21 @@ export interface ForwarderPorts {
   /** Port on the extra listen address (the API server's own port when it was free there). */
   listen: number;
   health: number;
+  /** Port of the read-only artifacts file server on the listen address. Absent in ports of a start before it existed. */
+  artifacts?: number;
 }
 
 /**
  * provisioner-forwarder's flags: listen on `address` (the one the user named, never a
  * wildcard) and copy TCP to the API server on loopback; health on loopback, like the managers'.
+ * With `artifacts`, also serve that directory read-only over HTTP on a second port of the same address.
  */
-export function forwarderArgs(listen: string, apiServerPort: number, ports: ForwarderPorts): ArgMap {
+export function forwarderArgs(listen: string, apiServerPort: number, ports: ForwarderPorts, artifacts?: { listen: string; dir: string }): ArgMap {
   return {
     listen,
     target: `${loopback}:${apiServerPort}`,
     'health-addr': `${loopback}:${ports.health}`,
+    ...(artifacts ? { 'artifacts-listen': artifacts.listen, 'artifacts-dir': artifacts.dir } : {}),
   };
 }
 

@@ -22,6 +22,11 @@ export interface ControlPlaneLayout {
    * its forwarder is ready; absent when the control plane listens on loopback only.
    */
   listenFile: string;
+  /**
+   * Node artifacts (kubelet, kubeadm, image archives) served read-only over HTTP by the
+   * forwarder on the listen address; filled by whoever prepares nodes (nodeartifacts/node-images.ts).
+   */
+  artifactsDir: string;
   /** Admin kubeconfig of the local control plane, 0600: `<dir>/auth/management.kubeconfig`. */
   kubeconfig: string;
 }
@@ -38,6 +43,7 @@ export function controlPlaneLayout(dir: string): ControlPlaneLayout {
     portsFile: path.join(stateDir, 'ports.json'),
     startedFile: path.join(stateDir, 'started.json'),
     listenFile: path.join(stateDir, 'listen.json'),
+    artifactsDir: path.join(stateDir, 'artifacts'),
     kubeconfig: path.join(root, 'auth', 'management.kubeconfig'),
   };
 }

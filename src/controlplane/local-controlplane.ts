@@ -109,6 +109,12 @@ export const forwarderName = 'provisioner-forwarder';
 export interface ListenRecord {
   address: string;
   port: number;
+  /**
+   * `http://<address>:<port>` of the forwarder's read-only file server of the artifacts directory
+   * (layout.artifactsDir): a file `node/bin/kubelet` there is `<artifactsUrl>/node/bin/kubelet`.
+   * Absent in records written before it existed.
+   */
+  artifactsUrl?: string;
 }
 
 export class LocalControlPlane {
@@ -277,20 +283,26 @@ export class LocalControlPlane {
     const binary = this.options.forwarderBinary;
     if (!binary) throw new InternalError(`${forwarderName}: no binary to start (the control plane was prepared without it)`);
     const pki = this.pki!;
+    // Served as it is: created empty here, filled by whoever prepares nodes.
+    await mkdir(this.layout.artifactsDir, { recursive: true, mode: 0o700 });
     await this.stage('forwarder', () =>
       this.startWithPortRetry(forwarderName, async () => {
         const p = ports.forwarder!;
+        p.artifacts ??= await allocatePort();
         const health = httpProbe(`http://${loopback}:${p.health}/readyz`);
         // Through the forwarder, verified against the cluster CA for the listen address: proves the certificate names it.
         const through = httpProbe(`https://${hostPort(address, p.listen)}/readyz`, { ca: pki.caCertPem, cert: this.adminCert!, key: this.adminKey! });
         const probe: ReadinessProbe = async (s) => (await health(s)) && (await through(s));
-        return this.process(forwarderName, binary, forwarderArgs(hostPort(address, p.listen), ports.apiServer.secure, p), { ...p }, probe, forwarderStartTimeoutMs);
+        // Ready implies the file server listens too: the forwarder serves health only after binding it.
+        const artifacts = { listen: hostPort(address, p.artifacts), dir: this.layout.artifactsDir };
+        return this.process(forwarderName, binary, forwarderArgs(hostPort(address, p.listen), ports.apiServer.secure, p, artifacts), { ...p }, probe, forwarderStartTimeoutMs);
       }, async () => {
-        ports.forwarder = { listen: await allocatePort(), health: await allocatePort() };
+        ports.forwarder = { listen: await allocatePort(), health: await allocatePort(), artifacts: await allocatePort() };
       }),
     );
-    await writeFileAtomic(this.layout.listenFile, JSON.stringify({ address, port: ports.forwarder!.listen } satisfies ListenRecord));
-    log(this.events, 'info', `The API server is reachable for hosts on https://${hostPort(address, ports.forwarder!.listen)} (and on loopback)`);
+    const artifactsUrl = `http://${hostPort(address, ports.forwarder!.artifacts!)}`;
+    await writeFileAtomic(this.layout.listenFile, JSON.stringify({ address, port: ports.forwarder!.listen, artifactsUrl } satisfies ListenRecord));
+    log(this.events, 'info', `The API server is reachable for hosts on https://${hostPort(address, ports.forwarder!.listen)} (and on loopback); node artifacts on ${artifactsUrl}`);
   }
 
   private async startController(spec: ProviderSpec, ports: Ports, pki: ControlPlanePki): Promise<void> {
@@ -395,7 +407,11 @@ export class LocalControlPlane {
     const address = this.options.listenAddress;
     // On the listen address, the API server's own port when it is free there: one port to remember.
     const forwarder = address
-      ? { listen: (await isPortFree(previous.forwarder?.listen ?? apiServer.secure, address)) ? (previous.forwarder?.listen ?? apiServer.secure) : await allocatePort(), health: await reuse(previous.forwarder?.health) }
+      ? {
+          listen: (await isPortFree(previous.forwarder?.listen ?? apiServer.secure, address)) ? (previous.forwarder?.listen ?? apiServer.secure) : await allocatePort(),
+          health: await reuse(previous.forwarder?.health),
+          artifacts: previous.forwarder?.artifacts !== undefined && (await isPortFree(previous.forwarder.artifacts, address)) ? previous.forwarder.artifacts : await allocatePort(),
+        }
       : undefined;
     return {
       etcd: { client: await reuse(previous.etcd?.client), peer: await reuse(previous.etcd?.peer), metrics: await reuse(previous.etcd?.metrics) },
@@ -477,7 +493,8 @@ export async function readListenRecord(dir: string): Promise<ListenRecord | unde
   if (text === undefined) return undefined;
   try {
     const record = JSON.parse(text) as Partial<ListenRecord>;
-    return typeof record.address === 'string' && typeof record.port === 'number' ? { address: record.address, port: record.port } : undefined;
+    if (typeof record.address !== 'string' || typeof record.port !== 'number') return undefined;
+    return { address: record.address, port: record.port, ...(typeof record.artifactsUrl === 'string' ? { artifactsUrl: record.artifactsUrl } : {}) };
   } catch {
     // Written atomically by the start; unreadable means a start was cut short, which rewrites it.
     return undefined;

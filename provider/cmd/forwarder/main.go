@@ -7,6 +7,11 @@
 //
 // It serves /readyz (and /healthz) on a loopback health address, as the providers'
 // managers do, so the local control plane supervises it like them.
+//
+// With --artifacts-listen and --artifacts-dir it also serves that directory read-only
+// over HTTP on a second port of the same address (GET only, regular files only, no
+// listing, nothing outside the directory): the node binaries and image archives hosts
+// fetch as NodePlan contentRef URLs, each checked against the digest the plan carries.
 package main
 
 import (
@@ -23,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"provisioner.dev/provider/internal/artifacts"
 	"provisioner.dev/provider/internal/version"
 )
 
@@ -39,10 +45,12 @@ func main() {
 
 func run() error {
 	var (
-		listen      = flag.String("listen", "", "Address and port to listen on, e.g. 198.18.0.1:6443. Required: one address, never a wildcard.")
-		target      = flag.String("target", "", "Address and port to forward to: the API server on loopback, e.g. 127.0.0.1:6443. Required.")
-		healthAddr  = flag.String("health-addr", "127.0.0.1:9440", "Address of the health endpoints (/healthz, /readyz).")
-		showVersion = flag.Bool("version", false, "Print the version and exit.")
+		listen          = flag.String("listen", "", "Address and port to listen on, e.g. 198.18.0.1:6443. Required: one address, never a wildcard.")
+		target          = flag.String("target", "", "Address and port to forward to: the API server on loopback, e.g. 127.0.0.1:6443. Required.")
+		healthAddr      = flag.String("health-addr", "127.0.0.1:9440", "Address of the health endpoints (/healthz, /readyz).")
+		artifactsListen = flag.String("artifacts-listen", "", "Address and port of the read-only artifacts file server, on the --listen host, e.g. 198.18.0.1:6480. Default: none (no file server).")
+		artifactsDir    = flag.String("artifacts-dir", "", "Directory the artifacts file server serves. Required with --artifacts-listen.")
+		showVersion     = flag.Bool("version", false, "Print the version and exit.")
 	)
 	flag.Parse()
 	if *showVersion {
@@ -61,6 +69,20 @@ func run() error {
 		return fmt.Errorf("--listen %q: the host must be one IP address, not a name or a wildcard", *listen)
 	}
 
+	if (*artifactsListen == "") != (*artifactsDir == "") {
+		return errors.New("--artifacts-listen and --artifacts-dir go together")
+	}
+	if *artifactsListen != "" {
+		artifactsHost, _, err := net.SplitHostPort(*artifactsListen)
+		if err != nil {
+			return fmt.Errorf("--artifacts-listen %q: %w", *artifactsListen, err)
+		}
+		// The one address the user named, nothing else.
+		if !net.ParseIP(artifactsHost).Equal(net.ParseIP(host)) {
+			return fmt.Errorf("--artifacts-listen %q: must be on the --listen address %s", *artifactsListen, host)
+		}
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -72,6 +94,25 @@ func run() error {
 	if err != nil {
 		listener.Close()
 		return err
+	}
+	var files *http.Server
+	if *artifactsListen != "" {
+		handler, err := artifacts.NewHandler(*artifactsDir)
+		if err != nil {
+			listener.Close()
+			health.Close()
+			return fmt.Errorf("--artifacts-dir: %w", err)
+		}
+		defer handler.Close()
+		filesListener, err := net.Listen("tcp", *artifactsListen)
+		if err != nil {
+			listener.Close()
+			health.Close()
+			return err
+		}
+		files = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+		go func() { _ = files.Serve(filesListener) }()
+		fmt.Fprintf(os.Stderr, "provisioner-forwarder %s: serving %s read-only on http://%s\n", version.Version, *artifactsDir, filesListener.Addr())
 	}
 	mux := http.NewServeMux()
 	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
@@ -86,6 +127,9 @@ func run() error {
 		<-ctx.Done()
 		listener.Close()
 		_ = healthServer.Close()
+		if files != nil {
+			_ = files.Close()
+		}
 	}()
 	for {
 		conn, err := listener.Accept()

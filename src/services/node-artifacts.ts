@@ -1,0 +1,46 @@
+/**
+ * Prepares what machines download to become nodes: kubelet and kubeadm, and the image
+ * archives of the control-plane images and pause, built from the bundled binaries at
+ * `create cluster` time (the npm package carries each binary once). They land in the
+ * control plane's artifacts directory, which its forwarder serves read-only on the
+ * listen address; each comes back with the URL and sha256 a NodePlan contentRef names.
+ */
+import { resolveCacheDir, ensureBinaries, type CacheOptions } from '../embedded/cache.js';
+import { loadBinaryCatalog } from '../embedded/catalog.js';
+import { EnvironmentError } from '../errors.js';
+import { controlPlaneLayout } from '../controlplane/layout.js';
+import { readListenRecord } from '../controlplane/local-controlplane.js';
+import { ensureNodeImages, nodeBinaryNames, nodeImageNames, prepareNodeArtifacts, type NodeArtifact, type NodeBinary } from '../nodeartifacts/node-images.js';
+
+export interface NodeArtifactsRequest extends Pick<CacheOptions, 'sink' | 'signal' | 'cacheDir' | 'env'> {
+  /** Install directory whose control plane serves the artifacts. */
+  dir: string;
+}
+
+export interface ServedNodeArtifact extends NodeArtifact {
+  /** `<artifactsUrl>/<path>`; undefined when the control plane serves no listen address. */
+  url: string | undefined;
+}
+
+/**
+ * Fills the artifacts directory of `dir`'s control plane (see ControlPlaneLayout.artifactsDir).
+ * Image archives are cached by their binary's digest, so only a new bundle rebuilds them.
+ */
+export async function prepareNodeArtifactsFor(request: NodeArtifactsRequest): Promise<ServedNodeArtifact[]> {
+  const arch = ({ x64: 'amd64', arm64: 'arm64' } as const)[process.arch as 'x64' | 'arm64'];
+  if (process.platform !== 'linux' || arch === undefined) {
+    // The bundle holds binaries for the CLI's own platform; nodes need Linux ones.
+    throw new EnvironmentError(`Node images need Linux binaries; this CLI runs on ${process.platform}/${process.arch} and bundles its own platform's`, {
+      hint: 'Run provisioner on a Linux machine (amd64 or arm64) to prepare node artifacts.',
+    });
+  }
+  const catalog = await loadBinaryCatalog(request);
+  const names = [...nodeBinaryNames, ...nodeImageNames];
+  const paths = await ensureBinaries(names, { ...request, catalog });
+  const binary = (name: string): NodeBinary => ({ path: paths[name]!, version: catalog.binary(name).version });
+  const images = await ensureNodeImages(Object.fromEntries(nodeImageNames.map((n) => [n, binary(n)])), { cacheDir: resolveCacheDir(request), architecture: arch });
+  const layout = controlPlaneLayout(request.dir);
+  const artifacts = await prepareNodeArtifacts(layout.artifactsDir, Object.fromEntries(nodeBinaryNames.map((n) => [n, binary(n)])), images);
+  const base = (await readListenRecord(request.dir))?.artifactsUrl;
+  return artifacts.map((a) => ({ ...a, url: base === undefined ? undefined : `${base}/${a.path}` }));
+}
