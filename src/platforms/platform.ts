@@ -123,6 +123,16 @@ export interface PlatformLifecycle {
   bootstrapResources?: string;
 }
 
+/** A file the local control plane serves for machines to download (node binaries, image archives). */
+export interface ServedArtifact {
+  /** Path below the served directory, `/`-separated, e.g. `node/bin/kubelet`. */
+  path: string;
+  /** Hex sha256 of the content. */
+  sha256: string;
+  /** Where machines GET it; undefined when the control plane serves no listen address. */
+  url: string | undefined;
+}
+
 /** What a hook is given: the install directory and a kubeconfig of the management cluster. */
 export interface PlatformHookContext {
   config: InstallConfig;
@@ -137,6 +147,11 @@ export interface PlatformHookContext {
   events: EventSink;
   /** The command's no-progress timeout (`--no-progress-timeout`), for a hook that waits. Default: the hook's own. */
   noProgressTimeoutMs?: number;
+  /**
+   * Prepares what the local control plane serves for machines to download and lists it.
+   * Absent: the management cluster serves nothing (an existing one named by flag).
+   */
+  nodeArtifacts?(): Promise<ServedArtifact[]>;
 }
 
 /**

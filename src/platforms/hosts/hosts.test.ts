@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { renderNewInstallConfig } from '../../assets/index.js';
 import { validateInstallConfigText, type InstallConfig } from '../../config/index.js';
-import { ConfigError, MachinesError } from '../../errors.js';
+import { ConfigError, InfrastructureError, MachinesError } from '../../errors.js';
 import { generateManifests, installConfigSchema } from '../index.js';
+import { hostArtifacts } from './artifacts.js';
 import { assignHosts, hostView, planFailure, poolDemands, supplyLine, type HostView } from './registration.js';
 
 const base = `apiVersion: provisioner.dev/v1alpha1
@@ -155,5 +156,23 @@ describe('a host whose plan failed', () => {
     expect(failed).toBeInstanceOf(MachinesError);
     expect(failed?.message).toBe('Host h2 failed the bootstrap plan of HostMachine demo/m-1: check containerd-socket: /run/containerd/containerd.sock is missing');
     expect(planFailure([])).toBeUndefined();
+  });
+});
+
+describe('what the hosts download', () => {
+  it('maps the served node binaries and image archives to host paths, modes and digests; the rest is not for hosts', () => {
+    const served = [
+      { path: 'node/images/etcd.tar', sha256: 'b'.repeat(64), url: 'http://198.18.0.1:4000/node/images/etcd.tar' },
+      { path: 'node/bin/kubelet', sha256: 'a'.repeat(64), url: 'http://198.18.0.1:4000/node/bin/kubelet' },
+      { path: 'other/readme.txt', sha256: 'c'.repeat(64), url: 'http://198.18.0.1:4000/other/readme.txt' },
+    ];
+    expect(hostArtifacts(served)).toEqual([
+      { path: '/usr/local/bin/kubelet', url: 'http://198.18.0.1:4000/node/bin/kubelet', digest: `sha256:${'a'.repeat(64)}`, mode: '0755' },
+      { path: '/var/lib/provisioner/images/etcd.tar', url: 'http://198.18.0.1:4000/node/images/etcd.tar', digest: `sha256:${'b'.repeat(64)}`, mode: '0644' },
+    ]);
+  });
+
+  it('refuses files served on no address the hosts reach, naming the field to set', () => {
+    expect(() => hostArtifacts([{ path: 'node/bin/kubeadm', sha256: 'a'.repeat(64), url: undefined }])).toThrow(InfrastructureError);
   });
 });

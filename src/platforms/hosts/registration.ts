@@ -14,6 +14,7 @@ import { KubeClient, type KubeObject } from '../../kube/client.js';
 import { agentApiVersion, issueRegistrationCommand } from '../../agent/registration.js';
 import type { PlatformHookContext } from '../platform.js';
 import { clusterNameLabel } from '../types.js';
+import { artifactsConfigMap, hostArtifacts, publishArtifacts } from './artifacts.js';
 import { hostsConfig } from './config.js';
 
 /** The provider's claim of a Host: `<namespace>.<HostMachine name>` (the shared design; C's controller writes it). */
@@ -150,6 +151,28 @@ function registerFlags(demand: PoolDemand): string {
  * what each pool still lacks.
  */
 export async function waitForHosts(context: PlatformHookContext): Promise<void> {
+  await offerArtifacts(context);
+  await waitForRegisteredHosts(context);
+}
+
+/** Publishes what the hosts download before kubeadm (./artifacts.ts); first, so that a problem with it shows before anyone sets up hosts. */
+async function offerArtifacts(context: PlatformHookContext): Promise<void> {
+  if (!context.nodeArtifacts) {
+    context.log('This management cluster serves no node artifacts: the hosts must already have kubelet, kubeadm and the control-plane images');
+    return;
+  }
+  const artifacts = hostArtifacts(await context.nodeArtifacts());
+  const client = KubeClient.fromFile(context.kubeconfig);
+  try {
+    await publishArtifacts(client, artifacts);
+  } finally {
+    client.close();
+  }
+  context.log(`The hosts download ${artifacts.length} node files from the control plane (${artifactsConfigMap.namespace}/${artifactsConfigMap.name})`);
+}
+
+/** The wait of `waitForHosts`, without the artifacts. */
+export async function waitForRegisteredHosts(context: PlatformHookContext): Promise<void> {
   const { config, signal } = context;
   const clusterName = config.metadata.name;
   const demands = poolDemands(config);
