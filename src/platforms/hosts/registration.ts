@@ -292,20 +292,47 @@ export async function watchHostPlans(context: PlatformHookContext): Promise<neve
 }
 
 /**
- * clusterDeletion: records which hosts the cluster claims, and once its objects are gone
- * (every HostMachine's reset plan ran: the provider's finalizer), says which were released
- * and warns about any still claimed.
+ * clusterDeletion: records which hosts the cluster claims and, while the deletion runs,
+ * how each HostMachine's release ends (condition HostReleased); once the cluster's
+ * objects are gone (each HostMachine's finalizer ran its reset plan), says which hosts
+ * were reset and released, which were released after their reset timed out (they may
+ * still run what the cluster put there), and which are still claimed.
  */
-export async function destroyHostsCluster(context: PlatformHookContext & { clusterName: string }): Promise<() => Promise<void>> {
+export async function destroyHostsCluster(context: PlatformHookContext & { clusterName: string; namespace: string }): Promise<() => Promise<void>> {
   const claimed = await withHosts(context.kubeconfig, (hosts) => hosts.filter((h) => h.claimedBy !== undefined && h.clusterName === context.clusterName).map((h) => h.name));
   if (claimed.length > 0) context.log(`Deleting the cluster resets and releases its hosts: ${claimed.join(', ')}`);
+  const stop = new AbortController();
+  const releases = new Map<string, string>();
+  const watching = watchReleases(context, releases, AbortSignal.any([context.signal, stop.signal]));
   return async () => {
+    stop.abort();
+    await watching;
     const hosts = await withHosts(context.kubeconfig, (all) => all);
     const still = claimed.filter((name) => hosts.some((h) => h.name === name && h.claimedBy !== undefined && h.clusterName === context.clusterName));
-    const released = claimed.filter((name) => !still.includes(name));
+    const timedOut = claimed.filter((name) => !still.includes(name) && releases.get(name) === 'ResetTimedOut');
+    const released = claimed.filter((name) => !still.includes(name) && !timedOut.includes(name));
     if (released.length > 0) context.log(`Hosts reset and released (free for another cluster): ${released.join(', ')}`);
-    if (still.length > 0) context.log(`Hosts still claimed by ${context.clusterName}: ${still.join(', ')}; their reset plans may have failed (\`provisioner hosts list\`)`);
+    if (timedOut.length > 0) context.log(`Hosts released after their reset plan timed out, which may still run a kubelet or containers of the cluster: ${timedOut.join(', ')} (\`provisioner plan status\` on them shows the reset plan)`);
+    if (still.length > 0) context.log(`Hosts still claimed by ${context.clusterName}: ${still.join(', ')} (\`provisioner hosts list\`)`);
   };
+}
+
+/** Until `signal`: the reason of each HostMachine's HostReleased condition, by host. */
+async function watchReleases(context: PlatformHookContext & { namespace: string }, releases: Map<string, string>, signal: AbortSignal): Promise<void> {
+  const client = KubeClient.fromFile(context.kubeconfig);
+  try {
+    while (!signal.aborted) {
+      const machines = await client.list<HostMachineObject>(infrastructureApiVersion, 'HostMachine', { namespace: context.namespace }).catch(() => []);
+      for (const machine of machines) {
+        const host = machine.status?.hostRef?.name;
+        const released = machine.status?.conditions?.find((c) => c.type === 'HostReleased');
+        if (host && released?.reason) releases.set(host, released.reason);
+      }
+      await sleep(2 * pollIntervalMs, undefined, { signal }).catch(() => undefined);
+    }
+  } finally {
+    client.close();
+  }
 }
 
 async function withHosts<T>(kubeconfig: string, use: (hosts: HostView[]) => T): Promise<T> {
