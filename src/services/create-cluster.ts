@@ -40,6 +40,7 @@ import { waitForReadyNodes } from '../wait/nodes.js';
 import { waitFor } from '../wait/waiter.js';
 import { applyObjects, dryRunObjects } from './apply-objects.js';
 import { createManifests } from './manifests.js';
+import { prepareNodeArtifactsFor } from './node-artifacts.js';
 import {
   attachExternalManagement,
   attachLocalControlPlane,
@@ -211,6 +212,8 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
       log: (message: string) => log(sink, 'info', message),
       events: sink,
       ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
+      // Served by the local control plane's forwarder; an existing management cluster serves none.
+      ...(external ? {} : { nodeArtifacts: () => prepareNodeArtifactsFor({ dir, sink, signal }) }),
     });
     const hooks = (hookStage: HookStage, name: string) => async () => {
       await platform.hooks?.[hookStage]?.(platformHookContext());
