@@ -219,6 +219,16 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
       await platform.hooks?.[hookStage]?.(platformHookContext());
       await runUserHooks(userHooks(config, hookStage), hookContext(name));
     };
+    /**
+     * A hook stage, once per install directory for the user's hooks; the platform's hook,
+     * safe to call again by contract, runs on every run (a later run may scale a pool onto
+     * hosts that have yet to register, or find the control plane serving on new ports).
+     */
+    const hookStage = async (which: HookStage, name: string) => {
+      const done = !request.dryRun && journal.succeeded(`hooks/${name}`);
+      await stage(`hooks/${name}`, hooks(which, name), { skipIfDone: true });
+      if (done) await platform.hooks?.[which]?.(platformHookContext());
+    };
 
     const owner = manifests.manifests.generated.owner;
     const applyRequest = { owner, sink, signal, prunableKinds: prunableKinds(platform) };
@@ -237,7 +247,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     }
 
     const byStage = partitionByStage(objects);
-    await stage('hooks/pre-provision', hooks('preProvision', 'pre-provision'), { skipIfDone: true });
+    await hookStage('preProvision', 'pre-provision');
     await stage('infrastructure', () => applyObjects(client, byStage.infrastructure, applyRequest));
     await stage('wait-infrastructure', () =>
       waitFor(client, {
@@ -254,12 +264,12 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
         ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
       }),
     );
-    await stage('hooks/infra-ready', hooks('infraReady', 'infra-ready'), { skipIfDone: true });
-    await stage('hooks/bootstrap-data', hooks('bootstrapData', 'bootstrap-data'), { skipIfDone: true });
+    await hookStage('infraReady', 'infra-ready');
+    await hookStage('bootstrapData', 'bootstrap-data');
     await stage('control-plane', () => applyObjects(client, byStage.controlPlane, applyRequest));
     await stage('workers', () => applyObjects(client, byStage.workers, applyRequest, { prune: true, all: objects }));
     await stage('wait-cluster', () => withMachineFailures(platform, platformHookContext, controlPlane!.fatal, (fatal) => waitHealthy(client, { ...healthy, what: 'the control plane and nodes', fatal }), signal));
-    await stage('hooks/post-provision', hooks('postProvision', 'post-provision'), { skipIfDone: true });
+    await hookStage('postProvision', 'post-provision');
     const kubeconfig = (await stage('hand-off', () => handOff(client, dir, clusterName, namespace, platform.lifecycle.stateKinds)))!;
     if (pivotTo && external) {
       log(sink, 'info', `The cluster is already managed by the cluster of ${external}: nothing to pivot`);
