@@ -96,13 +96,14 @@ describe('hosts manifests', () => {
   });
 });
 
+const demo = { name: 'demo', namespace: 'demo' };
 const host = (name: string, overrides: Partial<HostView> = {}): HostView => ({ name, address: '198.18.0.10', roles: [], labels: {}, registered: true, ...overrides });
 
 describe('filling pools with registered hosts', () => {
   const demands = () => poolDemands(load(withListen));
 
   it('counts per pool, by role and labels, each host once', () => {
-    const supply = assignHosts(demands(), [host('a', { roles: ['control-plane'] }), host('b', { labels: { 'example.com/disk': 'ssd' } }), host('c', { roles: ['worker'] })], 'demo');
+    const supply = assignHosts(demands(), [host('a', { roles: ['control-plane'] }), host('b', { labels: { 'example.com/disk': 'ssd' } }), host('c', { roles: ['worker'] })], demo);
     expect(supply.map((s) => [s.demand.pool, s.hosts, s.missing])).toEqual([
       ['control-plane', ['a'], 0],
       ['worker', ['b'], 1],
@@ -117,8 +118,10 @@ describe('filling pools with registered hosts', () => {
       host('b', { labels: ssd, claimedBy: 'other.m-1', clusterName: 'other' }),
       host('c', { labels: ssd, roles: ['control-plane'] }),
       host('d', { labels: ssd, claimedBy: 'demo.m-2', clusterName: 'demo' }),
+      // The same cluster name in another namespace is another cluster.
+      host('e', { labels: ssd, claimedBy: 'elsewhere.m-1', clusterName: 'demo' }),
     ];
-    const supply = assignHosts(demands(), hosts, 'demo');
+    const supply = assignHosts(demands(), hosts, demo);
     expect(supply.map((s) => s.hosts)).toEqual([['c'], ['d']]);
   });
 
@@ -126,8 +129,15 @@ describe('filling pools with registered hosts', () => {
     // x fits both pools, y only the control plane: taking x for the control plane would starve the workers.
     const ssd = { 'example.com/disk': 'ssd' };
     const config = load(withListen.replace('quantity: 2', 'quantity: 1'));
-    const supply = assignHosts(poolDemands(config), [host('x', { labels: ssd }), host('y', { roles: ['control-plane'] })], 'demo');
+    const supply = assignHosts(poolDemands(config), [host('x', { labels: ssd }), host('y', { roles: ['control-plane'] })], demo);
     expect(supply.map((s) => s.hosts)).toEqual([['y'], ['x']]);
+  });
+
+  it('keeps a host reserved as a control-plane endpoint for that cluster\'s control plane', () => {
+    const config = load(withListen.replace('quantity: 2', 'quantity: 1').replace('            example.com/disk: ssd\n', '').replace('        hostSelector:\n          matchLabels:\n', '        hostSelector: {}\n'));
+    const ours = host('a', { endpointOf: 'demo.demo' });
+    const theirs = host('b', { endpointOf: 'other.other' });
+    expect(assignHosts(poolDemands(config), [ours, theirs], demo).map((s) => s.hosts)).toEqual([['a'], []]);
   });
 
   it('reads a Host object: registration condition and claim labels', () => {

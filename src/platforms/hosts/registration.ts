@@ -19,6 +19,8 @@ import { hostsConfig } from './config.js';
 
 /** The provider's claim of a Host: `<namespace>.<HostMachine name>` (the shared design; C's controller writes it). */
 export const claimedByLabel = 'infrastructure.provisioner.dev/claimed-by';
+/** The provider's reservation of a Host as a cluster's control-plane endpoint: `<namespace>.<HostCluster name>`; only that cluster's control plane may take it. */
+export const endpointOfLabel = 'infrastructure.provisioner.dev/endpoint-of';
 /** The reason of a HostMachine condition that says the host's plan failed for good. */
 export const planFailedReason = 'PlanFailed';
 const infrastructureApiVersion = 'infrastructure.provisioner.dev/v1alpha1';
@@ -52,6 +54,14 @@ export interface HostView {
   claimedBy?: string;
   /** The cluster that claimed it (label `cluster.x-k8s.io/cluster-name`). */
   clusterName?: string;
+  /** The reservation label's value: the HostCluster whose endpoint it is. */
+  endpointOf?: string;
+}
+
+/** The cluster that waits for hosts: its name and namespace (those of its HostCluster). */
+export interface ClusterRef {
+  name: string;
+  namespace: string;
 }
 
 /** A pool's count of hosts it can take, and the hosts. */
@@ -71,10 +81,20 @@ function roleOf(pool: MachinePool): HostRole {
   return hasRole(pool, 'controlPlane') ? 'control-plane' : 'worker';
 }
 
-/** Whether `host` may be taken for `demand` by the cluster `clusterName`: registered, free (or this cluster's already), offering the role, carrying the labels. */
-export function hostFits(host: HostView, demand: PoolDemand, clusterName: string): boolean {
+/** Whether `cluster` claimed `host` (the claim names the HostMachine's namespace, the label the cluster). */
+function claimedBy(host: HostView, cluster: ClusterRef): boolean {
+  return host.claimedBy !== undefined && host.clusterName === cluster.name && host.claimedBy.startsWith(`${cluster.namespace}.`);
+}
+
+/**
+ * Whether `host` may be taken for `demand` by `cluster`: registered, free or this
+ * cluster's already, not reserved as another cluster's endpoint (this cluster's
+ * endpoint host goes to its control plane only), offering the role, carrying the labels.
+ */
+export function hostFits(host: HostView, demand: PoolDemand, cluster: ClusterRef): boolean {
   if (!host.registered) return false;
-  if (host.claimedBy !== undefined && host.clusterName !== clusterName) return false;
+  if (host.claimedBy !== undefined && !claimedBy(host, cluster)) return false;
+  if (host.endpointOf !== undefined && (host.endpointOf !== `${cluster.namespace}.${cluster.name}` || demand.role !== 'control-plane')) return false;
   if (host.roles.length > 0 && !host.roles.includes(demand.role)) return false;
   return Object.entries(demand.matchLabels).every(([key, value]) => host.labels[key] === value);
 }
@@ -84,10 +104,10 @@ export function hostFits(host: HostView, demand: PoolDemand, clusterName: string
  * bipartite matching: a host that fits two pools goes where it is needed), each host to
  * one pool at most; ties go to hosts in name order, so the answer is stable.
  */
-export function assignHosts(demands: readonly PoolDemand[], hosts: readonly HostView[], clusterName: string): PoolSupply[] {
+export function assignHosts(demands: readonly PoolDemand[], hosts: readonly HostView[], cluster: ClusterRef): PoolSupply[] {
   const sorted = [...hosts].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const slots = demands.flatMap((demand, index) => Array.from({ length: demand.quantity }, () => index));
-  const fits = slots.map((index) => sorted.flatMap((host, h) => (hostFits(host, demands[index]!, clusterName) ? [h] : [])));
+  const fits = slots.map((index) => sorted.flatMap((host, h) => (hostFits(host, demands[index]!, cluster) ? [h] : [])));
   const hostSlot = new Array<number | undefined>(sorted.length).fill(undefined);
   const augment = (slot: number, seen: boolean[]): boolean => {
     for (const h of fits[slot]!) {
@@ -130,6 +150,7 @@ export function hostView(host: HostObject): HostView {
     registered: host.status?.conditions?.some((c) => c.type === 'Registered' && c.status === 'True') ?? false,
     ...(labels[claimedByLabel] !== undefined ? { claimedBy: labels[claimedByLabel] } : {}),
     ...(labels[clusterNameLabel] !== undefined ? { clusterName: labels[clusterNameLabel] } : {}),
+    ...(labels[endpointOfLabel] !== undefined ? { endpointOf: labels[endpointOfLabel] } : {}),
   };
 }
 
@@ -175,11 +196,12 @@ async function offerArtifacts(context: PlatformHookContext): Promise<void> {
 export async function waitForRegisteredHosts(context: PlatformHookContext): Promise<void> {
   const { config, signal } = context;
   const clusterName = config.metadata.name;
+  const cluster = { name: clusterName, namespace: config.metadata.namespace };
   const demands = poolDemands(config);
   const timeoutMs = context.noProgressTimeoutMs ?? defaultRegistrationTimeoutMs;
   const client = KubeClient.fromFile(context.kubeconfig);
   try {
-    let supply = assignHosts(demands, await listHostViews(client), clusterName);
+    let supply = assignHosts(demands, await listHostViews(client), cluster);
     report(context, supply);
     if (supply.every((s) => s.missing === 0)) return;
     await printCommands(client, context, supply);
@@ -195,7 +217,7 @@ export async function waitForRegisteredHosts(context: PlatformHookContext): Prom
         });
       }
       await sleep(pollIntervalMs, undefined, { signal });
-      supply = assignHosts(demands, await listHostViews(client), clusterName);
+      supply = assignHosts(demands, await listHostViews(client), cluster);
       const now = filledCount(supply);
       if (now !== filled) {
         filled = now;
@@ -299,7 +321,8 @@ export async function watchHostPlans(context: PlatformHookContext): Promise<neve
  * still run what the cluster put there), and which are still claimed.
  */
 export async function destroyHostsCluster(context: PlatformHookContext & { clusterName: string; namespace: string }): Promise<() => Promise<void>> {
-  const claimed = await withHosts(context.kubeconfig, (hosts) => hosts.filter((h) => h.claimedBy !== undefined && h.clusterName === context.clusterName).map((h) => h.name));
+  const cluster = { name: context.clusterName, namespace: context.namespace };
+  const claimed = await withHosts(context.kubeconfig, (hosts) => hosts.filter((h) => claimedBy(h, cluster)).map((h) => h.name));
   if (claimed.length > 0) context.log(`Deleting the cluster resets and releases its hosts: ${claimed.join(', ')}`);
   const stop = new AbortController();
   const releases = new Map<string, string>();
@@ -308,7 +331,7 @@ export async function destroyHostsCluster(context: PlatformHookContext & { clust
     stop.abort();
     await watching;
     const hosts = await withHosts(context.kubeconfig, (all) => all);
-    const still = claimed.filter((name) => hosts.some((h) => h.name === name && h.claimedBy !== undefined && h.clusterName === context.clusterName));
+    const still = claimed.filter((name) => hosts.some((h) => h.name === name && claimedBy(h, cluster)));
     const timedOut = claimed.filter((name) => !still.includes(name) && releases.get(name) === 'ResetTimedOut');
     const released = claimed.filter((name) => !still.includes(name) && !timedOut.includes(name));
     if (released.length > 0) context.log(`Hosts reset and released (free for another cluster): ${released.join(', ')}`);
