@@ -424,6 +424,11 @@ func (e *Executor) run(ctx context.Context, key string, ins *agentv1.Instruction
 		cmd.Dir = ins.WorkingDir
 	}
 	cmd.Env = os.Environ()
+	// The agent's own path, for instructions that call it (`"$PROVISIONER_AGENT" supervise
+	// start ...`) wherever the host installed it; the plan's env may override it.
+	if self, err := os.Executable(); err == nil {
+		cmd.Env = append(cmd.Env, "PROVISIONER_AGENT="+self)
+	}
 	for _, env := range ins.Env {
 		cmd.Env = append(cmd.Env, env.Name+"="+env.Value)
 	}
