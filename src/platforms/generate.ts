@@ -400,7 +400,7 @@ function controlPlaneKubeadmConfig(config: InstallConfig, platform: Platform, po
   const registration = nodeRegistration(platform, config, pool, 'controlPlane');
   const kubeadm = platform.kubeadm(config, 'controlPlane');
   const init = phaseSettings(kubeadm, registration, 'init');
-  const join = phaseSettings(kubeadm, registration && structuredClone(registration), 'join');
+  const join = phaseSettings(kubeadm, registration && structuredClone(registration), 'control-plane-join');
   return {
     ...(kubeadm.clusterConfiguration ? { clusterConfiguration: kubeadm.clusterConfiguration } : {}),
     ...(init ? { initConfiguration: init } : {}),
@@ -409,12 +409,17 @@ function controlPlaneKubeadmConfig(config: InstallConfig, platform: Platform, po
   };
 }
 
-/** Init or join settings: the node registration, the platform's patches and (init) skipped phases; undefined when there are none. */
-function phaseSettings(kubeadm: PlatformKubeadm, registration: NodeRegistration | undefined, phase: 'init' | 'join'): KubeadmPhaseSettings | undefined {
+/**
+ * Init or join settings: the node registration, and the platform's skipped phases (init)
+ * and advertise address (init, and a control-plane join); undefined when there are none.
+ */
+function phaseSettings(kubeadm: PlatformKubeadm, registration: NodeRegistration | undefined, phase: 'init' | 'join' | 'control-plane-join'): KubeadmPhaseSettings | undefined {
+  const endpoint = kubeadm.advertiseAddress ? { advertiseAddress: kubeadm.advertiseAddress } : undefined;
   const settings: KubeadmPhaseSettings = {
     ...(registration ? { nodeRegistration: registration } : {}),
     ...(phase === 'init' && kubeadm.skipPhases?.length ? { skipPhases: [...kubeadm.skipPhases] } : {}),
-    ...(kubeadm.patchesDirectory ? { patches: { directory: kubeadm.patchesDirectory } } : {}),
+    ...(phase === 'init' && endpoint ? { localAPIEndpoint: endpoint } : {}),
+    ...(phase === 'control-plane-join' && endpoint ? { controlPlane: { localAPIEndpoint: endpoint } } : {}),
   };
   return Object.keys(settings).length ? settings : undefined;
 }

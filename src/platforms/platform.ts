@@ -68,8 +68,8 @@ export interface PlatformKubeadm {
   nodeRegistration: NodeRegistration;
   /** kubeadm phases `kubeadm init` skips (e.g. an addon whose image the platform cannot provide; join has no addon phases). Default: none. */
   skipPhases?: string[];
-  /** Directory of kubeadm patches on the machine, for init and join (the files are written by `files`). Default: none. */
-  patchesDirectory?: string;
+  /** The API server's advertise address on control-plane machines, for init and a control-plane join (may be a cloud-config variable). Default: kubeadm's (the default route's address). */
+  advertiseAddress?: string;
   /** Files written before kubeadm runs. Default: none. */
   files?: KubeadmFile[];
   /** Commands run before kubeadm, in order. Default: none. */

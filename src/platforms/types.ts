@@ -135,13 +135,21 @@ export interface KubeadmFile {
   owner?: string;
 }
 
+/** Where a control-plane node's API server listens. */
+export interface LocalApiEndpoint {
+  advertiseAddress: string;
+  bindPort?: number;
+}
+
 /** Init and join settings beyond node registration. */
 export interface KubeadmPhaseSettings {
   nodeRegistration?: NodeRegistration;
   /** kubeadm phases not run, e.g. `addon/coredns`. */
   skipPhases?: string[];
-  /** Directory of kubeadm patches (e.g. `kubeletconfiguration+merge.yaml`). */
-  patches?: { directory: string };
+  /** Init only. */
+  localAPIEndpoint?: LocalApiEndpoint;
+  /** Join only: the machine joins as a control-plane node here. */
+  controlPlane?: { localAPIEndpoint?: LocalApiEndpoint };
 }
 
 export interface KubeadmConfigSpec {

@@ -5,7 +5,7 @@
  * the hosts reach it (`bootstrap.listenAddress`).
  */
 import type { Infer, PlatformConfigSection, Rule } from '../../config/index.js';
-import { checkQualifiedName, defaulted, labelValuePattern, optional, platformSection, required, s } from '../../config/index.js';
+import { checkQualifiedName, defaulted, labelValuePattern, optional, parseCidr, platformSection, required, s } from '../../config/index.js';
 
 export const hostsName = 'hosts';
 
@@ -73,6 +73,19 @@ const rules: Rule[] = [
         'is required on the hosts platform: the hosts\' agents and kubelets reach the local control plane there (loopback is this machine only)',
         'set bootstrap.listenAddress to an address of this machine the hosts can reach (`ip -br addr` lists them), e.g. bootstrap: {listenAddress: 198.18.0.1}',
       );
+    },
+  },
+  {
+    // Each node's bridge takes the /24 of the pod block numbered by its address's last byte (node-settings.ts).
+    name: 'hosts-pod-network',
+    reads: ['platform', 'networking'],
+    check(config, report) {
+      if (!platformSection(config, hostsSectionRef)) return;
+      const first = config.networking.podCIDRs[0];
+      const parsed = first === undefined ? undefined : parseCidr(first);
+      if (parsed?.ok && (parsed.cidr.family !== 4 || parsed.cidr.prefix > 16 || config.networking.podCIDRs.length > 1)) {
+        report.error(['networking', 'podCIDRs'], `the hosts platform needs one IPv4 pod block of prefix /16 or shorter (each node's bridge takes a /24 of it); got ${config.networking.podCIDRs.join(', ')}`, 'use one block such as 192.168.0.0/16 (the default)');
+      }
     },
   },
   {

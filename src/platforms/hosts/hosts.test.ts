@@ -1,3 +1,7 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { renderNewInstallConfig } from '../../assets/index.js';
@@ -5,6 +9,7 @@ import { validateInstallConfigText, type InstallConfig } from '../../config/inde
 import { ConfigError, InfrastructureError, MachinesError } from '../../errors.js';
 import { generateManifests, installConfigSchema } from '../index.js';
 import { hostArtifacts } from './artifacts.js';
+import { writeCniConfig } from './node-settings.js';
 import { assignHosts, hostView, planFailure, poolDemands, supplyLine, type HostView } from './registration.js';
 
 const base = `apiVersion: provisioner.dev/v1alpha1
@@ -184,5 +189,26 @@ describe('what the hosts download', () => {
 
   it('refuses files served on no address the hosts reach, naming the field to set', () => {
     expect(() => hostArtifacts([{ path: 'node/bin/kubeadm', sha256: 'a'.repeat(64), url: undefined }])).toThrow(InfrastructureError);
+  });
+});
+
+describe('the pod network on hosts', () => {
+  it('refuses a pod block the node bridges cannot be cut from', () => {
+    const error = configError(withListen.replace('platform:\n  hosts: {}', 'networking:\n  podCIDRs: [10.244.0.0/20]\nplatform:\n  hosts: {}'));
+    expect(error.problems.map((p) => p.path)).toEqual(['networking.podCIDRs']);
+  });
+
+  it('gives each node the /24 numbered by its address\'s last byte', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-cni-'));
+    try {
+      const file = path.join(dir, 'conflist');
+      const command = writeCniConfig('192.168.0.0/16').replace('{{ ds.meta_data.local_ipv4 }}', '198.18.0.11').replace('/etc/cni/net.d/10-provisioner.conflist', file).replace('mkdir -p /etc/cni/net.d', `mkdir -p ${dir}`);
+      await execa('/bin/sh', ['-c', command]);
+      const conflist = JSON.parse(await readFile(file, 'utf8')) as { plugins: { type: string; ipam?: { ranges: { subnet: string }[][] } }[] };
+      expect(conflist.plugins.map((p) => p.type)).toEqual(['bridge', 'portmap']);
+      expect(conflist.plugins[0]!.ipam!.ranges[0]![0]!.subnet).toBe('192.168.11.0/24');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

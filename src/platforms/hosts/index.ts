@@ -61,10 +61,7 @@ export function poolSelector(pool: MachinePool): LabelSelector {
   return labels.length ? { matchLabels: Object.fromEntries(labels) } : {};
 }
 
-const kubeadmFiles = [
-  { path: node.kubeletRunScript.path, content: node.kubeletRunScript.content, permissions: '0755', owner: 'root:root' },
-  { path: `${node.patchesDirectory}/kubeletconfiguration+merge.yaml`, content: node.kubeletConfigurationPatch, permissions: '0644', owner: 'root:root' },
-];
+const kubeadmFiles = [{ path: node.kubeletRunScript.path, content: node.kubeletRunScript.content, permissions: '0755', owner: 'root:root' }];
 
 const hostsEndpoint = hostsPlatformSchema.fields.controlPlaneEndpoint.node.fields.host.node;
 
@@ -119,20 +116,20 @@ export const hostsPlatform: Platform = {
     return { apiVersion: hostsApiVersion, kind: 'HostMachineTemplate', spec: { template: { spec: { hostSelector: poolSelector(pool) } } } };
   },
 
-  kubeadm(_config: InstallConfig, role: TemplateRole): PlatformKubeadm {
+  kubeadm(config: InstallConfig, role: TemplateRole): PlatformKubeadm {
+    const controlPlane = role === 'controlPlane';
     return {
-      ...(role === 'controlPlane' ? { clusterConfiguration: { imageRepository: node.imageRepository } } : {}),
+      ...(controlPlane ? { clusterConfiguration: { imageRepository: node.imageRepository }, skipPhases: [...node.skippedInitPhases], advertiseAddress: node.hostAddress } : {}),
       nodeRegistration: {
-        name: node.nodeName,
+        name: node.hostName,
         criSocket: `unix://${node.containerdSocket}`,
+        imagePullPolicy: node.imagePullPolicy,
         ignorePreflightErrors: [...node.ignoredPreflightErrors],
-        kubeletExtraArgs: [{ name: 'provider-id', value: node.providerId }, ...node.kubeletExtraArgs.map((a) => ({ ...a }))],
+        kubeletExtraArgs: node.kubeletExtraArgs.map((a) => ({ ...a })),
       },
-      ...(role === 'controlPlane' ? { skipPhases: [...node.skippedInitPhases] } : {}),
-      patchesDirectory: node.patchesDirectory,
       files: kubeadmFiles.map((f) => ({ ...f })),
-      // Images first: kubeadm's preflight looks for them, and the kubelet must find the pause and static pods' images.
-      preKubeadmCommands: [node.importImages, node.startKubelet],
+      // A worker's half-done join undone, images (kubeadm's preflight looks for them, and nothing is pulled), the pod network, then the kubelet's supervisor.
+      preKubeadmCommands: [...(controlPlane ? [] : [node.undoUnfinishedJoin]), node.importImages(role), node.writeCniConfig(config.networking.podCIDRs[0]!), node.startKubelet],
     };
   },
 

@@ -1,70 +1,120 @@
 /**
  * How kubeadm, kubelet and containerd run on a host: no systemd, cgroup v1, no
  * CAP_SYS_RESOURCE, images imported from archives (no registry). Every value here is one
- * place to change when the hand-proven settings change.
+ * place to change. They are the settings proven by hand on the namespace test hosts
+ * (kubeadm and kubelet v1.36.3 from the bundle, containerd 1.6.20 from Debian): `kubeadm
+ * init` on one host and `join` of another gave two Ready nodes and a Running pod.
  *
- * PROVISIONAL: these follow the shared design (/work/notes/issue16-shared.md, "Kubeadm on
- * hosts") until the settings proven on the test hosts are written down
- * ("B: proven node settings"); replace from there, nowhere else.
+ * Per-host values come from the host through the provider's cloud-config variables
+ * (`{{ ds.meta_data.hostname }}`: the Host's name, `{{ ds.meta_data.local_ipv4 }}`: its
+ * registered address) or from the host's own `/etc/default/kubelet` (KUBELET_EXTRA_ARGS,
+ * as kubeadm's systemd drop-in reads it): the namespace test hosts put their own
+ * `--cgroup-root` there, since several kubelets share one kernel's cgroups.
  */
+import type { KubeletArg } from '../types.js';
 
 /** Registry name of the images built from the bundle's binaries; nothing is pulled from it. */
 export const imageRepository = 'provisioner.local';
 
-/** containerd's socket on a host (each host has its own, in its mount namespace). */
+/** containerd's socket on a host (each namespace test host has its own, in its mount namespace). */
 export const containerdSocket = '/run/containerd/containerd.sock';
 
 /**
  * Addon phases `kubeadm init` skips: CoreDNS (its module is not one the bundle builds, so
- * there is no image of it) and kube-proxy (not proven on the test hosts).
+ * there is no image of it) and kube-proxy (not proven on the test hosts; IPVS is not in
+ * this kernel).
  */
 export const skippedInitPhases = ['addon/coredns', 'addon/kube-proxy'];
 
-/** Preflight checks reported as warnings: SystemVerification refuses cgroup v1. */
+/** Preflight checks reported as warnings: SystemVerification refuses cgroup v1; the only one proven necessary. */
 export const ignoredPreflightErrors = ['SystemVerification'];
 
-/** Where the kubeadm patches live on a host; the KubeletConfiguration patch below is written there. */
-export const patchesDirectory = '/etc/kubernetes/provisioner-patches';
+/** Images are imported before kubeadm runs; a missing one is an error, never a pull. */
+export const imagePullPolicy = 'Never';
+
+/** Node name, provider ID and node IP from the Host (the provider fills the cloud-config's variables). */
+export const hostName = '{{ ds.meta_data.hostname }}';
+export const hostAddress = '{{ ds.meta_data.local_ipv4 }}';
+export const providerId = `provisioner-host://${hostName}`;
 
 /**
- * KubeletConfiguration fields kubeadm's own config lacks here (a merge patch, for init
- * and join): cgroup v1 allowed, cgroupfs (containerd 1.6 answers no RuntimeConfig, so the
- * kubelet's own setting counts), and an OOM score adjustment of 0 since root may not
- * lower it without CAP_SYS_RESOURCE.
+ * Kubelet flags. kubeadm's generated config says cgroupDriver systemd and Cluster API's
+ * KubeadmConfigSpec has no KubeletConfiguration, so flags (which win over the config file)
+ * carry: cgroup v1 allowed, cgroupfs (containerd 1.6 answers no RuntimeConfig, so the
+ * kubelet's own setting counts), an OOM score adjustment of 0 (root may not lower it
+ * without CAP_SYS_RESOURCE), the host's address as the node IP, and the provider ID that
+ * matches the Node to its Machine.
  */
-export const kubeletConfigurationPatch = ['failCgroupV1: false', 'cgroupDriver: cgroupfs', 'oomScoreAdj: 0', ''].join('\n');
+export const kubeletExtraArgs: KubeletArg[] = [
+  { name: 'fail-cgroupv1', value: 'false' },
+  { name: 'cgroup-driver', value: 'cgroupfs' },
+  { name: 'oom-score-adj', value: '0' },
+  { name: 'node-ip', value: hostAddress },
+  { name: 'provider-id', value: providerId },
+];
 
-/** Extra kubelet flags (besides those kubeadm writes to kubeadm-flags.env). */
-export const kubeletExtraArgs: { name: string; value: string }[] = [];
-
-/** Where the HostMachine controller's plan files put the image archives (one OCI archive per image). */
+/** Where the HostMachine controller's plan downloads the image archives (one OCI archive per image). */
 export const imageArchiveDirectory = '/var/lib/provisioner/images';
+
+/** What each role imports: control-plane hosts every archive (static pods and etcd), workers the pod sandbox only. */
+export const importedArchives = { controlPlane: '*.tar', worker: 'pause.tar' } as const;
+
+/** Imports the role's image archives into containerd's k8s.io namespace (where the kubelet looks), failing on the first that does not import. */
+export function importImages(role: keyof typeof importedArchives): string {
+  return `for f in ${imageArchiveDirectory}/${importedArchives[role]}; do ctr --address ${containerdSocket} -n k8s.io images import "$f" || exit 1; done`;
+}
 
 /**
  * The kubelet runs under the agent's supervisor (`provisioner-agent supervise`, a
- * detached restart loop; the reset plan stops it by name): these hosts have no systemd.
+ * detached restart loop; the reset plan stops it by this name): these hosts have no systemd.
  */
 export const kubeletSupervisedName = 'kubelet';
 
-/** The command the supervisor runs: waits for kubeadm's kubelet config, then runs kubelet as kubeadm's systemd drop-in would. */
+/** The command the supervisor runs: waits for kubeadm's kubelet files, then runs the kubelet as kubeadm's systemd drop-in would. */
 export const kubeletRunScript = {
   path: '/usr/local/lib/provisioner/kubelet-run.sh',
   content: `#!/bin/sh
-# Written by provisioner: the kubelet as kubeadm's systemd drop-in would run it, once kubeadm wrote its config.
-while [ ! -f /var/lib/kubelet/config.yaml ]; do sleep 1; done
+# Written by provisioner: the kubelet as kubeadm's systemd drop-in runs it, once kubeadm wrote its files
+# (the wait stands in for systemd's restart-until-configured).
+until [ -f /var/lib/kubelet/config.yaml ] && [ -f /var/lib/kubelet/kubeadm-flags.env ]; do sleep 1; done
 KUBELET_KUBEADM_ARGS=
-[ -f /var/lib/kubelet/kubeadm-flags.env ] && . /var/lib/kubelet/kubeadm-flags.env
+KUBELET_EXTRA_ARGS=
+. /var/lib/kubelet/kubeadm-flags.env
+# The host's own flags, e.g. --cgroup-root where several kubelets share one kernel.
+[ -f /etc/default/kubelet ] && . /etc/default/kubelet
 # Word splitting of the flags is wanted, as systemd does with the drop-in's variables.
-exec kubelet --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf --config=/var/lib/kubelet/config.yaml $KUBELET_KUBEADM_ARGS
+exec /usr/local/bin/kubelet --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf --config=/var/lib/kubelet/config.yaml $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
 `,
 };
 
-/** Starts the kubelet's supervisor; starting what already runs the same command does nothing, so a re-run plan is safe. */
+/** Starts the kubelet's supervisor before kubeadm (kubeadm's own `systemctl` calls only warn); the same command again is a no-op, so a retried plan is safe. */
 export const startKubelet = `provisioner-agent supervise start --name ${kubeletSupervisedName} -- ${kubeletRunScript.path}`;
 
-/** Imports every image archive into containerd's k8s.io namespace (where the kubelet looks), failing on the first that does not import. */
-export const importImages = `for f in ${imageArchiveDirectory}/*.tar; do ctr --address ${containerdSocket} -n k8s.io images import "$f" || exit 1; done`;
+/**
+ * A worker's earlier, unfinished attempt (the plan is retried after its agent was killed
+ * mid-join) left kubeadm's files and a running kubelet, which make a second `kubeadm join`
+ * fail its preflight: undone first, unless the join had finished (Cluster API's success
+ * marker). Workers only: on control-plane machines the bootstrap data writes the cluster's
+ * CA into /etc/kubernetes/pki, which `kubeadm reset` would delete.
+ */
+export const undoUnfinishedJoin =
+  `if [ ! -f /run/cluster-api/bootstrap-success.complete ] && [ -f /etc/kubernetes/kubelet.conf ]; then ` +
+  `provisioner-agent supervise stop --name ${kubeletSupervisedName}; kubeadm reset -f --cri-socket unix://${containerdSocket}; fi`;
 
-/** Node name and provider ID from the host's name (the provider's cloud-config converter fills the Jinja variable). */
-export const nodeName = '{{ ds.meta_data.hostname }}';
-export const providerId = 'provisioner-host://{{ ds.meta_data.hostname }}';
+/**
+ * The pod network: a node-local bridge (the CNI plugins the host provides), which is what
+ * makes the node Ready; pods reach pods of their own node. Each node takes the /24 of the
+ * pod block numbered by the last byte of its address, so pod addresses differ between
+ * nodes (cross-node routes are not set up). The reset plan removes the file.
+ */
+export const cniConfigPath = '/etc/cni/net.d/10-provisioner.conflist';
+
+/** Writes the CNI config for an IPv4 pod block of prefix /16 or shorter: `<a>.<b>.<last byte of the host address>.0/24`. */
+export function writeCniConfig(podCidr: string): string {
+  const [a, b] = podCidr.split('.');
+  const subnet = `${a}.${b}.$n.0/24`;
+  const conflist =
+    `{"cniVersion":"1.0.0","name":"provisioner","plugins":[{"type":"bridge","bridge":"cni0","isGateway":true,"ipMasq":true,"hairpinMode":true,` +
+    `"ipam":{"type":"host-local","ranges":[[{"subnet":"${subnet}"}]],"routes":[{"dst":"0.0.0.0/0"}]}},{"type":"portmap","capabilities":{"portMappings":true}}]}`;
+  return `ip=${hostAddress}; n=\${ip##*.}; mkdir -p /etc/cni/net.d && printf '%s\\n' "${conflist.replace(/"/g, '\\"')}" >${cniConfigPath}`;
+}
