@@ -10,7 +10,7 @@
  * The kubeadm settings (./node-settings.ts) make kubeadm work without systemd, on cgroup
  * v1, with images imported from archives of the bundle instead of pulled.
  */
-import { controlPlanePool, hasRole, listenAddressSchema, machineSection, platformSection, type InstallConfig, type MachinePool } from '../../config/index.js';
+import { controlPlanePool, listenAddressSchema, machineSection, platformSection, type InstallConfig, type MachinePool } from '../../config/index.js';
 import { agentController, coreControllers, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
 import type { InfrastructureCluster, InfrastructureClusterTemplate, InfrastructureMachineTemplate, UnnamedObject } from '../types.js';
 import { hostsConfig, hostsName, hostsPlatformSchema, type HostsMachine } from './config.js';
@@ -147,8 +147,3 @@ export const hostsPlatform: Platform = {
     clusterDeletion: destroyHostsCluster,
   },
 };
-
-/** For tests: whether a pool is the control plane's (the hosts' role it needs). */
-export function hostRoleOf(pool: MachinePool): 'control-plane' | 'worker' {
-  return hasRole(pool, 'controlPlane') ? 'control-plane' : 'worker';
-}
