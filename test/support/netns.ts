@@ -20,12 +20,25 @@
  * Removing a namespace first SIGKILLs every process in it (`ip netns pids`), since a
  * process keeps its namespace alive after `ip netns del`.
  *
- * Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN) and iproute2; the hosts need no mount namespace
- * of their own because each agent gets its own data directory and lock file by flag.
+ * Each host is also a machine of its own for a node runtime: a holder process (`hold`) keeps
+ * a mount namespace alive, entered with the network namespace by `nsenter` (never `ip netns
+ * exec`, which mounts a fresh /sys and so hides the cgroup mounts). In it the directories a
+ * node writes (`hostDirectories`) are bind mounts of the host's own `<dir>/root/...`, so two
+ * hosts' kubelets, containerds and kubeadms never share state, and the mounts go when the
+ * namespace's last process does. Every process of a host, the holder's children and whatever
+ * `run`/`spawn` start there, joins the host's cgroup `/<namespace>` in every v1 hierarchy:
+ * containerd shims and containers (which live in pod network namespaces, invisible to `ip
+ * netns pids`) are found and killed through it, and it is the kubelet's cgroupRoot.
+ * `runtime: true` starts a containerd per host (its config: `containerdConfig`).
+ *
+ * Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), iproute2 and util-linux (nsenter, unshare);
+ * with `runtime`, containerd, runc and the CNI plugins (Debian: containerd, runc,
+ * containernetworking-plugins). Creating a host makes the empty mount points of
+ * `hostDirectories` on the machine (mkdir -p), nothing else outside the run's directory.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { execFileSync, spawn as spawnChild } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa, type Options, type ResultPromise } from 'execa';
@@ -46,6 +59,54 @@ export interface TestHost {
   address: string;
   /** Its own state: `<root>/<name>` (data dir, lock file, files plans write). */
   dir: string;
+  /** Pid of the process holding the host's mount namespace (its network namespace's too). */
+  holder: number;
+  /** The host's cgroup in every v1 hierarchy (`/<namespace>`): a kubelet's cgroupRoot. */
+  cgroup: string;
+  /** Where the host's `hostDirectories` live on the machine: `<dir>/root`. */
+  rootDir: string;
+}
+
+/**
+ * Directories a node's runtime, kubelet and kubeadm write, each a bind mount of the host's
+ * own `<dir>/root/<path>` inside its mount namespace. /run/netns holds containerd's pod
+ * network namespace pins (machine-wide otherwise); /usr/local/bin is where plans put the
+ * kubelet and kubeadm; /run/kubeadm and /run/cluster-api are Cluster API's bootstrap files.
+ */
+export const hostDirectories = [
+  '/etc/kubernetes', '/etc/cni/net.d', '/etc/containerd', '/var/lib/kubelet', '/var/lib/etcd', '/var/lib/containerd',
+  '/var/lib/provisioner', '/var/log/pods', '/var/log/containers', '/run/containerd', '/run/provisioner', '/run/netns',
+  '/run/kubeadm', '/run/cluster-api',
+  '/usr/local/bin',
+] as const;
+/** Debian's containernetworking-plugins install here; hosts see them at /opt/cni/bin too (bind mount, read-only). */
+export const cniBinDir = '/usr/lib/cni';
+/** The sandbox (pause) image every host's containerd uses. */
+export const defaultSandboxImage = 'provisioner.local/pause:3.10.2';
+
+/**
+ * A host's containerd configuration: its own root, state and socket (paths inside the host's
+ * mount namespace, so per host), runc's state root per host, OOM score adjustments kept
+ * within what the process has (no CAP_SYS_RESOURCE for root here), the cgroupfs driver.
+ */
+export function containerdConfig(sandboxImage = defaultSandboxImage): string {
+  return `version = 2
+root = "/var/lib/containerd"
+state = "/run/containerd"
+[grpc]
+  address = "/run/containerd/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "${sandboxImage}"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "${cniBinDir}"
+    conf_dir = "/etc/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      SystemdCgroup = false
+      Root = "/run/containerd/runc"
+`;
 }
 
 export interface TestNetwork {
@@ -55,9 +116,12 @@ export interface TestNetwork {
   root: string;
   machine: { namespace: string; address: string };
   hosts: TestHost[];
-  /** Runs a command to its end inside `namespace` (never rejects on a non-zero exit). */
+  /**
+   * Runs a command to its end inside `namespace` (never rejects on a non-zero exit); for a
+   * host, inside its mount namespace and cgroup too.
+   */
   run(namespace: string, command: string, args: readonly string[], options?: Options): Promise<{ exitCode: number | undefined; stdout: string; stderr: string }>;
-  /** Starts a command inside `namespace`; the pid is the command's own (`ip netns exec` execs it). */
+  /** Starts a command inside `namespace`; the pid is the command's own (`ip netns exec`, `nsenter` exec it). */
   spawn(namespace: string, command: string, args: readonly string[], options?: Options): ResultPromise;
   /** Kills every process in the run's namespaces, deletes them and the scratch directory. Idempotent. */
   remove(): void;
@@ -106,7 +170,81 @@ function removeNamespace(namespace: string): void {
   }
 }
 
+const cgroupRoot = '/sys/fs/cgroup';
+
+/** The mounted cgroup v1 hierarchies (`/sys/fs/cgroup/<name>` with a cgroup.procs), or v2's one. */
+function cgroupHierarchies(): string[] {
+  if (!existsSync(cgroupRoot)) return [];
+  if (existsSync(path.join(cgroupRoot, 'cgroup.procs'))) return [cgroupRoot];
+  return readdirSync(cgroupRoot).map((name) => path.join(cgroupRoot, name)).filter((dir) => existsSync(path.join(dir, 'cgroup.procs')));
+}
+
+/** Creates `/<name>` in every hierarchy (cpuset's cpus and mems copied from the root: a new cpuset has none). */
+function createCgroup(name: string): void {
+  for (const hierarchy of cgroupHierarchies()) {
+    const dir = path.join(hierarchy, name);
+    execFileSync('mkdir', ['-p', dir]);
+    for (const file of ['cpuset.cpus', 'cpuset.mems']) {
+      if (existsSync(path.join(hierarchy, file))) writeFileSync(path.join(dir, file), readFileSync(path.join(hierarchy, file)));
+    }
+  }
+}
+
+/** The cgroup directories of `name` in every hierarchy, deepest first. */
+function cgroupTree(name: string): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) walk(path.join(dir, entry.name));
+    found.push(dir);
+  };
+  for (const hierarchy of cgroupHierarchies()) if (existsSync(path.join(hierarchy, name))) walk(path.join(hierarchy, name));
+  return found;
+}
+
+/** SIGKILLs every process in cgroup `name` (and below) until none is left, then removes the cgroups. */
+function removeCgroup(name: string): void {
+  const pids = () => {
+    const all = new Set<number>();
+    for (const dir of cgroupTree(name)) {
+      try {
+        for (const pid of readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) all.add(Number(pid));
+      } catch {
+        // Removed meanwhile.
+      }
+    }
+    return [...all];
+  };
+  // Repeated: a supervisor or containerd may start a process between the read and the kill.
+  const deadline = Date.now() + killWaitMs;
+  for (let left = pids(); left.length > 0 && Date.now() < deadline; left = pids()) {
+    for (const pid of left) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Gone already.
+      }
+    }
+    execFileSync('sleep', ['0.1']);
+  }
+  for (const dir of cgroupTree(name)) {
+    try {
+      rmdirSync(dir);
+    } catch {
+      // Still busy (a process in uninterruptible sleep); the next sweep takes it.
+    }
+  }
+}
+
+/** Names of the run's cgroups (`<prefix>-h<i>`) in any hierarchy. */
+function cgroupsOf(prefix: string): string[] {
+  const names = new Set<string>();
+  for (const hierarchy of cgroupHierarchies()) for (const entry of readdirSync(hierarchy)) if (entry.startsWith(`${prefix}-`)) names.add(entry);
+  return [...names];
+}
+
 function removeRun(prefix: string): void {
+  // The hosts' cgroups first: containers in pod network namespaces are found only there.
+  for (const name of cgroupsOf(prefix)) removeCgroup(name);
   // Members before the hub: a veth pair dies with either end, the bridge with the hub.
   for (const namespace of namespacesOf(prefix).sort((a, b) => Number(a.endsWith('-hub')) - Number(b.endsWith('-hub')))) removeNamespace(namespace);
   rmSync(path.join(os.tmpdir(), prefix), { recursive: true, force: true });
@@ -122,6 +260,12 @@ export function sweepStaleTestNetworks(): string[] {
     const match = new RegExp(`^(${runPrefix}(\\d+))-`).exec(name);
     if (match && !pidAlive(Number(match[2]))) runs.add(match[1]!);
   }
+  for (const hierarchy of cgroupHierarchies()) {
+    for (const entry of readdirSync(hierarchy)) {
+      const match = new RegExp(`^(${runPrefix}(\\d+))-`).exec(entry);
+      if (match && !pidAlive(Number(match[2]))) runs.add(match[1]!);
+    }
+  }
   for (const entry of existsSync(os.tmpdir()) ? readdirSync(os.tmpdir()) : []) {
     const match = new RegExp(`^(${runPrefix}(\\d+))$`).exec(entry);
     if (match && !pidAlive(Number(match[2]))) runs.add(match[1]!);
@@ -136,7 +280,88 @@ const signalHandlers = new Map<string, () => void>();
  * Creates the hub, the machine and `hosts` host namespaces of this process's run (after
  * removing stale runs, and any earlier network of this run: creating twice is creating once).
  */
-export async function createTestNetwork(options: { hosts: number }): Promise<TestNetwork> {
+/** The values a kubelet wants of machine-wide sysctls (k8s.io/kubernetes pkg/kubelet/cm setupKernelTunables). */
+const kubeletSysctls = {
+  'vm.overcommit_memory': 1, 'vm.panic_on_oom': 0, 'kernel.panic': 10, 'kernel.panic_on_oops': 1,
+  'kernel.keys.root_maxkeys': 1000000, 'kernel.keys.root_maxbytes': 25000000,
+} as const;
+
+/** Joins the cgroup named by $1 in every hierarchy, then execs the rest of the arguments. */
+const joinCgroup = 'cg=$1; shift; for f in /sys/fs/cgroup/"$cg"/cgroup.procs /sys/fs/cgroup/*/"$cg"/cgroup.procs; do [ -f "$f" ] && echo $$ > "$f"; done; exec "$@"';
+
+/**
+ * The holder, inside a fresh mount namespace (private propagation: nothing mounted here
+ * reaches the machine's): binds the host's own directories over `hostDirectories`, the CNI
+ * plugins read-only at /opt/cni/bin, writes the ready file and sleeps until killed.
+ */
+const holdScript = [
+  'set -e', 'root=$1; ready=$2; shift 2',
+  'for d in "$@"; do mkdir -p "$root$d" "$d"; mount --bind "$root$d" "$d"; done',
+  `mkdir -p /opt/cni/bin; mount --bind ${cniBinDir} /opt/cni/bin; mount -o remount,bind,ro /opt/cni/bin`,
+  // The machine-wide sysctls a kubelet sets at start (vm.overcommit_memory=1, kernel.panic=10, …) read as
+  // already set: a test host must not change the machine's; writing them fails (read-only files).
+  'mkdir -p "$root/.sysctl"',
+  ...Object.entries(kubeletSysctls).map(([key, value]) => {
+    const file = `/proc/sys/${key.replaceAll('.', '/')}`;
+    return `echo ${value} > "$root/.sysctl/${key}"; mount --bind "$root/.sysctl/${key}" ${file}; mount -o remount,bind,ro ${file}`;
+  }),
+  'touch "$ready"', "trap 'exit 0' TERM", 'while :; do sleep 3600 & wait $!; done',
+].join('\n');
+
+/** Starts a host's holder and waits for its mounts. */
+async function startHolder(host: TestHost): Promise<number> {
+  const ready = path.join(host.dir, 'holder.ready');
+  const child = spawnChild('/bin/sh', ['-c', joinCgroup, 'sh', host.namespace,
+    'nsenter', `--net=/run/netns/${host.namespace}`, 'unshare', '--mount', '--propagation', 'private',
+    '/bin/sh', '-c', holdScript, 'hold', host.rootDir, ready, ...hostDirectories], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.unref();
+  const deadline = Date.now() + 10_000;
+  while (!existsSync(ready)) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the mount namespace holder of ${host.name} did not start (exit ${child.exitCode}): ${stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  (child.stderr as NodeJS.ReadableStream & { unref?: () => void } | null)?.unref?.();
+  return child.pid!;
+}
+
+/** The command line that runs `command` inside a host: its cgroup, network and mount namespaces. */
+function inHost(host: TestHost, command: string, args: readonly string[]): [string, string[]] {
+  return ['/bin/sh', ['-c', joinCgroup, 'sh', host.namespace, 'nsenter', '-t', String(host.holder), '--net', '--mount', '--', command, ...args]];
+}
+
+/**
+ * Starts a host's containerd (config: `containerdConfig`, log: `<dir>/containerd.log`) and
+ * waits for its socket; the host's network namespace forwards (kubeadm's preflight and pod
+ * traffic need it).
+ */
+async function startContainerd(network: TestNetwork, host: TestHost, sandboxImage: string): Promise<void> {
+  for (const [key, value] of [['net.ipv4.ip_forward', '1'], ['net.bridge.bridge-nf-call-iptables', '1'], ['net.bridge.bridge-nf-call-ip6tables', '1']] as const) {
+    const set = await network.run(host.namespace, 'sysctl', ['-qw', `${key}=${value}`]);
+    if (set.exitCode !== 0) throw new Error(`${host.name}: sysctl ${key}=${value}: ${set.stderr}`);
+  }
+  await mkdir(path.join(host.rootDir, 'etc/containerd'), { recursive: true });
+  await writeFile(path.join(host.rootDir, 'etc/containerd/config.toml'), containerdConfig(sandboxImage));
+  const log = path.join(host.dir, 'containerd.log');
+  const [command, args] = inHost(host, '/bin/sh', ['-c', `exec containerd --config /etc/containerd/config.toml >>${log} 2>&1`]);
+  const child = spawnChild(command, args, { stdio: 'ignore', detached: true });
+  child.unref();
+  const socket = path.join(host.rootDir, 'run/containerd/containerd.sock');
+  const deadline = Date.now() + 30_000;
+  while (!existsSync(socket)) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`${host.name}: containerd did not start (exit ${child.exitCode}); see ${log}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export async function createTestNetwork(options: {
+  hosts: number;
+  /** Start a containerd in every host (default false: the agent alone needs none). */
+  runtime?: boolean;
+  /** The hosts' containerd sandbox image (default `defaultSandboxImage`). */
+  sandboxImage?: string;
+}): Promise<TestNetwork> {
   const prefix = `${runPrefix}${process.pid}`;
   if (prefix.length > 60) throw new Error(`namespace prefix ${prefix} is too long`);
   sweepStaleTestNetworks();
@@ -148,18 +373,29 @@ export async function createTestNetwork(options: { hosts: number }): Promise<Tes
   const machine = { namespace: `${prefix}-machine`, address: machineAddress };
   const hosts: TestHost[] = Array.from({ length: options.hosts }, (_, i) => {
     const name = `h${i}-${process.pid}`;
-    return { name, namespace: `${prefix}-h${i}`, address: hostAddress(i), dir: path.join(root, name) };
+    const dir = path.join(root, name);
+    // holder: set once started.
+    return { name, namespace: `${prefix}-h${i}`, address: hostAddress(i), dir, holder: 0, cgroup: `/${prefix}-h${i}`, rootDir: path.join(dir, 'root') };
   });
+  // A host's commands enter its holder's namespaces once it runs; the machine's `ip netns exec`.
+  const enter = (namespace: string, command: string, args: readonly string[]): [string, string[]] => {
+    const host = hosts.find((h) => h.namespace === namespace && h.holder > 0);
+    return host ? inHost(host, command, args) : ['ip', ['netns', 'exec', namespace, command, ...args]];
+  };
   const network: TestNetwork = {
     prefix,
     root,
     machine,
     hosts,
     run: async (namespace, command, args, runOptions = {}) => {
-      const result = await execa('ip', ['netns', 'exec', namespace, command, ...args], { reject: false, ...(runOptions.input === undefined ? { stdin: 'ignore' as const } : {}), ...runOptions });
+      const [file, fileArgs] = enter(namespace, command, args);
+      const result = await execa(file, fileArgs, { reject: false, ...(runOptions.input === undefined ? { stdin: 'ignore' as const } : {}), ...runOptions });
       return { exitCode: result.exitCode, stdout: String(result.stdout ?? ''), stderr: String(result.stderr ?? '') };
     },
-    spawn: (namespace, command, args, spawnOptions = {}) => execa('ip', ['netns', 'exec', namespace, command, ...args], { reject: false, stdin: 'ignore', ...spawnOptions }),
+    spawn: (namespace, command, args, spawnOptions = {}) => {
+      const [file, fileArgs] = enter(namespace, command, args);
+      return execa(file, fileArgs, { reject: false, stdin: 'ignore', ...spawnOptions });
+    },
     remove: () => {
       removeRun(prefix);
       for (const [signal, handler] of signalHandlers) process.off(signal, handler);
@@ -189,7 +425,12 @@ export async function createTestNetwork(options: { hosts: number }): Promise<Tes
       ip(['-n', member.namespace, 'addr', 'add', `${member.address}/${networkPrefixLength}`, 'dev', 'eth0']);
       ip(['-n', member.namespace, 'link', 'set', 'eth0', 'up']);
     }
-    for (const host of hosts) await mkdir(host.dir, { recursive: true, mode: 0o700 });
+    for (const host of hosts) {
+      await mkdir(host.rootDir, { recursive: true, mode: 0o700 });
+      createCgroup(host.namespace);
+      host.holder = await startHolder(host);
+    }
+    if (options.runtime) for (const host of hosts) await startContainerd(network, host, options.sandboxImage ?? defaultSandboxImage);
   } catch (error) {
     network.remove();
     throw error;

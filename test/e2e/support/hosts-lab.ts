@@ -47,11 +47,19 @@ export class HostsLab {
     this.kubeconfig = path.join(this.mgmt, 'auth', 'management.kubeconfig');
   }
 
-  /** The namespaces (machine and `hosts` hosts) and the binaries; nothing runs yet. */
-  static async create(hosts: number): Promise<HostsLab> {
+  /**
+   * The namespaces (machine and `hosts` hosts) and the binaries; nothing runs yet but, with
+   * `runtime`, each host's containerd.
+   */
+  static async create(hosts: number, options: { runtime?: boolean } = {}): Promise<HostsLab> {
     const found = await ensureBinaries(['provisioner-agent', 'kubectl']);
-    const net = await createTestNetwork({ hosts });
+    const net = await createTestNetwork({ hosts, runtime: options.runtime ?? false });
     return new HostsLab(net, { agent: found['provisioner-agent']!, kubectl: found.kubectl! });
+  }
+
+  /** The bundled provisioner-agent (a path the hosts' mount namespaces see too). */
+  get agentPath(): string {
+    return this.binaries.agent;
   }
 
   get hosts(): TestHost[] {
@@ -66,6 +74,11 @@ export class HostsLab {
   /** The bundled kubectl against the management cluster, inside the machine namespace. */
   kubectl(args: readonly string[], input?: string): Promise<CommandRun> {
     return this.net.run(this.net.machine.namespace, this.binaries.kubectl, ['--kubeconfig', this.kubeconfig, ...args], { timeout: 60_000, ...(input !== undefined ? { input } : {}) });
+  }
+
+  /** The bundled kubectl with another kubeconfig (a workload cluster's), inside the machine namespace. */
+  kubectlWith(kubeconfig: string, args: readonly string[], input?: string): Promise<CommandRun> {
+    return this.net.run(this.net.machine.namespace, this.binaries.kubectl, ['--kubeconfig', kubeconfig, ...args], { timeout: 60_000, ...(input !== undefined ? { input } : {}) });
   }
 
   /** The bundled kubectl in the background (a watch), inside the machine namespace. */
