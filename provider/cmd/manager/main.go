@@ -1,5 +1,6 @@
 // Command provisioner-agent-manager runs the agent provider's controllers (registration
-// tokens, host registrations, hosts) and its webhooks (NodePlan, HostRegistration).
+// tokens, host registrations, hosts, and the Cluster API infrastructure kinds HostCluster
+// and HostMachine) and its webhooks (NodePlan, HostRegistration, the infrastructure kinds).
 // Its flags are named like Cluster API's managers', so the local control plane starts
 // it like the other providers; every listener binds to loopback unless told otherwise.
 package main
@@ -9,13 +10,16 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -56,6 +60,8 @@ func run() error {
 		leaderElect           = flag.Bool("leader-elect", false, "Elect a leader among replicas (a local control plane runs one).")
 		registrationNamespace = flag.String("registration-namespace", agentv1.DefaultRegistrationNamespace, "Namespace of RegistrationTokens and HostRegistrations.")
 		agentTokenTTL         = flag.Duration("agent-token-ttl", 720*time.Hour, "Lifetime of a granted agent token; agents renew theirs when a third is left.")
+		hostResetTimeout      = flag.Duration("host-reset-timeout", controller.DefaultHostResetTimeout, "How long a deleted HostMachine waits for its Host's reset plan to be Applied before it releases the Host anyway (an agent that is gone must not block deletion), with a Warning event.")
+		nodeArtifacts         = flag.String("node-artifacts-configmap", controller.DefaultArtifactsConfigMap.String(), "ConfigMap (namespace/name, key artifacts.json) listing the node binaries and image archives every host's bootstrap plan downloads; absent means none.")
 		showVersion           = flag.Bool("version", false, "Print the version and exit.")
 	)
 	zapOptions := zap.Options{}
@@ -78,6 +84,9 @@ func run() error {
 	if err := infrav1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := clusterv1.AddToScheme(scheme); err != nil {
+		return err
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -98,7 +107,10 @@ func run() error {
 			// Read directly: caching every Secret and ServiceAccount of the cluster would
 			// cost memory and a watch each, for objects read once per registration.
 			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}, &corev1.ServiceAccount{}, &corev1.Namespace{},
-				&rbacv1.Role{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}},
+				&rbacv1.Role{}, &rbacv1.RoleBinding{}, &rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
+				// Cluster API's kinds are read once per reconcile of a HostCluster or HostMachine,
+				// and uncached the manager also runs where Cluster API's CRDs are not installed.
+				&clusterv1.Cluster{}, &clusterv1.Machine{}},
 		}},
 	})
 	if err != nil {
@@ -112,6 +124,22 @@ func run() error {
 		return err
 	}
 	if err := (&controller.HostReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&controller.HostClusterReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	artifactsNS, artifactsName, ok := strings.Cut(*nodeArtifacts, "/")
+	if !ok || artifactsNS == "" || artifactsName == "" {
+		return fmt.Errorf("--node-artifacts-configmap %q: want namespace/name", *nodeArtifacts)
+	}
+	if err := (&controller.HostMachineReconciler{
+		Client:             mgr.GetClient(),
+		Reader:             mgr.GetAPIReader(),
+		Recorder:           mgr.GetEventRecorder("hostmachine-controller"),
+		ResetTimeout:       *hostResetTimeout,
+		ArtifactsConfigMap: types.NamespacedName{Namespace: artifactsNS, Name: artifactsName},
+	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := agentv1.SetupNodePlanWebhookWithManager(mgr); err != nil {

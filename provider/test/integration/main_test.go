@@ -33,9 +33,16 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
 	agentv1 "provisioner.dev/provider/api/v1alpha1"
 	"provisioner.dev/provider/internal/controller"
 )
+
+// testResetTimeout is the manager's --host-reset-timeout in these tests (short, so the
+// forced release of a host whose agent is gone is seen in seconds).
+const testResetTimeout = 12 * time.Second
 
 var (
 	// admin is a cluster-admin client of the test API server.
@@ -74,8 +81,13 @@ func run(m *testing.M) int {
 		return 1
 	}
 
+	capiCRDs, err := clusterAPICRDs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{"../../config/crd"},
+		CRDDirectoryPaths:     append([]string{"../../config/crd"}, capiCRDs...),
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{"../../config/webhook"}},
 	}
@@ -89,6 +101,8 @@ func run(m *testing.M) int {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = agentv1.AddToScheme(scheme)
+	_ = infrav1.AddToScheme(scheme)
+	_ = clusterv1.AddToScheme(scheme)
 	if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -104,6 +118,17 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// clusterAPICRDs are the Cluster and Machine CRDs of the Cluster API module this provider
+// builds against (the module cache's copy), for the HostCluster and HostMachine tests.
+func clusterAPICRDs() ([]string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api").Output()
+	if err != nil {
+		return nil, fmt.Errorf("locate sigs.k8s.io/cluster-api: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "core", "config", "crd", "bases")
+	return []string{filepath.Join(dir, "cluster.x-k8s.io_clusters.yaml"), filepath.Join(dir, "cluster.x-k8s.io_machines.yaml")}, nil
 }
 
 func zapLevel() int8 {
@@ -128,8 +153,11 @@ func startManager(ctx context.Context, env *envtest.Environment, scheme *runtime
 		(&controller.RegistrationTokenReconciler{Client: mgr.GetClient()}).SetupWithManager,
 		(&controller.HostRegistrationReconciler{Client: mgr.GetClient()}).SetupWithManager,
 		(&controller.HostReconciler{Client: mgr.GetClient()}).SetupWithManager,
+		(&controller.HostClusterReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager,
+		(&controller.HostMachineReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("hostmachine-controller"), ResetTimeout: testResetTimeout}).SetupWithManager,
 		agentv1.SetupNodePlanWebhookWithManager,
 		agentv1.SetupHostRegistrationWebhookWithManager,
+		infrav1.SetupWebhooksWithManager,
 	} {
 		if err := setup(mgr); err != nil {
 			return err
