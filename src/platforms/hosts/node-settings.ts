@@ -7,9 +7,9 @@
  *
  * Per-host values come from the host through the provider's cloud-config variables
  * (`{{ ds.meta_data.hostname }}`: the Host's name, `{{ ds.meta_data.local_ipv4 }}`: its
- * registered address) or from the host's own `/etc/default/kubelet` (KUBELET_EXTRA_ARGS,
- * as kubeadm's systemd drop-in reads it): the namespace test hosts put their own
- * `--cgroup-root` there, since several kubelets share one kernel's cgroups.
+ * registered address) or from the host's own kubelet flags file (`hostKubeletFlagsFiles`):
+ * the namespace test hosts put their own `--cgroup-root` there, since several kubelets
+ * share one kernel's cgroups.
  */
 import type { KubeletArg } from '../types.js';
 
@@ -65,6 +65,16 @@ export function importImages(role: keyof typeof importedArchives): string {
 }
 
 /**
+ * Files with the host's own kubelet flags (`KUBELET_EXTRA_ARGS=…`), read in this order if
+ * present: `/etc/default/kubelet` as kubeadm's systemd unit reads it, then one under
+ * /var/lib/provisioner, which namespace test hosts have per host.
+ */
+export const hostKubeletFlagsFiles = ['/etc/default/kubelet', '/var/lib/provisioner/kubelet.env'];
+
+/** The agent, as plan instructions find it: the agent sets PROVISIONER_AGENT to its own path; else from PATH. */
+const agent = '"${PROVISIONER_AGENT:-provisioner-agent}"';
+
+/**
  * The kubelet runs under the agent's supervisor (`provisioner-agent supervise`, a
  * detached restart loop; the reset plan stops it by this name): these hosts have no systemd.
  */
@@ -81,14 +91,14 @@ KUBELET_KUBEADM_ARGS=
 KUBELET_EXTRA_ARGS=
 . /var/lib/kubelet/kubeadm-flags.env
 # The host's own flags, e.g. --cgroup-root where several kubelets share one kernel.
-[ -f /etc/default/kubelet ] && . /etc/default/kubelet
+${hostKubeletFlagsFiles.map((f) => `[ -f ${f} ] && . ${f}`).join('\n')}
 # Word splitting of the flags is wanted, as systemd does with the drop-in's variables.
 exec /usr/local/bin/kubelet --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf --config=/var/lib/kubelet/config.yaml $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
 `,
 };
 
 /** Starts the kubelet's supervisor before kubeadm (kubeadm's own `systemctl` calls only warn); the same command again is a no-op, so a retried plan is safe. */
-export const startKubelet = `provisioner-agent supervise start --name ${kubeletSupervisedName} -- ${kubeletRunScript.path}`;
+export const startKubelet = `${agent} supervise start --name ${kubeletSupervisedName} -- ${kubeletRunScript.path}`;
 
 /**
  * A worker's earlier, unfinished attempt (the plan is retried after its agent was killed
@@ -99,7 +109,7 @@ export const startKubelet = `provisioner-agent supervise start --name ${kubeletS
  */
 export const undoUnfinishedJoin =
   `if [ ! -f /run/cluster-api/bootstrap-success.complete ] && [ -f /etc/kubernetes/kubelet.conf ]; then ` +
-  `provisioner-agent supervise stop --name ${kubeletSupervisedName}; kubeadm reset -f --cri-socket unix://${containerdSocket}; fi`;
+  `${agent} supervise stop --name ${kubeletSupervisedName}; kubeadm reset -f --cri-socket unix://${containerdSocket}; fi`;
 
 /**
  * The pod network: a node-local bridge (the CNI plugins the host provides), which is what
