@@ -12,7 +12,7 @@
  * reference whose digest does not match.
  */
 import { createHash } from 'node:crypto';
-import { access, readFile, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCertificateAuthority, issueCertificate } from '../../src/pki/certificates.js';
@@ -236,6 +236,30 @@ describe('plans executed by agents in the host namespaces', () => {
     expect((await lab.applyPlan(h0!, 'good-digest', ref(sha256(content)))).exitCode).toBe(0);
     await phase(0, 'good-digest', 'Applied');
     expect(await readFile(target, 'utf8')).toBe(content);
+  }, 300_000);
+
+  it('a content reference url on the forwarder\'s artifacts server is fetched and checked; listing and traversal are refused', async () => {
+    const [h0] = lab.hosts;
+    const listen = JSON.parse(await readFile(path.join(lab.mgmt, '.provisioner/controlplane/listen.json'), 'utf8')) as { address: string; artifactsUrl?: string };
+    expect(listen.artifactsUrl).toMatch(/^http:\/\/198\.18\.0\.1:\d+$/);
+    const served = path.join(lab.mgmt, '.provisioner/controlplane/artifacts/node/bin');
+    await mkdir(served, { recursive: true });
+    const content = 'a node binary\n';
+    await writeFile(path.join(served, 'tool'), content);
+    const target = path.join(h0!.dir, 'from-url');
+    const plan = { files: [{ path: target, mode: '0755', contentRef: { url: `${listen.artifactsUrl}/node/bin/tool`, digest: sha256(content) } }] };
+    const applied = await lab.applyPlan(h0!, 'from-artifacts', plan);
+    expect(applied.exitCode, applied.stderr).toBe(0);
+    await phase(0, 'from-artifacts', 'Applied');
+    expect(await readFile(target, 'utf8')).toBe(content);
+    // From the host's namespace: the directory is not listed, nothing outside it is served.
+    // Node's http sends the path as written (no `..` folding), so traversal reaches the server.
+    const status = (urlPath: string) =>
+      lab.net.run(h0!.namespace, process.execPath, ['-e', `require('node:http').get({ host: '198.18.0.1', port: ${new URL(listen.artifactsUrl!).port}, path: ${JSON.stringify(urlPath)} }, (r) => console.log(r.statusCode))`]);
+    expect((await status('/node/bin/tool')).stdout.trim()).toBe('200');
+    expect((await status('/node/bin/')).stdout.trim()).toBe('404');
+    expect((await status('/../listen.json')).stdout.trim()).toBe('404');
+    expect((await status('/node/%2e%2e/%2e%2e/listen.json')).stdout.trim()).toBe('404');
   }, 300_000);
 
   it('the webhook refuses a spec change while the plan is Executing and accepts it with the force-update annotation', async () => {
