@@ -230,7 +230,7 @@ func TestRunCmdListIsArgv(t *testing.T) {
 func TestResetStopsKubeletFirst(t *testing.T) {
 	spec := Reset()
 	first := spec.Instructions[0]
-	if first.Command != "provisioner-agent" || strings.Join(first.Args, " ") != "supervise stop --name kubelet" {
+	if first.Name != "stop-kubelet" || !strings.Contains(first.Args[1], `"${PROVISIONER_AGENT:-provisioner-agent}" supervise stop --name kubelet`) {
 		t.Errorf("first reset step: %+v", first)
 	}
 	var all []string

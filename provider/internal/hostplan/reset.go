@@ -20,14 +20,14 @@ const containerdAddress = "/run/containerd/containerd.sock"
 // node binaries stay: a host claimed again reuses them.
 func Reset() agentv1.NodePlanSpec {
 	sh := func(name, script string) agentv1.Instruction {
-		return agentv1.Instruction{Name: name, Command: "/bin/sh", Args: []string{"-c", script}, SaveOutput: true,
+		return agentv1.Instruction{Name: name, Command: "/bin/sh", Args: []string{"-c", "PATH=$PATH:/usr/local/bin:/usr/sbin:/sbin\n" + script}, SaveOutput: true,
 			Timeout: &metav1.Duration{Duration: 5 * time.Minute}}
 	}
 	return agentv1.NodePlanSpec{
 		Instructions: []agentv1.Instruction{
-			// The agent's supervisor (no systemd on hosts): stopping it ends kubelet's process group.
-			{Name: "stop-kubelet", Command: "provisioner-agent", Args: []string{"supervise", "stop", "--name", "kubelet"}, SaveOutput: true,
-				Timeout: &metav1.Duration{Duration: 2 * time.Minute}},
+			// The agent's supervisor (no systemd on hosts): stopping it ends kubelet's process
+			// group. The agent gives instructions its own path as $PROVISIONER_AGENT.
+			sh("stop-kubelet", `exec "${PROVISIONER_AGENT:-provisioner-agent}" supervise stop --name kubelet`),
 			sh("kubeadm-reset", `if command -v kubeadm >/dev/null 2>&1; then kubeadm reset -f --cri-socket unix://`+containerdAddress+`; else echo "no kubeadm: nothing to reset"; fi`),
 			sh("remove-containers", `if ! command -v ctr >/dev/null 2>&1 || [ ! -S `+containerdAddress+` ]; then echo "no containerd: no containers"; exit 0; fi
 ctr="ctr --address `+containerdAddress+` -n k8s.io"
@@ -35,8 +35,13 @@ for t in $($ctr tasks ls -q 2>/dev/null); do $ctr tasks kill -s SIGKILL "$t" >/d
 for t in $($ctr tasks ls -q 2>/dev/null); do $ctr tasks rm -f "$t" >/dev/null 2>&1 || true; done
 for c in $($ctr containers ls -q 2>/dev/null); do $ctr containers rm "$c" || exit 1; done
 left=$($ctr containers ls -q | wc -l); [ "$left" = 0 ] || { echo "$left containers left" >&2; exit 1; }`),
+			// The directories' contents, not the directories: on a host they may be mount
+			// points (the namespace test hosts bind each one), which rm cannot remove.
 			sh("remove-files", `awk '$2 ~ "^/var/lib/kubelet/" {print $2}' /proc/mounts | sort -r | while read -r m; do umount "$m" || umount -l "$m"; done
-rm -rf /etc/kubernetes /var/lib/kubelet /var/lib/etcd /etc/cni/net.d /run/kubeadm /run/cluster-api /var/lib/cni`),
+for d in /etc/kubernetes /var/lib/kubelet /var/lib/etcd /etc/cni/net.d /run/kubeadm /run/cluster-api; do
+  [ -d "$d" ] && find "$d" -mindepth 1 -delete
+done
+exit 0`),
 		},
 		// The API server may be gone with its host (the last control plane); every step is
 		// local, so the plan needs nothing from the cluster.

@@ -341,7 +341,7 @@ func TestHostMachineDeleteResetsAndReleases(t *testing.T) {
 		err := admin.Get(ctx, client.ObjectKey{Namespace: planNS, Name: "m1-reset"}, &reset)
 		return err == nil, fmt.Sprint(err)
 	})
-	if ins := reset.Spec.Instructions[0]; ins.Command != "provisioner-agent" || strings.Join(ins.Args, " ") != "supervise stop --name kubelet" {
+	if ins := reset.Spec.Instructions[0]; ins.Name != "stop-kubelet" || !strings.Contains(strings.Join(ins.Args, " "), "supervise stop --name kubelet") {
 		t.Errorf("first reset instruction %+v", ins)
 	}
 	var h agentv1.Host
