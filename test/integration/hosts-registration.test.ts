@@ -4,19 +4,24 @@
  * Cluster API's), with real provisioner-agents
  * registering through the printed commands. The control plane listens on loopback only
  * here, so the agents run on this machine (test/e2e covers hosts in network namespaces);
- * what is under test is the commands, the per-pool progress and the timeout.
+ * what is under test is the commands, the per-pool progress and the timeout. Then the
+ * other hooks read what the provider records, written here by hand on a control plane
+ * whose controllers do not run: a HostMachine whose plan failed, hosts released.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
+import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateInstallConfigText, type InstallConfig } from '../../src/config/index.js';
 import { ensureBinaries } from '../../src/embedded/cache.js';
-import { InfrastructureError } from '../../src/errors.js';
+import { loadCatalog } from '../../src/embedded/catalog.js';
+import { InfrastructureError, MachinesError } from '../../src/errors.js';
+import { KubeClient, type KubeObject } from '../../src/kube/client.js';
 import { RecordingSink, type ProgressEvent, type ResultEvent } from '../../src/events.js';
 import { installConfigSchema, platformNamed } from '../../src/platforms/registry.js';
-import { waitForHosts } from '../../src/platforms/hosts/registration.js';
+import { destroyHostsCluster, waitForHosts, watchHostPlans } from '../../src/platforms/hosts/registration.js';
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
 import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
 import { tempInstallDir, waitFor } from './support/controlplane.js';
@@ -139,4 +144,95 @@ describe('create cluster waits until registered hosts can fill every pool', () =
     const printed = sink.ofType('result').find((r) => r.kind === 'registration-commands');
     expect((printed?.data as { commands: PrintedCommand[] }).commands).toHaveLength(2);
   }, 120_000);
+});
+
+describe('the hosts platform reads what its provider records', () => {
+  const abort = new AbortController();
+  let dir: string;
+  let cp: LocalControlPlane | undefined;
+  let kube: KubeClient;
+  const infra = 'infrastructure.provisioner.dev/v1alpha1';
+  const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+
+  beforeAll(async () => {
+    dir = await tempInstallDir('hosts-records');
+    // No controller runs (the provider would reconcile what this test writes by hand): the agent provider's CRDs, applied here.
+    cp = await prepareLocalControlPlane({ dir, detached: false, reconcile: false, sink: new RecordingSink(), signal: abort.signal });
+    await cp.start();
+    kube = KubeClient.fromFile(cp.kubeconfig);
+    const catalog = await loadCatalog();
+    const components = parseAllDocuments(await readFile(catalog.componentsPath(catalog.provider('agent-provisioner')), 'utf8')).map((d) => d.toJSON() as KubeObject);
+    const crds = components.filter((o) => o?.kind === 'CustomResourceDefinition');
+    expect(crds.length).toBeGreaterThanOrEqual(6);
+    for (const crd of crds) await kube.apply(crd);
+    await waitFor('the CRDs established', async () => {
+      for (const crd of crds) {
+        const live = await kube.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(crd);
+        if (!live?.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return false;
+      }
+      return true;
+    }, 60_000);
+    kube.resetDiscovery();
+    await kube.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'plans' } });
+  }, 300_000);
+
+  afterAll(async () => {
+    kube?.close();
+    await cp?.stop().catch(() => undefined);
+    abort.abort();
+    await rm(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  const hostMachine = (name: string): KubeObject => ({ apiVersion: infra, kind: 'HostMachine', metadata: { name, namespace: 'plans' } });
+  const setStatus = (name: string, status: Record<string, unknown>) => kube.applyStatus({ ...hostMachine(name), status } as KubeObject);
+  const context = (sink: RecordingSink, signal: AbortSignal) => ({
+    config: config(1, 'plans'),
+    dir,
+    kubeconfig: cp!.kubeconfig,
+    signal,
+    log: (message: string) => sink.emit({ type: 'log', level: 'info', message }),
+    events: sink,
+  });
+
+  it('a HostMachine whose plan failed fails the wait for machines (exit 6), naming the host and the check', async () => {
+    await kube.apply({ ...hostMachine('m-1'), spec: {} } as KubeObject);
+    await setStatus('m-1', { hostRef: { name: 'h2' }, conditions: [{ type: 'BootstrapPlanApplied', status: 'False', reason: 'PlanPending', message: 'waiting for the agent', lastTransitionTime: now() }] });
+    const stop = new AbortController();
+    const watching = watchHostPlans(context(new RecordingSink(), stop.signal)).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    // A pending plan is no failure.
+    expect(await Promise.race([watching, new Promise((resolve) => setTimeout(() => resolve('pending'), 3000))])).toBe('pending');
+    const message = 'host h2: plan host-h2/m-1 failed: attempt 1 of 1 failed: required preflight check failed: containerd-socket: /run/containerd/containerd.sock does not exist';
+    await setStatus('m-1', { hostRef: { name: 'h2' }, conditions: [{ type: 'BootstrapPlanApplied', status: 'False', reason: 'PlanFailed', message, lastTransitionTime: now() }] });
+    const failure = await watching;
+    stop.abort();
+    expect(failure).toBeInstanceOf(MachinesError);
+    expect((failure as MachinesError).message).toBe(`Host h2 failed the bootstrap plan of HostMachine plans/m-1: ${message}`);
+  }, 60_000);
+
+  it('destroy says which hosts were reset and released, which only after their reset timed out, and which stay claimed', async () => {
+    const claim = (host: string, machine: string) => ({ 'infrastructure.provisioner.dev/claimed-by': `plans.${machine}`, 'cluster.x-k8s.io/cluster-name': 'demo' });
+    for (const [host, machine] of [['h1', 'm-1'], ['h2', 'm-2'], ['h3', 'm-3']] as const) {
+      await kube.apply({ apiVersion: 'agent.provisioner.dev/v1alpha1', kind: 'Host', metadata: { name: host, labels: claim(host, machine) }, spec: { address: '198.18.0.10' } } as KubeObject);
+    }
+    // Same cluster name, another namespace: another cluster's host.
+    await kube.apply({ apiVersion: 'agent.provisioner.dev/v1alpha1', kind: 'Host', metadata: { name: 'h4', labels: { 'infrastructure.provisioner.dev/claimed-by': 'elsewhere.m-1', 'cluster.x-k8s.io/cluster-name': 'demo' } }, spec: { address: '198.18.0.13' } } as KubeObject);
+    const sink = new RecordingSink();
+    const after = await destroyHostsCluster({ ...context(sink, abort.signal), clusterName: 'demo', namespace: 'plans' });
+    expect(sink.ofType('log').map((l) => l.message)).toEqual(['Deleting the cluster resets and releases its hosts: h1, h2, h3']);
+
+    // What the provider does on deletion: h2's reset times out, h1's is applied; both claims go; h3 keeps its claim.
+    await kube.apply({ ...hostMachine('m-2'), spec: {} } as KubeObject);
+    await setStatus('m-2', { hostRef: { name: 'h2' }, conditions: [{ type: 'HostReleased', status: 'False', reason: 'ResetTimedOut', message: 'the reset plan was not Applied within 10m0s', lastTransitionTime: now() }] });
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    for (const host of ['h1', 'h2']) await kube.mergePatch({ apiVersion: 'agent.provisioner.dev/v1alpha1', kind: 'Host', metadata: { name: host } }, { metadata: { labels: { 'infrastructure.provisioner.dev/claimed-by': null, 'cluster.x-k8s.io/cluster-name': null } } });
+    await after();
+    expect(sink.ofType('log').map((l) => l.message).slice(1)).toEqual([
+      'Hosts reset and released (free for another cluster): h1',
+      'Hosts released after their reset plan timed out, which may still run a kubelet or containers of the cluster: h2 (`provisioner plan status` on them shows the reset plan)',
+      'Hosts still claimed by demo: h3 (`provisioner hosts list`)',
+    ]);
+  }, 60_000);
 });
