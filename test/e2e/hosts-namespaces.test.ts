@@ -254,8 +254,9 @@ describe('plans executed by agents in the host namespaces', () => {
     expect(await readFile(target, 'utf8')).toBe(content);
     // From the host's namespace: the directory is not listed, nothing outside it is served.
     // Node's http sends the path as written (no `..` folding), so traversal reaches the server.
+    // It exits on the status line: a kept-alive socket would hold it until the server's idle timeout.
     const status = (urlPath: string) =>
-      lab.net.run(h0!.namespace, process.execPath, ['-e', `require('node:http').get({ host: '198.18.0.1', port: ${new URL(listen.artifactsUrl!).port}, path: ${JSON.stringify(urlPath)} }, (r) => console.log(r.statusCode))`]);
+      lab.net.run(h0!.namespace, process.execPath, ['-e', `require('node:http').get({ host: '198.18.0.1', port: ${new URL(listen.artifactsUrl!).port}, path: ${JSON.stringify(urlPath)} }, (r) => { console.log(r.statusCode); process.exit(0); })`]);
     expect((await status('/node/bin/tool')).stdout.trim()).toBe('200');
     expect((await status('/node/bin/')).stdout.trim()).toBe('404');
     expect((await status('/../listen.json')).stdout.trim()).toBe('404');
