@@ -214,6 +214,7 @@ function removeCgroup(name: string): void {
     }
     return [...all];
   };
+  killContainerdTasks(pids());
   // Repeated: a supervisor or containerd may start a process between the read and the kill.
   const deadline = Date.now() + killWaitMs;
   for (let left = pids(); left.length > 0 && Date.now() < deadline; left = pids()) {
@@ -231,6 +232,45 @@ function removeCgroup(name: string): void {
       rmdirSync(dir);
     } catch {
       // Still busy (a process in uninterruptible sleep); the next sweep takes it.
+    }
+  }
+}
+
+/**
+ * SIGKILLs the tasks of every containerd among `pids`, asked inside its namespaces: a
+ * container started without a kubelet (whose pods are below the host's cgroup) gets a
+ * cgroup of containerd's choosing and a network namespace of its own, so neither the
+ * cgroup nor `ip netns pids` finds it.
+ */
+function killContainerdTasks(pids: readonly number[]): void {
+  for (const pid of pids) {
+    const comm = (() => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      } catch {
+        return '';
+      }
+    })();
+    if (comm !== 'containerd') continue;
+    const ctr = (args: readonly string[]) => {
+      try {
+        return execFileSync('nsenter', ['-t', String(pid), '--mount', '--net', '--', 'ctr', ...args], { stdio: ['ignore', 'pipe', 'ignore'], timeout: 5_000 }).toString();
+      } catch {
+        return '';
+      }
+    };
+    for (const namespace of ctr(['namespaces', 'ls', '-q']).split('\n').filter(Boolean)) {
+      // `tasks ls`: TASK PID STATUS; the pid is the machine's.
+      for (const line of ctr(['-n', namespace, 'tasks', 'ls']).split('\n').slice(1)) {
+        const task = Number(line.trim().split(/\s+/)[1]);
+        if (task > 0) {
+          try {
+            process.kill(task, 'SIGKILL');
+          } catch {
+            // Gone already.
+          }
+        }
+      }
     }
   }
 }
