@@ -58,8 +58,8 @@ func (r *HostClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if paused, err := isPaused(ctx, r.Client, &hc); err != nil || paused {
 		return ctrl.Result{}, err
 	}
-	if controllerutil.AddFinalizer(&hc, infrav1.HostClusterFinalizer) {
-		if err := r.Client.Update(ctx, &hc); err != nil {
+	if unpatched := hc.DeepCopy(); controllerutil.AddFinalizer(&hc, infrav1.HostClusterFinalizer) {
+		if err := r.Client.Patch(ctx, &hc, client.MergeFrom(unpatched)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -151,8 +151,9 @@ func (r *HostClusterReconciler) reconcileDelete(ctx context.Context, hc *infrav1
 			return err
 		}
 	}
+	unpatched := hc.DeepCopy()
 	controllerutil.RemoveFinalizer(hc, infrav1.HostClusterFinalizer)
-	if err := r.Client.Update(ctx, hc); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Client.Patch(ctx, hc, client.MergeFrom(unpatched)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil

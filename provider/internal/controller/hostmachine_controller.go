@@ -108,8 +108,9 @@ func (r *HostMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if !hm.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, &hm)
 	}
-	if controllerutil.AddFinalizer(&hm, infrav1.HostMachineFinalizer) {
-		if err := r.Client.Update(ctx, &hm); err != nil {
+	// A patch, not an update: Cluster API sets the owner reference at the same time.
+	if unpatched := hm.DeepCopy(); controllerutil.AddFinalizer(&hm, infrav1.HostMachineFinalizer) {
+		if err := r.Client.Patch(ctx, &hm, client.MergeFrom(unpatched)); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -419,8 +420,9 @@ func (r *HostMachineReconciler) reconcileDelete(ctx context.Context, hm *infrav1
 			return ctrl.Result{}, err
 		}
 	}
+	unpatched := hm.DeepCopy()
 	controllerutil.RemoveFinalizer(hm, infrav1.HostMachineFinalizer)
-	if err := r.Client.Update(ctx, hm); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Client.Patch(ctx, hm, client.MergeFrom(unpatched)); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
