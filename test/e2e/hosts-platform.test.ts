@@ -1,0 +1,89 @@
+/**
+ * The `hosts` platform as a new user runs it, on two namespace test hosts with containerd
+ * (test/support/netns.ts, `runtime`): `create install-config --platform hosts`, then
+ * `create cluster`, which prints the registration commands and waits; the hosts register
+ * with them and run their agents; the cluster comes up with real kubeadm, kubelet and
+ * containerd (one control-plane node, one worker) and `destroy cluster` resets and
+ * releases both hosts. The only thing a test host needs beyond a real one is its own
+ * cgroup root for the kubelet (several kubelets share this kernel), given in its
+ * /var/lib/provisioner/kubelet.env.
+ */
+import { writeFile, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { ResultPromise } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadBinaryCatalog, packageRoot } from '../../src/embedded/catalog.js';
+import { waitFor } from '../integration/support/controlplane.js';
+import { cliPath, ensureBuilt } from './support/cli.js';
+import { HostsLab, type RunningAgent } from './support/hosts-lab.js';
+
+let lab: HostsLab;
+let dir: string;
+const agents: RunningAgent[] = [];
+let create: ResultPromise | undefined;
+let createOutput = '';
+
+beforeAll(async () => {
+  await ensureBuilt();
+  lab = await HostsLab.create(2, { runtime: true });
+  for (const host of lab.hosts) {
+    const env = path.join(host.rootDir, 'var/lib/provisioner/kubelet.env');
+    await mkdir(path.dirname(env), { recursive: true });
+    await writeFile(env, `KUBELET_EXTRA_ARGS=--cgroup-root=${host.cgroup}\n`);
+  }
+  dir = path.join(lab.net.root, 'cluster');
+}, 300_000);
+
+afterAll(async () => {
+  create?.kill('SIGKILL');
+  for (const agent of agents) agent.process.kill('SIGKILL');
+  if (dir) await lab?.cli(['destroy', 'cluster', '--dir', dir], 600_000).catch(() => undefined);
+  await lab?.remove();
+}, 900_000);
+
+describe('a kubeadm cluster on registered hosts', () => {
+  it('create install-config --platform hosts writes the listen address', async () => {
+    const run = await lab.cli(['create', 'install-config', '--dir', dir, '--name', 'hosts', '--platform', 'hosts', '--listen-address', lab.net.machine.address, '--control-plane-replicas', '1', '--workers', '1']);
+    expect(run.exitCode, run.stderr).toBe(0);
+  });
+
+  it('create cluster prints a registration command per host, waits for them, and ends with 2 Ready nodes at the bundled kubelet version', async () => {
+    const started = Date.now();
+    create = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', dir], { cwd: packageRoot, all: true, buffer: true, reject: false });
+    create.all?.on('data', (chunk: Buffer) => (createOutput += chunk.toString()));
+    const commands = await waitFor('two registration commands', () => {
+      const found = [...createOutput.matchAll(/^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/gm)];
+      return found.length === 2 ? found : undefined;
+    }, 600_000);
+    expect(commands.map((c) => c[4])).toEqual(['control-plane', 'worker']);
+    expect(createOutput).toContain('0 of 1 control-plane hosts registered (pool control-plane)');
+    for (const [i, host] of lab.hosts.entries()) {
+      const [, token, server, checksum] = commands[i]!;
+      const registered = await lab.register(host, { token: token!, server: server!, checksum: checksum!, stdout: '' });
+      expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
+      agents.push(lab.startAgent(host));
+    }
+    const done = await create;
+    process.stderr.write(`hosts platform: create cluster took ${Math.round((Date.now() - started) / 1000)} s\n`);
+    expect(done.exitCode, `${createOutput}\n${agents.map((a) => a.output()).join('\n')}`).toBe(0);
+    expect(createOutput).toContain('Every pool can be filled');
+
+    const kubeletVersion = (await loadBinaryCatalog()).binary('kubelet').version;
+    const nodes = await lab.kubectlWith(path.join(dir, 'auth', 'kubeconfig'), ['get', 'nodes', '-o', 'json']);
+    expect(nodes.exitCode, nodes.stderr).toBe(0);
+    const items = (JSON.parse(nodes.stdout) as { items: { metadata: { name: string }; spec: { providerID?: string }; status: { nodeInfo: { kubeletVersion: string }; conditions: { type: string; status: string }[] } }[] }).items;
+    expect(items.map((n) => n.metadata.name).sort()).toEqual(lab.hosts.map((h) => h.name).sort());
+    for (const node of items) {
+      expect(node.status.conditions.find((c) => c.type === 'Ready')?.status, node.metadata.name).toBe('True');
+      expect(node.status.nodeInfo.kubeletVersion).toBe(kubeletVersion);
+      expect(node.spec.providerID).toBe(`provisioner-host://${node.metadata.name}`);
+    }
+  }, 1_800_000);
+
+  it('destroy cluster resets and releases both hosts', async () => {
+    const run = await lab.cli(['destroy', 'cluster', '--dir', dir], 900_000);
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/Hosts reset and released \(free for another cluster\): h\S+, h\S+/);
+    dir = '';
+  }, 900_000);
+});
