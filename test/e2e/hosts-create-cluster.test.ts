@@ -1,0 +1,247 @@
+/**
+ * Issue 16's acceptance, run as a new user would, on two namespace test hosts with their own
+ * containerd (test/support/netns.ts, `runtime`): an install config written by hand
+ * (`platform: hosts`, bootstrap.listenAddress = the machine namespace's address, one
+ * control-plane replica, one worker pool of 1); `create cluster` in the background prints a
+ * registration command per pool; h0 registers as `control-plane`, h1 as `worker`, both run
+ * their agents; `create cluster` exits 0 with 2 Ready nodes at the bundled kubelet version; a
+ * pod of our pause image runs on the worker; `destroy cluster` exits 0 and leaves no kubelet,
+ * container or NodePlan on either host. Per-stage timings, as this test sees them, are printed.
+ * The only thing a test host needs beyond a real one is its own kubelet cgroup root (several
+ * kubelets share this kernel), given in its /var/lib/provisioner/kubelet.env.
+ */
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ResultPromise } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadBinaryCatalog, packageRoot } from '../../src/embedded/catalog.js';
+import { kubeadmPauseTag } from '../../src/nodeartifacts/node-images.js';
+import { waitFor } from '../integration/support/controlplane.js';
+import type { TestHost } from '../support/netns.js';
+import { cliPath, ensureBuilt } from './support/cli.js';
+import { HostsLab, type RunningAgent } from './support/hosts-lab.js';
+
+const name = 'acceptance';
+let lab: HostsLab;
+let dir = '';
+let destroyed = false;
+const agents: RunningAgent[] = [];
+let create: ResultPromise | undefined;
+let createOutput = '';
+/** Milliseconds from `create cluster`'s start, per stage, as this test saw them. */
+const timings: Record<string, number> = {};
+
+interface NodeView { metadata: { name: string }; spec: { providerID?: string }; status: { nodeInfo: { kubeletVersion: string }; conditions?: { type: string; status: string }[] } }
+interface HostMachineView { metadata: { name: string }; status?: { hostRef?: { name: string }; initialization?: { provisioned?: boolean } } }
+interface PodView { spec: { nodeName?: string; containers: { image: string }[] }; status: { phase?: string; podIP?: string; containerStatuses?: { state: { running?: unknown } }[] } }
+interface NodePlanView { metadata: { namespace: string; name: string } }
+
+const ready = (node: NodeView) => node.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+const managementKubeconfig = () => path.join(dir, 'auth', 'management.kubeconfig');
+const workloadKubeconfig = () => path.join(dir, 'auth', 'kubeconfig');
+
+async function json<T>(kubeconfig: string, args: readonly string[]): Promise<T | undefined> {
+  const run = await lab.kubectlWith(kubeconfig, [...args, '-o', 'json']);
+  return run.exitCode === 0 ? (JSON.parse(run.stdout) as T) : undefined;
+}
+
+/** Names of the processes in a host's cgroup (its kubelet's cgroup root: pods and shims too). */
+async function processesOf(host: TestHost): Promise<string[]> {
+  const pids = new Set<string>();
+  const walk = async (cgroup: string) => {
+    for (const pid of (await readFile(path.join(cgroup, 'cgroup.procs'), 'utf8')).split('\n').filter(Boolean)) pids.add(pid);
+    for (const entry of await readdir(cgroup, { withFileTypes: true })) if (entry.isDirectory()) await walk(path.join(cgroup, entry.name));
+  };
+  await walk(path.join('/sys/fs/cgroup/pids', host.cgroup));
+  const names: string[] = [];
+  for (const pid of pids) names.push((await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim());
+  return names.filter(Boolean);
+}
+
+/**
+ * Polls the local control plane and, once its kubeconfig Secret exists, the workload cluster,
+ * recording when the control-plane machine was provisioned and when nodes became Ready.
+ */
+async function watchStages(started: number, done: () => boolean): Promise<void> {
+  const [h0, h1] = lab.hosts;
+  const workload = path.join(lab.net.root, 'workload-early.kubeconfig');
+  let haveKubeconfig = false;
+  while (!done()) {
+    const at = Date.now() - started;
+    if (timings['control-plane machine provisioned'] === undefined) {
+      const machines = await json<{ items: HostMachineView[] }>(managementKubeconfig(), ['get', 'hostmachines', '-n', name]);
+      if (machines?.items.some((m) => m.status?.hostRef?.name === h0!.name && m.status.initialization?.provisioned === true)) timings['control-plane machine provisioned'] = at;
+    }
+    if (!haveKubeconfig) {
+      const secret = await lab.kubectlWith(managementKubeconfig(), ['get', 'secret', `${name}-kubeconfig`, '-n', name, '-o', 'jsonpath={.data.value}']);
+      if (secret.exitCode === 0 && secret.stdout) {
+        await writeFile(workload, Buffer.from(secret.stdout, 'base64'), { mode: 0o600 });
+        haveKubeconfig = true;
+      }
+    } else if (timings['worker node Ready'] === undefined) {
+      const nodes = await json<{ items: NodeView[] }>(workload, ['get', 'nodes', '--request-timeout', '5s']);
+      if (nodes && timings['first node Ready'] === undefined && nodes.items.some(ready)) timings['first node Ready'] = at;
+      if (nodes?.items.some((n) => n.metadata.name === h1!.name && ready(n))) timings['worker node Ready'] = at;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+  }
+}
+
+beforeAll(async () => {
+  await ensureBuilt();
+  lab = await HostsLab.create(2, { runtime: true });
+  for (const host of lab.hosts) {
+    const env = path.join(host.rootDir, 'var/lib/provisioner/kubelet.env');
+    await mkdir(path.dirname(env), { recursive: true });
+    await writeFile(env, `KUBELET_EXTRA_ARGS=--cgroup-root=${host.cgroup}\n`);
+  }
+  dir = path.join(lab.net.root, 'cluster');
+}, 300_000);
+
+afterAll(async () => {
+  process.stderr.write(`hosts create-cluster timings (ms from create cluster's start): ${JSON.stringify(timings)}\n`);
+  create?.kill('SIGKILL');
+  for (const agent of agents) agent.process.kill('SIGKILL');
+  if (dir && !destroyed) await lab?.cli(['destroy', 'cluster', '--dir', dir], 600_000).catch(() => undefined);
+  await lab?.remove();
+}, 900_000);
+
+describe('issue 16 acceptance: create cluster on hosts, a pod on the worker, destroy', () => {
+  it('create cluster waits for a control-plane and a worker host, then ends with 2 Ready nodes at the bundled kubelet version', async () => {
+    const [h0, h1] = lab.hosts as [TestHost, TestHost];
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, 'install-config.yaml'), `apiVersion: provisioner.dev/v1alpha1
+kind: InstallConfig
+metadata:
+  name: ${name}
+kubernetesVersion: v1.36.3
+machinePools:
+  - name: control-plane
+    quantity: 1
+    roles: [etcd, controlPlane]
+  - name: worker
+    quantity: 1
+    roles: [worker]
+platform:
+  hosts: {}
+bootstrap:
+  listenAddress: ${lab.net.machine.address}
+`);
+
+    const started = Date.now();
+    let finished = false;
+    create = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', dir], { cwd: packageRoot, all: true, buffer: true, reject: false });
+    create.all?.on('data', (chunk: Buffer) => (createOutput += chunk.toString()));
+    void create.finally(() => (finished = true)).catch(() => undefined);
+
+    const commands = await waitFor('a registration command per pool', () => {
+      const found = [...createOutput.matchAll(/^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/gm)];
+      if (finished) throw new Error(`create cluster ended before printing the commands:\n${createOutput}`);
+      return found.length === 2 ? found : undefined;
+    }, 600_000);
+    timings['registration commands printed'] = Date.now() - started;
+    const stages = watchStages(started, () => finished);
+
+    for (const [host, role] of [[h0, 'control-plane'], [h1, 'worker']] as const) {
+      const command = commands.find((c) => c[4] === role);
+      expect(command, `no command for role ${role}:\n${createOutput}`).toBeDefined();
+      const [, token, server, checksum] = command!;
+      const files = HostsLab.files(host);
+      await writeFile(files.tokenFile, token!, { mode: 0o600 });
+      const registered = await lab.net.run(host.namespace, lab.agentPath, [
+        'register', '--server', server!, '--ca-checksum', checksum!, '--token-file', files.tokenFile, '--data-dir', files.data, '--host-name', host.name, '--roles', role,
+      ], { timeout: 180_000, all: true });
+      expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
+      agents.push(lab.startAgent(host));
+    }
+    const registeredAt = Date.now() - started;
+    await waitFor('create cluster to see every pool filled', () => createOutput.includes('Every pool can be filled') || finished, 600_000);
+    timings['registration wait (commands printed → every pool filled)'] = Date.now() - started - timings['registration commands printed']!;
+    timings['hosts registered by the test'] = registeredAt;
+
+    const done = await create;
+    timings['create cluster exited'] = Date.now() - started;
+    await stages;
+    expect(done.exitCode, `${createOutput}\n${agents.map((a) => a.output().slice(-3000)).join('\n')}`).toBe(0);
+
+    const hosts = await json<{ items: { metadata: { name: string }; spec: { roles?: string[] } }[] }>(managementKubeconfig(), ['get', 'hosts']);
+    expect(Object.fromEntries(hosts!.items.map((h) => [h.metadata.name, h.spec.roles]))).toEqual({ [h0.name]: ['control-plane'], [h1.name]: ['worker'] });
+
+    const kubeletVersion = (await loadBinaryCatalog()).binary('kubelet').version;
+    expect(kubeletVersion).toBe('v1.36.3');
+    const nodes = await lab.kubectlWith(workloadKubeconfig(), ['get', 'nodes', '-o', 'json']);
+    expect(nodes.exitCode, nodes.stderr).toBe(0);
+    const items = (JSON.parse(nodes.stdout) as { items: NodeView[] }).items;
+    expect(items.map((n) => n.metadata.name).sort()).toEqual([h0.name, h1.name].sort());
+    for (const node of items) {
+      expect(ready(node), node.metadata.name).toBe(true);
+      expect(node.status.nodeInfo.kubeletVersion).toBe(kubeletVersion);
+      expect(node.spec.providerID).toBe(`provisioner-host://${node.metadata.name}`);
+    }
+  }, 1_800_000);
+
+  it('a pod of an image we built (provisioner.local/pause) runs on the worker', async () => {
+    const h1 = lab.hosts[1]!;
+    const pod = {
+      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'pause', namespace: 'default' },
+      spec: {
+        nodeSelector: { 'kubernetes.io/hostname': h1.name },
+        automountServiceAccountToken: false,
+        containers: [{ name: 'pause', image: `provisioner.local/pause:${kubeadmPauseTag}`, imagePullPolicy: 'Never' }],
+      },
+    };
+    // The default ServiceAccount appears shortly after the control plane: apply until accepted.
+    await waitFor('the pod accepted', async () => (await lab.kubectlWith(workloadKubeconfig(), ['apply', '-f', '-'], JSON.stringify(pod))).exitCode === 0, 120_000);
+    const started = Date.now();
+    const running = await waitFor('the pause pod Running', async () => {
+      const view = await json<PodView>(workloadKubeconfig(), ['get', 'pod', 'pause', '-n', 'default']);
+      return view?.status.phase === 'Running' ? view : undefined;
+    }, 180_000);
+    timings['pod Running (after it was accepted)'] = Date.now() - started;
+    expect(running.spec.nodeName).toBe(h1.name);
+    expect(running.spec.containers[0]!.image).toBe('provisioner.local/pause:3.10.2');
+    expect(running.status.containerStatuses?.[0]?.state.running, JSON.stringify(running.status)).toBeDefined();
+    // The worker's node-local bridge: the /24 of the default pod block 192.168.0.0/16 numbered by its address's last byte.
+    expect(running.status.podIP).toMatch(new RegExp(`^192\\.168\\.${h1.address.split('.')[3]}\\.\\d+$`));
+    expect(await processesOf(h1)).toEqual(expect.arrayContaining(['kubelet', 'pause']));
+  }, 300_000);
+
+  it('destroy cluster exits 0 and leaves no kubelet, container or plan on either host', async () => {
+    // The control plane stops at the end of destroy: watch the hosts' plan namespaces while it runs.
+    const planNamespaces = new Set(lab.hosts.map((h) => `host-${h.name}`));
+    let lastPlans: NodePlanView[] | undefined;
+    let sawReset = false;
+    let destroying = true;
+    const watcher = (async () => {
+      while (destroying) {
+        const plans = await json<{ items: NodePlanView[] }>(managementKubeconfig(), ['get', 'nodeplans', '-A', '--request-timeout', '5s']).catch(() => undefined);
+        if (plans && destroying) {
+          lastPlans = plans.items.filter((p) => planNamespaces.has(p.metadata.namespace));
+          if (lastPlans.some((p) => p.metadata.name.endsWith('-reset'))) sawReset = true;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+    })();
+    const started = Date.now();
+    const run = await lab.cli(['destroy', 'cluster', '--dir', dir], 900_000);
+    destroying = false;
+    await watcher;
+    timings['destroy cluster'] = Date.now() - started;
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
+    destroyed = true;
+    expect(run.stderr).toMatch(/Hosts reset and released \(free for another cluster\): h\S+, h\S+/);
+    expect(sawReset, 'a reset plan was seen on the hosts while destroy ran').toBe(true);
+    expect(lastPlans?.map((p) => `${p.metadata.namespace}/${p.metadata.name}`), 'NodePlans left before the control plane stopped').toEqual([]);
+
+    for (const host of lab.hosts) {
+      const left = await processesOf(host);
+      expect(left.filter((p) => /kubelet|shim|pause|etcd|kube-|supervise/.test(p)), `${host.name} runs ${left.join(', ')}`).toEqual([]);
+      const containers = await lab.net.run(host.namespace, 'ctr', ['--address', '/run/containerd/containerd.sock', '-n', 'k8s.io', 'containers', 'ls', '-q']);
+      expect(containers.exitCode, containers.stderr).toBe(0);
+      expect(containers.stdout.trim(), `${host.name}'s containers`).toBe('');
+      const supervised = await lab.net.run(host.namespace, lab.agentPath, ['supervise', 'status', '--name', 'kubelet']);
+      expect(supervised.exitCode, `${host.name}: supervise status ${supervised.stdout}`).toBe(1);
+      expect(await readdir(path.join(host.rootDir, 'etc/kubernetes')), `${host.name}'s /etc/kubernetes`).toEqual([]);
+    }
+  }, 900_000);
+});
