@@ -4,7 +4,8 @@
  * `create cluster`, which prints the registration commands and waits; the hosts register
  * with them and run their agents; the cluster comes up with real kubeadm, kubelet and
  * containerd (one control-plane node, one worker) and `destroy cluster` resets and
- * releases both hosts. The only thing a test host needs beyond a real one is its own
+ * releases both hosts (a host without containerd: hosts-platform-failure.test.ts). The
+ * only thing a test host needs beyond a real one is its own
  * cgroup root for the kubelet (several kubelets share this kernel), given in its
  * /var/lib/provisioner/kubelet.env.
  */
@@ -36,8 +37,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   create?.kill('SIGKILL');
+  // Destroy while the agents run: the hosts' reset plans need them.
+  if (dir) await lab?.cli(['destroy', 'cluster', '--dir', dir], 900_000).catch(() => undefined);
   for (const agent of agents) agent.process.kill('SIGKILL');
-  if (dir) await lab?.cli(['destroy', 'cluster', '--dir', dir], 600_000).catch(() => undefined);
   await lab?.remove();
 }, 900_000);
 
