@@ -6,7 +6,9 @@
  * registration command per pool; h0 registers as `control-plane`, h1 as `worker`, both run
  * their agents; `create cluster` exits 0 with 2 Ready nodes at the bundled kubelet version; a
  * pod of our pause image runs on the worker; `destroy cluster` exits 0 and leaves no kubelet,
- * container or NodePlan on either host. Per-stage timings, as this test sees them, are printed.
+ * container or NodePlan on either host. Then a host without containerd: its bootstrap plan
+ * fails the containerd-socket check, `create cluster` exits 6 naming it, and `destroy cluster`
+ * still exits 0. Per-stage timings, as this test sees them, are printed.
  * The only thing a test host needs beyond a real one is its own kubelet cgroup root (several
  * kubelets share this kernel), given in its /var/lib/provisioner/kubelet.env.
  */
@@ -25,6 +27,7 @@ const name = 'acceptance';
 let lab: HostsLab;
 let dir = '';
 let destroyed = false;
+let labRemoved = false;
 const agents: RunningAgent[] = [];
 let create: ResultPromise | undefined;
 let createOutput = '';
@@ -101,9 +104,11 @@ beforeAll(async () => {
 afterAll(async () => {
   process.stderr.write(`hosts create-cluster timings (ms from create cluster's start): ${JSON.stringify(timings)}\n`);
   create?.kill('SIGKILL');
-  for (const agent of agents) agent.process.kill('SIGKILL');
+  // Destroy while the agents still run: they run the reset plans it waits for (without them it
+  // waits for the manager's reset timeout, 10 min).
   if (dir && !destroyed) await lab?.cli(['destroy', 'cluster', '--dir', dir], 600_000).catch(() => undefined);
-  await lab?.remove();
+  for (const agent of agents) agent.process.kill('SIGKILL');
+  if (!labRemoved) await lab?.remove();
 }, 900_000);
 
 describe('issue 16 acceptance: create cluster on hosts, a pod on the worker, destroy', () => {
@@ -244,4 +249,72 @@ bootstrap:
       expect(await readdir(path.join(host.rootDir, 'etc/kubernetes')), `${host.name}'s /etc/kubernetes`).toEqual([]);
     }
   }, 900_000);
+});
+
+describe('issue 16 acceptance: a host without containerd', () => {
+  let bare: HostsLab | undefined;
+  let bareDir = '';
+  let bareCreate: ResultPromise | undefined;
+  const bareAgents: RunningAgent[] = [];
+
+  beforeAll(async () => {
+    // One test network per process: the first one goes before this one is made.
+    for (const agent of agents) agent.process.kill('SIGKILL');
+    await lab?.remove();
+    labRemoved = true;
+    bare = await HostsLab.create(1);
+    bareDir = path.join(bare.net.root, 'cluster');
+  }, 300_000);
+
+  afterAll(async () => {
+    bareCreate?.kill('SIGKILL');
+    if (bareDir) await bare?.cli(['destroy', 'cluster', '--dir', bareDir], 600_000).catch(() => undefined);
+    for (const agent of bareAgents) agent.process.kill('SIGKILL');
+    await bare?.remove();
+  }, 900_000);
+
+  it('fails its bootstrap plan with the check named, create cluster exits 6 naming the host, and destroy still exits 0', async () => {
+    const b = bare!;
+    const host = b.hosts[0]!;
+    await mkdir(bareDir, { recursive: true });
+    await writeFile(path.join(bareDir, 'install-config.yaml'), `apiVersion: provisioner.dev/v1alpha1
+kind: InstallConfig
+metadata:
+  name: bare
+kubernetesVersion: v1.36.3
+machinePools:
+  - name: control-plane
+    quantity: 1
+    roles: [etcd, controlPlane]
+platform:
+  hosts: {}
+bootstrap:
+  listenAddress: ${b.net.machine.address}
+`);
+    let output = '';
+    const started = Date.now();
+    bareCreate = b.net.spawn(b.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', bareDir], { cwd: packageRoot, all: true, buffer: true, reject: false });
+    bareCreate.all?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const command = await waitFor('a registration command', () => /^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/m.exec(output) ?? undefined, 600_000);
+    expect(command[4]).toBe('control-plane');
+    const files = HostsLab.files(host);
+    await writeFile(files.tokenFile, command[1]!, { mode: 0o600 });
+    const registered = await b.net.run(host.namespace, b.agentPath, [
+      'register', '--server', command[2]!, '--ca-checksum', command[3]!, '--token-file', files.tokenFile, '--data-dir', files.data, '--host-name', host.name, '--roles', 'control-plane',
+    ], { timeout: 180_000, all: true });
+    expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
+    bareAgents.push(b.startAgent(host));
+    const done = await bareCreate;
+    timings['bare host: create cluster exited (6)'] = Date.now() - started;
+    expect(done.exitCode, output).toBe(6);
+    expect(output).toContain(`Host ${host.name} failed the bootstrap plan of HostMachine bare/`);
+    expect(output).toMatch(/containerd-socket/);
+
+    const destroyStarted = Date.now();
+    const run = await b.cli(['destroy', 'cluster', '--dir', bareDir], 900_000);
+    timings['bare host: destroy cluster'] = Date.now() - destroyStarted;
+    process.stderr.write(`hosts create-cluster timings, bare host (ms): ${JSON.stringify(timings)}\n`);
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
+    bareDir = '';
+  }, 1_800_000);
 });
