@@ -9,11 +9,12 @@
  * cgroup root for the kubelet (several kubelets share this kernel), given in its
  * /var/lib/provisioner/kubelet.env.
  */
-import { writeFile, mkdir } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBinaryCatalog, packageRoot } from '../../src/embedded/catalog.js';
+import { Journal } from '../../src/lifecycle/journal.js';
 import { waitFor } from '../integration/support/controlplane.js';
 import { cliPath, ensureBuilt } from './support/cli.js';
 import { HostsLab, type RunningAgent } from './support/hosts-lab.js';
@@ -69,6 +70,10 @@ describe('a kubeadm cluster on registered hosts', () => {
     process.stderr.write(`hosts platform: create cluster took ${Math.round((Date.now() - started) / 1000)} s\n`);
     expect(done.exitCode, `${createOutput}\n${agents.map((a) => a.output()).join('\n')}`).toBe(0);
     expect(createOutput).toContain('Every pool can be filled');
+    // The issue's measure: where the time goes, stage by stage (the wait for hosts includes registering them here).
+    const journal = JSON.parse(await readFile(Journal.path(dir), 'utf8')) as { stages: Record<string, { durationMs?: number }> };
+    const stages = Object.entries(journal.stages).map(([name, s]) => `${name} ${((s.durationMs ?? 0) / 1000).toFixed(1)} s`);
+    process.stderr.write(`hosts platform: create cluster stages: ${stages.join(', ')}\n`);
 
     const kubeletVersion = (await loadBinaryCatalog()).binary('kubelet').version;
     const nodes = await lab.kubectlWith(path.join(dir, 'auth', 'kubeconfig'), ['get', 'nodes', '-o', 'json']);
