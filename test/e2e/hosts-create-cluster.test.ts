@@ -1,12 +1,14 @@
 /**
- * Issue 16's acceptance, run as a new user would, on two namespace test hosts with their own
+ * Issue 16's acceptance, run as a new user would, on three namespace test hosts with their own
  * containerd (test/support/netns.ts, `runtime`): an install config written by hand
  * (`platform: hosts`, bootstrap.listenAddress = the machine namespace's address, one
  * control-plane replica, one worker pool of 1); `create cluster` in the background prints a
  * registration command per pool; h0 registers as `control-plane`, h1 as `worker`, both run
  * their agents; `create cluster` exits 0 with 2 Ready nodes at the bundled kubelet version; a
- * pod of our pause image runs on the worker; `destroy cluster` exits 0 and leaves no kubelet,
- * container or NodePlan on either host. Then a host without containerd: its bootstrap plan
+ * pod of our pause image runs on the worker; the worker pool scaled to 2 in the install config
+ * and `create cluster` run again prints one worker command, and a third host registered with
+ * it becomes a third Ready node; `destroy cluster` exits 0 and leaves no kubelet, container or
+ * NodePlan on any host. Then a host without containerd: its bootstrap plan
  * fails the containerd-socket check, `create cluster` exits 6 naming it, and `destroy cluster`
  * still exits 0. Per-stage timings, as this test sees them, are printed.
  * The only thing a test host needs beyond a real one is its own kubelet cgroup root (several
@@ -31,7 +33,7 @@ let labRemoved = false;
 const agents: RunningAgent[] = [];
 let create: ResultPromise | undefined;
 let createOutput = '';
-/** Milliseconds from `create cluster`'s start, per stage, as this test saw them. */
+/** Milliseconds per stage as this test saw them: the first `create cluster`'s stages from its start, the others from their own. */
 const timings: Record<string, number> = {};
 
 interface NodeView { metadata: { name: string }; spec: { providerID?: string }; status: { nodeInfo: { kubeletVersion: string }; conditions?: { type: string; status: string }[] } }
@@ -92,7 +94,7 @@ async function watchStages(started: number, done: () => boolean): Promise<void> 
 
 beforeAll(async () => {
   await ensureBuilt();
-  lab = await HostsLab.create(2, { runtime: true });
+  lab = await HostsLab.create(3, { runtime: true });
   for (const host of lab.hosts) {
     const env = path.join(host.rootDir, 'var/lib/provisioner/kubelet.env');
     await mkdir(path.dirname(env), { recursive: true });
@@ -102,7 +104,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  process.stderr.write(`hosts create-cluster timings (ms from create cluster's start): ${JSON.stringify(timings)}\n`);
+  process.stderr.write(`hosts create-cluster timings (ms): ${JSON.stringify(timings)}\n`);
   create?.kill('SIGKILL');
   // Destroy while the agents still run: they run the reset plans it waits for (without them it
   // waits for the manager's reset timeout, 10 min).
@@ -178,6 +180,7 @@ bootstrap:
     expect(nodes.exitCode, nodes.stderr).toBe(0);
     const items = (JSON.parse(nodes.stdout) as { items: NodeView[] }).items;
     expect(items.map((n) => n.metadata.name).sort()).toEqual([h0.name, h1.name].sort());
+    expect(createOutput).not.toContain(lab.hosts[2]!.name);
     for (const node of items) {
       expect(ready(node), node.metadata.name).toBe(true);
       expect(node.status.nodeInfo.kubeletVersion).toBe(kubeletVersion);
@@ -211,7 +214,51 @@ bootstrap:
     expect(await processesOf(h1)).toEqual(expect.arrayContaining(['kubelet', 'pause']));
   }, 300_000);
 
-  it('destroy cluster exits 0 and leaves no kubelet, container or plan on either host', async () => {
+  it('scaling the worker pool to 2 in the install config: create cluster again prints one worker command, a third host registers, a third Ready node', async () => {
+    const h2 = lab.hosts[2]!;
+    const config = path.join(dir, 'install-config.yaml');
+    const before = await readFile(config, 'utf8');
+    const scaled = before.replace(/(- name: worker\n\s+quantity: )1/, '$12');
+    expect(scaled).not.toBe(before);
+    await writeFile(config, scaled);
+    let output = '';
+    const started = Date.now();
+    const again = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', dir], { cwd: packageRoot, all: true, buffer: true, reject: false });
+    again.all?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    let ended = false;
+    void again.finally(() => (ended = true)).catch(() => undefined);
+    try {
+      const commands = await waitFor('one worker registration command', () => {
+        const found = [...output.matchAll(/^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/gm)];
+        if (ended) throw new Error(`create cluster ended before printing a command:\n${output}`);
+        return found.length > 0 ? found : undefined;
+      }, 600_000);
+      expect(commands.map((c) => c[4])).toEqual(['worker']);
+      const [, token, server, checksum] = commands[0]!;
+      const files = HostsLab.files(h2);
+      await writeFile(files.tokenFile, token!, { mode: 0o600 });
+      const registered = await lab.net.run(h2.namespace, lab.agentPath, [
+        'register', '--server', server!, '--ca-checksum', checksum!, '--token-file', files.tokenFile, '--data-dir', files.data, '--host-name', h2.name, '--roles', 'worker',
+      ], { timeout: 180_000, all: true });
+      expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
+      agents.push(lab.startAgent(h2));
+      const done = await again;
+      timings['scale: second create cluster exited'] = Date.now() - started;
+      expect(done.exitCode, output).toBe(0);
+    } finally {
+      again.kill('SIGKILL');
+    }
+    const third = await waitFor('a third Ready node', async () => {
+      const nodes = await json<{ items: NodeView[] }>(workloadKubeconfig(), ['get', 'nodes']);
+      return nodes?.items.find((n) => n.metadata.name === h2.name && ready(n));
+    }, 300_000);
+    timings['scale: third node Ready'] = Date.now() - started;
+    expect(third.status.nodeInfo.kubeletVersion).toBe('v1.36.3');
+    const nodes = await json<{ items: NodeView[] }>(workloadKubeconfig(), ['get', 'nodes']);
+    expect(nodes!.items.map((n) => n.metadata.name).sort()).toEqual(lab.hosts.map((h) => h.name).sort());
+  }, 1_200_000);
+
+  it('destroy cluster exits 0 and leaves no kubelet, container or plan on any host', async () => {
     // The control plane stops at the end of destroy: watch the hosts' plan namespaces while it runs.
     const planNamespaces = new Set(lab.hosts.map((h) => `host-${h.name}`));
     let lastPlans: NodePlanView[] | undefined;
@@ -234,7 +281,7 @@ bootstrap:
     timings['destroy cluster'] = Date.now() - started;
     expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
     destroyed = true;
-    expect(run.stderr).toMatch(/Hosts reset and released \(free for another cluster\): h\S+, h\S+/);
+    expect(run.stderr).toMatch(/Hosts reset and released \(free for another cluster\): h\S+, h\S+, h\S+/);
     expect(sawReset, 'a reset plan was seen on the hosts while destroy ran').toBe(true);
     expect(lastPlans?.map((p) => `${p.metadata.namespace}/${p.metadata.name}`), 'NodePlans left before the control plane stopped').toEqual([]);
 
@@ -313,7 +360,6 @@ bootstrap:
     const destroyStarted = Date.now();
     const run = await b.cli(['destroy', 'cluster', '--dir', bareDir], 900_000);
     timings['bare host: destroy cluster'] = Date.now() - destroyStarted;
-    process.stderr.write(`hosts create-cluster timings, bare host (ms): ${JSON.stringify(timings)}\n`);
     expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
     bareDir = '';
   }, 1_800_000);
