@@ -4,7 +4,7 @@
  * `create cluster`, which prints the registration commands and waits; the hosts register
  * with them and run their agents; the cluster comes up with real kubeadm, kubelet and
  * containerd (one control-plane node, one worker) and `destroy cluster` resets and
- * releases both hosts (a host without containerd: hosts-platform-failure.test.ts). The
+ * releases both hosts (a host without containerd, scaling a pool onto a third host: hosts-create-cluster.test.ts). The
  * only thing a test host needs beyond a real one is its own
  * cgroup root for the kubelet (several kubelets share this kernel), given in its
  * /var/lib/provisioner/kubelet.env.
