@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -221,10 +222,11 @@ func TestAgentWaitsForAnHTTPSProbeWithACAFromASecret(t *testing.T) {
 
 func TestAgentRetriesWithBackoffUntilAnAttemptSucceeds(t *testing.T) {
 	n := startNode(t, "retry-host")
-	counter := filepath.Join(t.TempDir(), "count")
+	dir := t.TempDir()
+	counter, starts := filepath.Join(dir, "count"), filepath.Join(dir, "starts")
 	plan := n.apply(t, "flaky", agentv1.NodePlanSpec{
 		Instructions: []agentv1.Instruction{{Name: "third-time-lucky", Command: "sh", SaveOutput: true, Args: []string{"-c",
-			`n=$(cat "$0" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$0"; echo "try $n"; [ $n -ge 3 ]`, counter}}},
+			`date +%s%N >> "$1"; n=$(cat "$0" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$0"; echo "try $n"; [ $n -ge 3 ]`, counter, starts}}},
 		RetryStrategy: &agentv1.RetryStrategy{MaxAttempts: 5, InitialBackoff: &metav1.Duration{Duration: 200 * time.Millisecond}, BackoffMultiplier: "2", MaxBackoff: &metav1.Duration{Duration: time.Second}},
 	})
 	done := waitPhase(t, plan, agentv1.PhaseApplied, 30*time.Second)
@@ -234,9 +236,11 @@ func TestAgentRetriesWithBackoffUntilAnAttemptSucceeds(t *testing.T) {
 	if got := done.Status.Instructions; len(got) != 1 || got[0].Attempt != 3 || !strings.Contains(got[0].Output, "try 3") {
 		t.Errorf("instruction status %+v", got)
 	}
-	// Backoff waited 200ms then 400ms between the three attempts.
-	if elapsed := done.Status.CompletionTime.Sub(done.Status.StartTime.Time); elapsed < 600*time.Millisecond {
-		t.Errorf("three attempts took %s; the backoffs alone are 600ms", elapsed)
+	// Backoff waited 200ms, then 400ms, between the three attempts. Measured from the
+	// instruction's own start times: the status times are whole seconds.
+	gaps := attemptGaps(t, starts)
+	if len(gaps) != 2 || gaps[0] < 200*time.Millisecond || gaps[1] < 400*time.Millisecond {
+		t.Errorf("gaps between the attempts' starts %v; want at least [200ms 400ms]", gaps)
 	}
 
 	exhausted := n.apply(t, "always-fails", agentv1.NodePlanSpec{
@@ -489,4 +493,27 @@ func deadPID(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return p.Pid
+}
+
+// attemptGaps reads the nanosecond start times an instruction appended to file, one per
+// attempt, and returns the time between consecutive starts.
+func attemptGaps(t *testing.T, file string) []time.Duration {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("reading the attempts' start times: %v", err)
+	}
+	var starts []int64
+	for _, line := range strings.Fields(string(data)) {
+		ns, err := strconv.ParseInt(line, 10, 64)
+		if err != nil {
+			t.Fatalf("start time %q: %v", line, err)
+		}
+		starts = append(starts, ns)
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(starts); i++ {
+		gaps = append(gaps, time.Duration(starts[i]-starts[i-1]))
+	}
+	return gaps
 }
