@@ -76,6 +76,16 @@ async function seed(client: KubeClient, name: string): Promise<KubeObject[]> {
   return objects.filter((o) => o.kind !== 'Namespace').concat([{ apiVersion: 'v1', kind: 'Secret', metadata: { name: `${name}-kubeconfig`, namespace: name } }]);
 }
 
+/** The seeded objects as `client` has them now, by `Kind/name`. */
+async function snapshotOf(client: KubeClient, seeded: KubeObject[]): Promise<Map<string, KubeObject>> {
+  const map = new Map<string, KubeObject>();
+  for (const o of seeded) {
+    const live = await getObject(client, o);
+    if (live) map.set(`${live.kind}/${live.metadata.name}`, live);
+  }
+  return map;
+}
+
 function getObject(client: KubeClient, o: KubeObject): Promise<KubeObject | undefined> {
   return client.get<KubeObject>({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace! } });
 }
@@ -103,8 +113,37 @@ describe('pivot between two real control planes', () => {
     for (const dir of [sourceDir, targetDir]) if (dir) await rm(dir, { recursive: true, force: true });
   });
 
+  /**
+   * The target's copies as the move left them, read when `source-deleted` is journaled, the
+   * last phase before the target's Cluster is unpaused: once unpaused, the target's own
+   * controllers may write (an endpoint, a label, an adopting owner such as KubeadmControlPlane
+   * on the kubeconfig Secret) what the source's had not yet written when it was paused, which
+   * says nothing about the copy.
+   */
+  const targetBeforeUnpause = new Map<string, Map<string, KubeObject>>();
+  const seededByCluster = new Map<string, KubeObject[]>();
+
+  /** Seeds a cluster in the source and remembers its objects for the target's snapshot. */
+  async function seedSource(name: string): Promise<KubeObject[]> {
+    const seeded = await seed(source.kube, name);
+    seededByCluster.set(name, seeded);
+    return seeded;
+  }
+
   const run = (clusterName: string, extra: Partial<Parameters<typeof pivot>[0]> = {}) =>
-    pivot({ dir: sourceDir, toKubeconfig: target.kubeconfig, clusterName, sink: new RecordingSink(), signal: abort.signal, ...extra });
+    pivot({
+      dir: sourceDir,
+      toKubeconfig: target.kubeconfig,
+      clusterName,
+      sink: new RecordingSink(),
+      signal: abort.signal,
+      ...extra,
+      afterPhase: async (phase) => {
+        const seeded = seededByCluster.get(clusterName);
+        if (phase === 'source-deleted' && seeded) targetBeforeUnpause.set(clusterName, await snapshotOf(target.kube, seeded));
+        await extra.afterPhase?.(phase);
+      },
+    });
 
   /** Every journal object is in the target (once, with its content and remapped owners) and gone from the source. */
   async function expectMoved(name: string, seeded: KubeObject[], sourceCopies: Map<string, KubeObject>): Promise<void> {
@@ -120,9 +159,10 @@ describe('pivot between two real control planes', () => {
       expect(await getObject(source.kube, ref), `${entry.kind} ${entry.name} left in the source`).toBeUndefined();
       const before = sourceCopies.get(`${entry.kind}/${entry.name}`);
       if (before) {
-        expect(contentDifference(before, moved!, entry.kind === 'Cluster'), `${entry.kind} ${entry.name}: the first field that differs`).toBeUndefined();
+        const copied = targetBeforeUnpause.get(name)?.get(`${entry.kind}/${entry.name}`) ?? moved!;
+        expect(contentDifference(before, copied, entry.kind === 'Cluster'), `${entry.kind} ${entry.name}: the first field that differs`).toBeUndefined();
         const expectedOwners = (before.metadata.ownerReferences ?? []).map((r) => uidMap.get(r.uid)).sort();
-        expect((moved!.metadata.ownerReferences ?? []).map((r) => r.uid).sort()).toEqual(expectedOwners);
+        expect((copied.metadata.ownerReferences ?? []).map((r) => r.uid).sort(), `${entry.kind} ${entry.name}: owners`).toEqual(expectedOwners);
       }
     }
     // No duplicates: the copies in the target (the objects carrying a source UID) are exactly the
@@ -140,17 +180,12 @@ describe('pivot between two real control planes', () => {
   }
 
   /** The seeded objects as they are in the source now (for the content comparison after the move). */
-  async function snapshot(seeded: KubeObject[]): Promise<Map<string, KubeObject>> {
-    const map = new Map<string, KubeObject>();
-    for (const o of seeded) {
-      const live = await getObject(source.kube, o);
-      if (live) map.set(`${live.kind}/${live.metadata.name}`, live);
-    }
-    return map;
+  function snapshot(seeded: KubeObject[]): Promise<Map<string, KubeObject>> {
+    return snapshotOf(source.kube, seeded);
   }
 
   it('moves a cluster: every object in the target with equal spec and remapped owners, none left in the source, unpaused', async () => {
-    const seeded = await seed(source.kube, 'move-a');
+    const seeded = await seedSource('move-a');
     const dry = await run('move-a', { dryRun: true });
     expect(dry.action).toBe('planned');
     expect(dry.kinds.map((k) => k.kind)).toEqual(expect.arrayContaining(['Cluster', 'DevCluster', 'KubeadmControlPlane', 'DevMachineTemplate', 'MachineDeployment', 'Secret']));
@@ -174,7 +209,7 @@ describe('pivot between two real control planes', () => {
   });
 
   it('resumes after a failure injected after `copied`: no object lost or duplicated; status copied only where no controller rebuilds it', async () => {
-    const seeded = await seed(source.kube, 'move-b');
+    const seeded = await seedSource('move-b');
     // A kind outside Cluster API's contract (our agent provider's cluster-scoped Host): its status records what nothing rebuilds.
     const hostRef = { apiVersion: 'agent.provisioner.dev/v1alpha1', kind: 'Host', metadata: { name: 'move-b-host' } };
     const host = await source.kube.apply({ ...hostRef, spec: { address: '127.0.0.2', roles: ['worker'] } });
@@ -202,7 +237,7 @@ describe('pivot between two real control planes', () => {
   });
 
   it('rolls back after a failure injected after `copied`: source unpaused, target without the objects', async () => {
-    const seeded = await seed(source.kube, 'move-c');
+    const seeded = await seedSource('move-c');
     await expect(run('move-c', { afterPhase: (phase) => { if (phase === 'copied') throw new Error('injected'); } })).rejects.toBeInstanceOf(ExternalError);
     const journal = await readPivotJournal(sourceDir);
     expect(journal?.objects.filter((o) => o.targetUid).length).toBeGreaterThanOrEqual(seeded.length);
@@ -226,7 +261,7 @@ describe('pivot between two real control planes', () => {
   for (const [i, phase] of (['paused', 'verified', 'source-deleted', 'unpaused'] as const).entries()) {
     it(`resumes after a failure injected after \`${phase}\`: no object lost or duplicated`, async () => {
       const name = `resume-${i}`;
-      const seeded = await seed(source.kube, name);
+      const seeded = await seedSource(name);
       let paused = new Map<string, KubeObject>();
       await expect(
         run(name, {
@@ -245,7 +280,7 @@ describe('pivot between two real control planes', () => {
   }
 
   it('resumes a crash between a create in the target and its journal record: the copy is recognised by its source UID, not duplicated', async () => {
-    const seeded = await seed(source.kube, 'move-e');
+    const seeded = await seedSource('move-e');
     await expect(run('move-e', { afterPhase: (phase) => { if (phase === 'copied') throw new Error('injected'); } })).rejects.toBeInstanceOf(ExternalError);
     // As if the process died after the target accepted these creates but before the journal said so.
     const journal = (await readPivotJournal(sourceDir))!;
@@ -262,7 +297,7 @@ describe('pivot between two real control planes', () => {
 
   it('rolls back after a failure injected after `paused` and after `verified`; refuses once the source was deleted', async () => {
     for (const [name, phase] of [['move-f', 'paused'], ['move-g', 'verified']] as const) {
-      const seeded = await seed(source.kube, name);
+      const seeded = await seedSource(name);
       await expect(run(name, { afterPhase: (at) => { if (at === phase) throw new Error('injected'); } })).rejects.toBeInstanceOf(ExternalError);
       const result = await run(name, { rollback: true });
       expect(result.action).toBe('rolled-back');
@@ -273,7 +308,7 @@ describe('pivot between two real control planes', () => {
         expect(await getObject(source.kube, o), `${o.kind} ${o.metadata.name} still in the source`).toBeDefined();
       }
     }
-    const seeded = await seed(source.kube, 'move-h');
+    const seeded = await seedSource('move-h');
     await expect(run('move-h', { afterPhase: (at) => { if (at === 'source-deleted') throw new Error('injected'); } })).rejects.toBeInstanceOf(ExternalError);
     await expect(run('move-h', { rollback: true })).rejects.toThrow(/cannot be rolled back/);
     const result = await run('move-h');
