@@ -59,18 +59,22 @@ async function seed(client: KubeClient, name: string): Promise<KubeObject[]> {
     type: 'cluster.x-k8s.io/secret',
     data: { value: Buffer.from('apiVersion: v1\nkind: Config\n').toString('base64') },
   });
-  // Let the source's controllers reconcile it (status, finalizers, and the endpoint the
-  // in-memory DevCluster writes into its own spec), as a real cluster would have: a spec
-  // write still to come would otherwise land in the target after the move, and the copy
-  // would differ from the snapshot through no fault of the move (seen under load in CI).
+  // Let the source's controllers reconcile it (status, finalizers, the endpoint the
+  // in-memory DevCluster writes into its own spec, KubeadmControlPlane adopting the
+  // kubeconfig Secret), as a real cluster would have: a write still in flight when the move
+  // pauses the cluster makes the snapshot differ from what the move copies, through no
+  // fault of the move (seen in CI runs).
   const devCluster = objects.find((o) => o.kind === 'DevCluster')!;
+  const kubeconfig = { apiVersion: 'v1', kind: 'Secret', metadata: { name: `${name}-kubeconfig`, namespace: name } } as KubeObject;
   const deadline = Date.now() + 60_000;
   for (;;) {
     const live = await getObject(client, cluster!);
     const infra = await getObject(client, devCluster);
+    const secret = await getObject(client, kubeconfig);
     const endpoint = (infra?.['spec'] as { controlPlaneEndpoint?: { host?: string } } | undefined)?.controlPlaneEndpoint?.host;
-    if ((live?.['status'] as { phase?: string } | undefined)?.phase && endpoint) break;
-    if (Date.now() > deadline) throw new Error(`Cluster ${name} got no status, or DevCluster ${name} no endpoint, within 60 s`);
+    const adopted = secret?.metadata.ownerReferences?.some((r) => r.kind === 'KubeadmControlPlane') ?? false;
+    if ((live?.['status'] as { phase?: string } | undefined)?.phase && endpoint && adopted) break;
+    if (Date.now() > deadline) throw new Error(`Cluster ${name} not reconciled within 60 s: status phase, DevCluster endpoint, kubeconfig Secret adopted by KubeadmControlPlane = ${Boolean(live?.['status'])}, ${Boolean(endpoint)}, ${adopted}`);
     await new Promise((r) => setTimeout(r, 500));
   }
   return objects.filter((o) => o.kind !== 'Namespace').concat([{ apiVersion: 'v1', kind: 'Secret', metadata: { name: `${name}-kubeconfig`, namespace: name } }]);
