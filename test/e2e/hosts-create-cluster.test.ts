@@ -95,11 +95,7 @@ async function watchStages(started: number, done: () => boolean): Promise<void> 
 beforeAll(async () => {
   await ensureBuilt();
   lab = await HostsLab.create(3, { runtime: true });
-  for (const host of lab.hosts) {
-    const env = path.join(host.rootDir, 'var/lib/provisioner/kubelet.env');
-    await mkdir(path.dirname(env), { recursive: true });
-    await writeFile(env, `KUBELET_EXTRA_ARGS=--cgroup-root=${host.cgroup}\n`);
-  }
+  await lab.writeKubeletCgroupRoots();
   dir = path.join(lab.net.root, 'cluster');
 }, 300_000);
 

@@ -9,7 +9,7 @@
  * cgroup root for the kubelet (several kubelets share this kernel), given in its
  * /var/lib/provisioner/kubelet.env.
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,11 +28,7 @@ let createOutput = '';
 beforeAll(async () => {
   await ensureBuilt();
   lab = await HostsLab.create(2, { runtime: true });
-  for (const host of lab.hosts) {
-    const env = path.join(host.rootDir, 'var/lib/provisioner/kubelet.env');
-    await mkdir(path.dirname(env), { recursive: true });
-    await writeFile(env, `KUBELET_EXTRA_ARGS=--cgroup-root=${host.cgroup}\n`);
-  }
+  await lab.writeKubeletCgroupRoots();
   dir = path.join(lab.net.root, 'cluster');
 }, 300_000);
 

@@ -6,7 +6,7 @@
  * Everything the machine namespace serves is reached by running a command inside it (the
  * CLI, the bundled kubectl): its loopback is its own.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResultPromise } from 'execa';
 import { ensureBinaries } from '../../../src/embedded/cache.js';
@@ -55,6 +55,19 @@ export class HostsLab {
     const found = await ensureBinaries(['provisioner-agent', 'kubectl']);
     const net = await createTestNetwork({ hosts, runtime: options.runtime ?? false });
     return new HostsLab(net, { agent: found['provisioner-agent']!, kubectl: found.kubectl! });
+  }
+
+  /**
+   * Gives each host's kubelet its own cgroup root (several kubelets share this kernel's
+   * cgroups) through /var/lib/provisioner/kubelet.env, which the hosts platform's kubelet
+   * run script reads: the one thing a test host needs beyond a real one.
+   */
+  async writeKubeletCgroupRoots(): Promise<void> {
+    for (const host of this.hosts) {
+      const env = path.join(host.rootDir, 'var/lib/provisioner/kubelet.env');
+      await mkdir(path.dirname(env), { recursive: true });
+      await writeFile(env, `KUBELET_EXTRA_ARGS=--cgroup-root=${host.cgroup}\n`);
+    }
   }
 
   /** The bundled provisioner-agent (a path the hosts' mount namespaces see too). */
