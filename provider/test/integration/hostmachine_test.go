@@ -501,3 +501,24 @@ func TestHostMachineTemplateSpecIsImmutable(t *testing.T) {
 		t.Errorf("an invalid hostSelector: %v", err)
 	}
 }
+
+func TestHostClusterTemplateSpecIsValidAndImmutable(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "cluster-templates")
+	bad := &infrav1.HostClusterTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad"},
+		Spec: infrav1.HostClusterTemplateSpec{Template: infrav1.HostClusterTemplateResource{Spec: infrav1.HostClusterSpec{
+			ControlPlaneEndpoint: infrav1.APIEndpoint{Host: "198.18.0.10"}}}}}
+	if err := admin.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "spec.template.spec.controlPlaneEndpoint") {
+		t.Errorf("an endpoint without a port: %v", err)
+	}
+	tpl := &infrav1.HostClusterTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "t"},
+		Spec: infrav1.HostClusterTemplateSpec{Template: infrav1.HostClusterTemplateResource{Spec: infrav1.HostClusterSpec{
+			ControlPlaneHostSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}}}}}}
+	if err := admin.Create(ctx, tpl); err != nil {
+		t.Fatal(err)
+	}
+	tpl.Spec.Template.Spec.ControlPlaneHostSelector.MatchLabels["pool"] = "b"
+	if err := admin.Update(ctx, tpl); err == nil || !strings.Contains(err.Error(), "spec.template.spec: Forbidden: is immutable") {
+		t.Errorf("changing the template's spec: %v", err)
+	}
+}

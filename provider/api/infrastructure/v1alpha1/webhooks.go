@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -23,13 +24,13 @@ func SetupWebhooksWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &HostCluster{}).WithValidator(hostClusterValidator{}).Complete(); err != nil {
 		return err
 	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &HostClusterTemplate{}).WithValidator(hostClusterTemplateValidator{}).Complete(); err != nil {
+	if err := ctrl.NewWebhookManagedBy(mgr, &HostClusterTemplate{}).WithValidator(hostClusterTemplateValidator).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &HostMachine{}).WithValidator(hostMachineValidator{}).Complete(); err != nil {
 		return err
 	}
-	return ctrl.NewWebhookManagedBy(mgr, &HostMachineTemplate{}).WithValidator(hostMachineTemplateValidator{}).Complete()
+	return ctrl.NewWebhookManagedBy(mgr, &HostMachineTemplate{}).WithValidator(hostMachineTemplateValidator).Complete()
 }
 
 // validateSelector refuses a selector that cannot be turned into a label selector (bad
@@ -84,23 +85,11 @@ func (hostClusterValidator) ValidateDelete(context.Context, *HostCluster) (admis
 // --- HostClusterTemplate: a valid spec; spec.template.spec is immutable (a ClusterClass
 // rotates templates by name).
 
-type hostClusterTemplateValidator struct{}
-
-func (hostClusterTemplateValidator) ValidateCreate(_ context.Context, t *HostClusterTemplate) (admission.Warnings, error) {
-	return nil, invalid("HostClusterTemplate", t.Name, validateHostClusterSpec(&t.Spec.Template.Spec, field.NewPath("spec", "template", "spec")))
-}
-
-func (hostClusterTemplateValidator) ValidateUpdate(_ context.Context, old, t *HostClusterTemplate) (admission.Warnings, error) {
-	path := field.NewPath("spec", "template", "spec")
-	errs := validateHostClusterSpec(&t.Spec.Template.Spec, path)
-	if !equality.Semantic.DeepEqual(old.Spec.Template.Spec, t.Spec.Template.Spec) {
-		errs = append(errs, field.Forbidden(path, "is immutable: create a new template"))
-	}
-	return nil, invalid("HostClusterTemplate", t.Name, errs)
-}
-
-func (hostClusterTemplateValidator) ValidateDelete(context.Context, *HostClusterTemplate) (admission.Warnings, error) {
-	return nil, nil
+var hostClusterTemplateValidator = templateValidator[*HostClusterTemplate, HostClusterSpec]{
+	kind:      "HostClusterTemplate",
+	spec:      func(t *HostClusterTemplate) *HostClusterSpec { return &t.Spec.Template.Spec },
+	validate:  validateHostClusterSpec,
+	immutable: "is immutable: create a new template",
 }
 
 // --- HostMachine: a valid selector; what chose and bootstrapped the Host does not change
@@ -138,21 +127,38 @@ func (hostMachineValidator) ValidateDelete(context.Context, *HostMachine) (admis
 // --- HostMachineTemplate: a valid spec; spec.template.spec is immutable (Cluster API
 // rolls machines out by pointing at a new template, never by changing one).
 
-type hostMachineTemplateValidator struct{}
-
-func (hostMachineTemplateValidator) ValidateCreate(_ context.Context, t *HostMachineTemplate) (admission.Warnings, error) {
-	return nil, invalid("HostMachineTemplate", t.Name, validateHostMachineSpec(&t.Spec.Template.Spec, field.NewPath("spec", "template", "spec")))
+var hostMachineTemplateValidator = templateValidator[*HostMachineTemplate, HostMachineSpec]{
+	kind:      "HostMachineTemplate",
+	spec:      func(t *HostMachineTemplate) *HostMachineSpec { return &t.Spec.Template.Spec },
+	validate:  validateHostMachineSpec,
+	immutable: "is immutable: create a new template and point the control plane or machine deployment at it",
 }
 
-func (hostMachineTemplateValidator) ValidateUpdate(_ context.Context, old, t *HostMachineTemplate) (admission.Warnings, error) {
-	path := field.NewPath("spec", "template", "spec")
-	errs := validateHostMachineSpec(&t.Spec.Template.Spec, path)
-	if !equality.Semantic.DeepEqual(old.Spec.Template.Spec, t.Spec.Template.Spec) {
-		errs = append(errs, field.Forbidden(path, "is immutable: create a new template and point the control plane or machine deployment at it"))
+// templateValidator serves every template kind: spec.template.spec valid as the templated
+// kind's spec, and unchanged by an update (templates are replaced by name, never edited).
+type templateValidator[T client.Object, S any] struct {
+	kind string
+	// spec is the template's spec.template.spec.
+	spec     func(T) *S
+	validate func(*S, *field.Path) field.ErrorList
+	// immutable is the message refusing a changed spec.template.spec.
+	immutable string
+}
+
+var templateSpecPath = field.NewPath("spec", "template", "spec")
+
+func (v templateValidator[T, S]) ValidateCreate(_ context.Context, t T) (admission.Warnings, error) {
+	return nil, invalid(v.kind, t.GetName(), v.validate(v.spec(t), templateSpecPath))
+}
+
+func (v templateValidator[T, S]) ValidateUpdate(_ context.Context, old, t T) (admission.Warnings, error) {
+	errs := v.validate(v.spec(t), templateSpecPath)
+	if !equality.Semantic.DeepEqual(*v.spec(old), *v.spec(t)) {
+		errs = append(errs, field.Forbidden(templateSpecPath, v.immutable))
 	}
-	return nil, invalid("HostMachineTemplate", t.Name, errs)
+	return nil, invalid(v.kind, t.GetName(), errs)
 }
 
-func (hostMachineTemplateValidator) ValidateDelete(context.Context, *HostMachineTemplate) (admission.Warnings, error) {
+func (templateValidator[T, S]) ValidateDelete(context.Context, T) (admission.Warnings, error) {
 	return nil, nil
 }
