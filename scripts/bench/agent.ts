@@ -30,7 +30,7 @@ import { cliVersion } from '../../src/version.js';
 import { ensureBuilt } from '../../test/e2e/support/cli.js';
 import { HostsLab, type RunningAgent } from '../../test/e2e/support/hosts-lab.js';
 import type { TestHost } from '../../test/support/netns.js';
-import { formatNumber, median, MB, type BenchRecord } from './record.js';
+import { formatNumber, median, MB, positiveEnv, round1, round2, type BenchRecord } from './record.js';
 
 const fleetSize = 10;
 const runs = positiveEnv('PROVISIONER_BENCH_AGENT_RUNS', 5);
@@ -38,14 +38,6 @@ const fleetRuns = positiveEnv('PROVISIONER_BENCH_AGENT_FLEET_RUNS', 3);
 const idleSeconds = positiveEnv('PROVISIONER_BENCH_AGENT_IDLE_S', 30);
 /** A plan that is not Applied within this long fails the benchmark. */
 const appliedTimeoutMs = 120_000;
-
-function positiveEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number of at least 1`);
-  return value;
-}
 
 /** `<namespace>/<name>` → when the watch first saw it Applied (performance.now()). */
 class AppliedWatch {
@@ -160,8 +152,6 @@ export async function run(): Promise<BenchRecord> {
     }
     const loadAfter = os.loadavg()[0] ?? 0;
 
-    const round1 = (n: number) => Math.round(n * 10) / 10;
-    const round2 = (n: number) => Math.round(n * 100) / 100;
     const singleApplied = median(single.map((s) => s.appliedMs));
     const singleCommand = median(single.map((s) => s.commandMs));
     const fleetLast = median(fleet.map((f) => f.lastMs));

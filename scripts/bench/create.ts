@@ -27,21 +27,13 @@ import { controlPlaneLayout } from '../../src/controlplane/layout.js';
 import { isAlive, readPidfiles } from '../../src/process/pidfile.js';
 import { cliVersion } from '../../src/version.js';
 import { cli, editInstallConfig, ensureBuilt, getNodes, procStats, startCli, waitForInMemoryPort, type CliRun } from '../../test/e2e/support/cli.js';
-import { formatNumber, median, type BenchRecord, type BenchTable } from './record.js';
+import { formatNumber, median, positiveEnv, type BenchRecord, type BenchTable } from './record.js';
 
 const bootRuns = positiveEnv('PROVISIONER_BENCH_BOOT_RUNS', 3);
 const createRuns = positiveEnv('PROVISIONER_BENCH_CREATE_RUNS', 3);
 const largeWorkers = positiveEnv('PROVISIONER_BENCH_LARGE_WORKERS', 100, true);
 /** Wall-clock limit of one run; the CLI's own no-progress timeout (10 min) normally ends a stuck one first. */
 const runLimitMs = 60 * 60_000;
-
-function positiveEnv(name: string, fallback: number, zeroAllowed = false): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < (zeroAllowed ? 0 : 1)) throw new Error(`${name} must be a whole number${zeroAllowed ? '' : ' of at least 1'}`);
-  return value;
-}
 
 interface StageTiming {
   stage: string;

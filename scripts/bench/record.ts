@@ -109,5 +109,21 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
+/**
+ * A benchmark's run count (or another whole number) from the environment: `fallback` when
+ * unset or empty; at least 1, or 0 too with `zeroAllowed` (0 skips a part); anything else throws.
+ */
+export function positiveEnv(name: string, fallback: number, zeroAllowed = false): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < (zeroAllowed ? 0 : 1)) throw new Error(`${name} must be a whole number${zeroAllowed ? '' : ' of at least 1'}`);
+  return value;
+}
+
+/** To one and two decimals: the precision figures are recorded with. */
+export const round1 = (n: number) => Math.round(n * 10) / 10;
+export const round2 = (n: number) => Math.round(n * 100) / 100;
+
 /** Megabytes (10^6 bytes), the unit published figures use. */
 export const MB = 1e6;

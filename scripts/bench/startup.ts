@@ -26,19 +26,11 @@ import os from 'node:os';
 import { promisify } from 'node:util';
 import { cliVersion } from '../../src/version.js';
 import { ensureBuilt } from '../../test/e2e/support/cli.js';
-import { formatNumber, median, repoRoot, type BenchRecord } from './record.js';
+import { formatNumber, median, positiveEnv, repoRoot, round1, round2, type BenchRecord } from './record.js';
 
 const runs = positiveEnv('PROVISIONER_BENCH_STARTUP_RUNS', 15);
 /** The issue's target: --version and --help at most this much slower than bare Node. */
 const targetDeltaMs = 150;
-
-function positiveEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number of at least 1`);
-  return value;
-}
 
 interface StartupCase {
   /** Figure key prefix. */
@@ -100,8 +92,6 @@ export async function run(): Promise<BenchRecord> {
   }
   const loadAfter = os.loadavg()[0] ?? 0;
 
-  const round1 = (n: number) => Math.round(n * 10) / 10;
-  const round2 = (n: number) => Math.round(n * 100) / 100;
   const med = (key: string) => median(samples.get(key)!.map((s) => s.wallMs));
   const cpuMed = (key: string) => median(samples.get(key)!.map((s) => s.cpuMs));
   const floor = med('floor');
