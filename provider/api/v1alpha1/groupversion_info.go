@@ -48,6 +48,14 @@ const (
 	// before it trusts the server and checks it against the checksum it was given.
 	ServerCAConfigMap = "server-ca"
 
+	// HandoverSecret is the Secret in a host's plan namespace through which the manager
+	// the host's agent talks to tells it to follow its Host to another manager (a pivot):
+	// keys server (https URL), caChecksum (sha256 of the new server's CA, hex),
+	// registrationNamespace and token (a one-use RegistrationToken of the new manager,
+	// confined to this host). The agent reads it with the credential it has (it may get
+	// Secrets of its namespace), registers there as the same host, and switches over.
+	HandoverSecret = "agent-handover"
+
 	// AgentServiceAccount is the ServiceAccount of a host's agent, in the host's plan namespace.
 	AgentServiceAccount = "agent"
 )

@@ -16,7 +16,7 @@ import (
 
 // HostRegistrationValidator admits a HostRegistration only from the import
 // ServiceAccount of a RegistrationToken of the same name that is Ready (not used, not
-// expired): a token registers one host, once.
+// expired): a token registers one host, once; a token made for a host registers only it.
 // +kubebuilder:object:generate=false
 type HostRegistrationValidator struct {
 	// Reader reads RegistrationTokens (uncached: a token just used must look used).
@@ -56,6 +56,8 @@ func (v *HostRegistrationValidator) ValidateCreate(ctx context.Context, reg *Hos
 		now = v.Now
 	}
 	switch {
+	case token.Spec.HostName != "" && token.Spec.HostName != reg.Spec.HostName:
+		return nil, forbidRegistration(reg, fmt.Sprintf("the registration token is for host %q only, not %q", token.Spec.HostName, reg.Spec.HostName))
 	case token.Status.Phase == TokenUsed:
 		return nil, forbidRegistration(reg, fmt.Sprintf("the registration token was already used (by host %q); ask for a new registration command", token.Status.Host))
 	case token.Status.Phase == TokenExpired || (token.Status.ExpiresAt != nil && !now().Before(token.Status.ExpiresAt.Time)):

@@ -10,6 +10,15 @@ type RegistrationTokenSpec struct {
 	// +optional
 	// +kubebuilder:default="1h"
 	TTL *metav1.Duration `json:"ttl,omitempty"`
+
+	// HostName, when set, confines the token to that one host, and lets it register a
+	// Host that exists already: a Host moved here from another manager (a pivot), whose
+	// agent follows with this token and gets a fresh credential from this manager. A
+	// token without it registers only a new host.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=58
+	HostName string `json:"hostName,omitempty"`
 }
 
 // RegistrationTokenPhase is where a token stands.

@@ -139,9 +139,54 @@ func runPlans(ctx context.Context, args []string) error {
 	}
 	log := zap.New(zap.Level(level))
 	ctrl.SetLogger(log)
-	return agent.Run(logr.NewContext(ctx, log), agent.RunOptions{
-		DataDir: agent.DataDir(*dataDir), LockPath: *lockFile, LockStaleAfter: *lockStaleAfter, HeartbeatInterval: *heartbeat, Log: log,
-	})
+	dir := agent.DataDir(*dataDir)
+	for {
+		// A hand-over prepared before a crash (or just now) is completed before the
+		// agent talks to any server, so it never mixes the two credentials.
+		if next, err := dir.CompleteHandover(); err != nil {
+			return err
+		} else if next != nil {
+			log.Info("switched to the new manager's credential", "host", next.Host, "server", next.Server, "namespace", next.Namespace)
+		}
+		runCtx, cancel := context.WithCancelCause(ctx)
+		go followHandovers(runCtx, cancel, agent.HandoverOptions{DataDir: dir, LockPath: *lockFile, LockStaleAfter: *lockStaleAfter, Out: os.Stdout}, *heartbeat, log)
+		err := agent.Run(logr.NewContext(runCtx, log), agent.RunOptions{
+			DataDir: dir, LockPath: *lockFile, LockStaleAfter: *lockStaleAfter, HeartbeatInterval: *heartbeat, Log: log,
+		})
+		cancel(nil)
+		if errors.Is(err, agent.ErrFollowed) && ctx.Err() == nil {
+			continue
+		}
+		return err
+	}
+}
+
+// followHandovers looks for a hand-over at every heartbeat interval; once the new
+// manager granted a credential, it stops the running agent with ErrFollowed.
+func followHandovers(ctx context.Context, stop context.CancelCauseFunc, o agent.HandoverOptions, interval time.Duration, log logr.Logger) {
+	if interval <= 0 {
+		interval = 30 * time.Second
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ready, err := agent.PrepareHandover(ctx, o)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Error(err, "hand-over")
+			}
+			continue
+		}
+		if ready {
+			stop(agent.ErrFollowed)
+			return
+		}
+	}
 }
 
 // supervise keeps one command running, detached (the kubelet on hosts without systemd):

@@ -113,14 +113,34 @@ func Register(ctx context.Context, o RegisterOptions) (*Credential, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	caPEM, err := FetchPinnedCA(ctx, b.Server, b.RegistrationNamespace, b.CAChecksum)
+	cred, token, done, err := exchangeToken(ctx, b, timeout, o.Out)
 	if err != nil {
 		return nil, err
+	}
+	if err := o.DataDir.SaveCredential(cred, token); err != nil {
+		return nil, fmt.Errorf("save the credential: %w", err)
+	}
+	done(ctx)
+	if err := removeBootstrap(o); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Out, "registered as host %s; plans come from namespace %s\n", cred.Host, cred.Namespace)
+	return cred, nil
+}
+
+// exchangeToken registers with b's server as b.HostName: it pins the server's CA, creates
+// the HostRegistration its import token allows, waits for the grant and reads the
+// granted credential. done deletes the registration, which tells the manager to delete
+// the import credential and its copy of ours: call it once the credential is saved.
+func exchangeToken(ctx context.Context, b Bootstrap, timeout time.Duration, out io.Writer) (cred *Credential, token []byte, done func(context.Context), err error) {
+	caPEM, err := FetchPinnedCA(ctx, b.Server, b.RegistrationNamespace, b.CAChecksum)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	importCfg := &rest.Config{Host: b.Server, BearerToken: b.Token, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}, UserAgent: "provisioner-agent"}
 	c, err := client.New(importCfg, client.Options{Scheme: Scheme()})
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 
 	// The registration is named after the import ServiceAccount (the webhook insists),
@@ -128,13 +148,13 @@ func Register(ctx context.Context, o RegisterOptions) (*Credential, error) {
 	review := &authenticationv1.SelfSubjectReview{}
 	if err := c.Create(ctx, review); err != nil {
 		if apierrors.IsUnauthorized(err) {
-			return nil, refused("the registration token was refused by %s: it expired, was already used, or was revoked; ask for a new registration command", b.Server)
+			return nil, nil, nil, refused("the registration token was refused by %s: it expired, was already used, or was revoked; ask for a new registration command", b.Server)
 		}
-		return nil, fmt.Errorf("who am I (SelfSubjectReview): %w", err)
+		return nil, nil, nil, fmt.Errorf("who am I (SelfSubjectReview): %w", err)
 	}
 	namespace, name, ok := serviceAccountOf(review.Status.UserInfo.Username)
 	if !ok {
-		return nil, refused("the token is not a registration token (it belongs to %q)", review.Status.UserInfo.Username)
+		return nil, nil, nil, refused("the token is not a registration token (it belongs to %q)", review.Status.UserInfo.Username)
 	}
 
 	reg := &agentv1.HostRegistration{
@@ -143,56 +163,49 @@ func Register(ctx context.Context, o RegisterOptions) (*Credential, error) {
 	}
 	if err := c.Create(ctx, reg); err != nil && !apierrors.IsAlreadyExists(err) {
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-			return nil, refused("registration refused: %v", err)
+			return nil, nil, nil, refused("registration refused: %v", err)
 		}
-		return nil, fmt.Errorf("create HostRegistration %s/%s: %w", namespace, name, err)
+		return nil, nil, nil, fmt.Errorf("create HostRegistration %s/%s: %w", namespace, name, err)
 	}
-	fmt.Fprintf(o.Out, "registration %s/%s sent for host %s; waiting for the grant\n", namespace, name, b.HostName)
+	fmt.Fprintf(out, "registration %s/%s sent for host %s; waiting for the grant\n", namespace, name, b.HostName)
 
 	for {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(reg), reg); err != nil {
 			if apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
-				return nil, refused("registration %s/%s is no longer readable (%v): the token expired or was revoked", namespace, name, err)
+				return nil, nil, nil, refused("registration %s/%s is no longer readable (%v): the token expired or was revoked", namespace, name, err)
 			}
-			return nil, err
+			return nil, nil, nil, err
 		}
 		if reg.Status.Phase == agentv1.RegistrationDenied {
-			return nil, refused("registration denied: %s", reg.Status.Message)
+			return nil, nil, nil, refused("registration denied: %s", reg.Status.Message)
 		}
 		if reg.Status.Phase == agentv1.RegistrationGranted {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("no grant for registration %s/%s within %s: is the agent manager running?", namespace, name, timeout)
+			return nil, nil, nil, fmt.Errorf("no grant for registration %s/%s within %s: is the agent manager running?", namespace, name, timeout)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
 
 	var secret corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: reg.Status.CredentialSecretName}, &secret); err != nil {
-		return nil, fmt.Errorf("read the granted credential: %w", err)
+		return nil, nil, nil, fmt.Errorf("read the granted credential: %w", err)
 	}
-	cred := &Credential{
+	cred = &Credential{
 		Server:         b.Server,
 		CAData:         caPEM,
 		Host:           string(secret.Data["host"]),
 		Namespace:      string(secret.Data["namespace"]),
 		ServiceAccount: string(secret.Data["serviceAccount"]),
 	}
-	if err := o.DataDir.SaveCredential(cred, secret.Data["token"]); err != nil {
-		return nil, fmt.Errorf("save the credential: %w", err)
+	done = func(ctx context.Context) {
+		if err := c.Delete(ctx, reg); err != nil && !apierrors.IsNotFound(err) {
+			fmt.Fprintf(out, "warning: could not delete registration %s/%s (%v); the manager removes it when the token expires\n", namespace, name, err)
+		}
 	}
-	// Done with the import credential: deleting the registration tells the manager to
-	// delete it, and the copy of our credential it kept for us.
-	if err := c.Delete(ctx, reg); err != nil && !apierrors.IsNotFound(err) {
-		fmt.Fprintf(o.Out, "warning: could not delete registration %s/%s (%v); the manager removes it when the token expires\n", namespace, name, err)
-	}
-	if err := removeBootstrap(o); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(o.Out, "registered as host %s; plans come from namespace %s\n", cred.Host, cred.Namespace)
-	return cred, nil
+	return cred, secret.Data["token"], done, nil
 }
 
 func removeBootstrap(o RegisterOptions) error {

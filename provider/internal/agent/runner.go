@@ -25,6 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -84,6 +85,8 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		// After a hand-over the agent runs again in the same process (ErrFollowed).
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		Scheme:                 scheme,
 		Logger:                 log,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

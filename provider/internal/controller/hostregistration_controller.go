@@ -51,6 +51,9 @@ func (r *HostRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 		return ctrl.Result{}, err
 	}
+	if token.Spec.HostName != "" && token.Spec.HostName != reg.Spec.HostName {
+		return ctrl.Result{}, r.deny(ctx, &reg, fmt.Sprintf("the registration token is for host %q only", token.Spec.HostName))
+	}
 	switch token.Status.Phase {
 	case agentv1.TokenReady:
 	case agentv1.TokenUsed:
@@ -64,8 +67,11 @@ func (r *HostRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 
 	var existing agentv1.Host
 	err := r.Client.Get(ctx, client.ObjectKey{Name: reg.Spec.HostName}, &existing)
+	// A token made for this very host re-registers an existing Host (one moved here by a
+	// pivot: its agent follows with a fresh credential from this manager).
+	reregister := err == nil && existing.Status.Registration != reg.Name && token.Spec.HostName == reg.Spec.HostName
 	switch {
-	case err == nil && existing.Status.Registration != reg.Name:
+	case err == nil && existing.Status.Registration != reg.Name && !reregister:
 		return ctrl.Result{}, r.deny(ctx, &reg, fmt.Sprintf("host %q is already registered; delete that Host to register it again", reg.Spec.HostName))
 	case err != nil && !apierrors.IsNotFound(err):
 		return ctrl.Result{}, err
@@ -84,6 +90,15 @@ func (r *HostRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, err
 	}
 
+	if reregister {
+		// Whatever credential this manager issued for the host before is revoked first:
+		// deleting the ServiceAccount invalidates every token it had. Once the grant is
+		// recorded (status.registration = this registration) this is not done again.
+		agent := metav1.ObjectMeta{Namespace: agentv1.PlanNamespace(reg.Spec.HostName), Name: agentv1.AgentServiceAccount}
+		if err := deleteAll(ctx, r.Client, &corev1.ServiceAccount{ObjectMeta: agent}); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if err := r.grant(ctx, &reg); err != nil {
 		if apierrors.IsInvalid(err) {
 			// The registration asked for something no retry fixes (a label the API
@@ -155,6 +170,11 @@ func (r *HostRegistrationReconciler) grant(ctx context.Context, reg *agentv1.Hos
 	}
 
 	now := metav1.Now()
+	if host.Status.Registration != reg.Name {
+		// A heartbeat from before (a moved Host's, copied from the old manager) is not
+		// this credential's: the next one proves the agent uses it.
+		host.Status.LastHeartbeatTime = nil
+	}
 	host.Status.PlanNamespace = namespace
 	host.Status.ServiceAccount = sa.Name
 	host.Status.Registration = reg.Name

@@ -26,8 +26,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -113,7 +115,7 @@ func run(m *testing.M) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := startManager(ctx, env, scheme); err != nil {
+	if err := startManager(ctx, env, cfg, admin, scheme); err != nil {
 		fmt.Fprintln(os.Stderr, "start the manager:", err)
 		return 1
 	}
@@ -138,9 +140,14 @@ func zapLevel() int8 {
 	return 2 // errors only: the agent's and manager's info logs drown the test output
 }
 
-func startManager(ctx context.Context, env *envtest.Environment, scheme *runtime.Scheme) error {
+// startManager runs the agent manager's controllers and webhooks against env's API
+// server (cfg, admin: its admin config and client), in this process.
+func startManager(ctx context.Context, env *envtest.Environment, cfg *rest.Config, admin client.Client, scheme *runtime.Scheme) error {
 	wh := env.WebhookInstallOptions
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		// A second manager in this process (the hand-over test's target) names its
+		// controllers alike.
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
