@@ -354,6 +354,35 @@ type NodePlanStatus struct {
 	// last looked: itself while it executes, another plan while this one waits.
 	// +optional
 	LockHolder string `json:"lockHolder,omitempty"`
+
+	// Interruptions are the attempts of the observed generation that an agent process
+	// did not see to their end (it was killed or stopped during them). Each counts as an
+	// attempt; the next agent process killed what was left of the interrupted
+	// instruction before it went on.
+	// +optional
+	// +listType=atomic
+	Interruptions []PlanInterruption `json:"interruptions,omitempty"`
+}
+
+// PlanInterruption is an attempt whose agent process stopped during it.
+type PlanInterruption struct {
+	// Attempt that was interrupted.
+	Attempt int32 `json:"attempt"`
+	// Instruction that was running, empty when the agent stopped between instructions.
+	// +optional
+	Instruction string `json:"instruction,omitempty"`
+	// AgentPID of the agent process that stopped, 0 when unknown.
+	// +optional
+	AgentPID int32 `json:"agentPID,omitempty"`
+	// KilledProcesses: how many of the instruction's processes were still running when
+	// the next agent process started, and were killed by it before the plan went on.
+	// +optional
+	KilledProcesses int32 `json:"killedProcesses,omitempty"`
+	// ResumedTime: when the next agent process took the plan up again.
+	ResumedTime metav1.Time `json:"resumedTime"`
+	// Message says what happened, in words.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ProbeStatus is one probe's state.

@@ -38,6 +38,11 @@ import (
 const defaultDataDir = "/var/lib/provisioner-agent"
 
 func main() {
+	// Internal: the guard the agent runs each plan instruction under. Dispatched before the
+	// agent's own signal handling, which it does not want.
+	if len(os.Args) > 1 && os.Args[1] == agent.GuardCommand {
+		os.Exit(agent.RunGuard(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:])
 	stop()

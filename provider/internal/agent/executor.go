@@ -54,6 +54,9 @@ type Executor struct {
 	// Lock records the running instruction's process group.
 	Lock *Lock
 	Log  logr.Logger
+	// Self is the agent's own executable, which runs each instruction under its guard
+	// (GuardCommand). Default: /proc/self/exe.
+	Self string
 }
 
 // Outcome is how an execution ended.
@@ -67,8 +70,9 @@ type Outcome struct {
 }
 
 // Execute runs plan's attempts after priorAttempts (those an earlier agent process made
-// before it stopped). ctx is cancelled with a cause from this package to stop early.
-func (e *Executor) Execute(ctx context.Context, plan *agentv1.NodePlan, priorAttempts int32) Outcome {
+// before it stopped; interrupted, when not nil, says how the last of them ended and is
+// added to the status). ctx is cancelled with a cause from this package to stop early.
+func (e *Executor) Execute(ctx context.Context, plan *agentv1.NodePlan, priorAttempts int32, interrupted *agentv1.PlanInterruption) Outcome {
 	key := plan.Namespace + "/" + plan.Name
 	timeout := 30 * time.Minute
 	if plan.Spec.ExecutionTimeout != nil {
@@ -78,6 +82,16 @@ func (e *Executor) Execute(ctx context.Context, plan *agentv1.NodePlan, priorAtt
 	defer cancel()
 	maxAttempts, backoffs := retrySchedule(plan.Spec.RetryStrategy)
 
+	if interrupted != nil {
+		next := fmt.Sprintf("attempt %d of %d follows", priorAttempts+1, maxAttempts)
+		if priorAttempts >= maxAttempts {
+			next = "no attempt is left"
+		}
+		_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
+			s.Interruptions = append(s.Interruptions, *interrupted)
+			s.Message = interrupted.Message + "; " + next
+		})
+	}
 	if priorAttempts >= maxAttempts {
 		return Outcome{Phase: agentv1.PhaseFailed, Message: fmt.Sprintf("the agent stopped during attempt %d of %d; no attempt is left", priorAttempts, maxAttempts)}
 	}
@@ -170,6 +184,9 @@ func (e *Executor) attempt(ctx context.Context, plan *agentv1.NodePlan, key stri
 	_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
 		if s.ObservedGeneration != gen || s.StartTime == nil {
 			s.StartTime = &metav1.Time{Time: time.Now()}
+		}
+		if s.ObservedGeneration != gen {
+			s.Interruptions = nil // an earlier generation's
 		}
 		s.ObservedGeneration = gen
 		s.Phase = agentv1.PhaseExecuting
@@ -410,15 +427,24 @@ func (e *Executor) instructions(ctx context.Context, plan *agentv1.NodePlan, key
 	return nil
 }
 
-// run executes one instruction in its own process group, recorded in the lock so that
-// whoever takes a stale lock over can kill it; it dies with the agent (SIGKILL on
-// parent death) and the whole group is killed on timeout or cancellation.
+// run executes one instruction under the agent's guard (GuardCommand), in a process group
+// of its own that is recorded in the lock so that whoever takes a stale lock over can kill
+// it. The whole group dies with the agent (the guard kills it when the agent dies, even by
+// SIGKILL) and is killed on timeout or cancellation.
 func (e *Executor) run(ctx context.Context, key string, ins *agentv1.Instruction) (int, string, error) {
 	timeout := 10 * time.Minute
 	if ins.Timeout != nil {
 		timeout = ins.Timeout.Duration
 	}
-	cmd := exec.Command(ins.Command, ins.Args...)
+	command, err := resolveCommand(ins.Command)
+	if err != nil {
+		return -1, "", err
+	}
+	self := e.Self
+	if self == "" {
+		self = guardExecutable
+	}
+	cmd := guardedCommand(self, append([]string{command}, ins.Args...))
 	cmd.Dir = "/"
 	if ins.WorkingDir != "" {
 		cmd.Dir = ins.WorkingDir
@@ -434,19 +460,17 @@ func (e *Executor) run(ctx context.Context, key string, ins *agentv1.Instruction
 	}
 	out := &tailBuffer{max: outputTail}
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return -1, "", err
 	}
 	pgid := cmd.Process.Pid
 	if e.Lock != nil {
-		if err := e.Lock.Update(key, func(l *LockInfo) { l.ChildPGID = pgid }); err != nil {
+		if err := e.Lock.Update(key, func(l *LockInfo) { l.ChildPGID, l.Instruction = pgid, ins.Name }); err != nil {
 			e.Log.Error(err, "recording the instruction's process group in the lock")
 		}
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
-	var err error
 	select {
 	case err = <-waited:
 	case <-time.After(timeout):
@@ -461,7 +485,7 @@ func (e *Executor) run(ctx context.Context, key string, ins *agentv1.Instruction
 	// Whatever the command left in its group (backgrounded children) goes with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	if e.Lock != nil {
-		_ = e.Lock.Update(key, func(l *LockInfo) { l.ChildPGID = 0 })
+		_ = e.Lock.Update(key, func(l *LockInfo) { l.ChildPGID, l.Instruction = 0, "" })
 	}
 	exitCode := -1
 	if cmd.ProcessState != nil && cmd.ProcessState.Exited() {

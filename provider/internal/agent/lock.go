@@ -30,6 +30,12 @@ type LockInfo struct {
 	// instructions. Whoever takes a stale lock over kills that group first, so an
 	// instruction never runs twice at once.
 	ChildPGID int `json:"childPGID,omitempty"`
+	// Instruction is the name of the instruction running now, empty between instructions.
+	Instruction string `json:"instruction,omitempty"`
+
+	// KilledProcesses, on a holder this agent replaced: how many processes of its
+	// instruction were still running and were killed. Not stored.
+	KilledProcesses int `json:"-"`
 }
 
 // Lock is the node's plan lock: a file whose content names the holder. flock(2) guards
@@ -135,8 +141,12 @@ func (l *Lock) Acquire(plan string, generation int64) (acquired bool, holder *Lo
 				holder = current
 				return nil, false, nil
 			}
+			killed, err := killGroup(current.ChildPGID)
+			if err != nil {
+				return nil, false, fmt.Errorf("the stale holder's (pid %d, plan %s) instruction %s: %w", current.PID, current.Plan, current.Instruction, err)
+			}
 			replaced = current
-			killGroup(current.ChildPGID)
+			replaced.KilledProcesses = killed
 		}
 		now := l.now()
 		next := &LockInfo{Plan: plan, Generation: generation, PID: l.pid(), AcquiredAt: now, Heartbeat: now}
@@ -180,21 +190,31 @@ func (l *Lock) ReleaseStale() (*LockInfo, error) {
 		if current == nil || !l.Stale(current) {
 			return nil, false, nil
 		}
-		killGroup(current.ChildPGID)
+		killed, err := killGroup(current.ChildPGID)
+		if err != nil {
+			return nil, false, fmt.Errorf("the stale holder's (pid %d, plan %s) instruction %s: %w", current.PID, current.Plan, current.Instruction, err)
+		}
 		removed = current
+		removed.KilledProcesses = killed
 		return nil, true, nil
 	})
 	return removed, err
 }
 
 // TakeOver makes a stale holder's lock this agent's, for the same plan, so this agent
-// resumes it before anything else runs.
+// resumes it before anything else runs. It first kills what is left of the holder's
+// instruction and sets stale.KilledProcesses; it fails, leaving the lock as it was, when
+// that does not end.
 func (l *Lock) TakeOver(stale *LockInfo) error {
 	return l.with(func(current *LockInfo) (*LockInfo, bool, error) {
 		if current == nil || current.Plan != stale.Plan || current.PID != stale.PID || !l.Stale(current) {
 			return nil, false, fmt.Errorf("the plan lock changed hands while taking it over from pid %d", stale.PID)
 		}
-		killGroup(current.ChildPGID)
+		killed, err := killGroup(current.ChildPGID)
+		if err != nil {
+			return nil, false, fmt.Errorf("the stale holder's (pid %d) instruction %s: %w", current.PID, current.Instruction, err)
+		}
+		stale.KilledProcesses = killed
 		now := l.now()
 		return &LockInfo{Plan: current.Plan, Generation: current.Generation, PID: l.pid(), AcquiredAt: now, Heartbeat: now}, true, nil
 	})
@@ -229,39 +249,53 @@ func procStat(pid int) (state byte, pgrp int, ok bool) {
 	return fields[0][0], pgrp, err == nil
 }
 
-// groupAlive: some live (non-zombie) process is in the process group.
-func groupAlive(pgid int) bool {
+// groupMembers counts the live (non-zombie) processes in the process group.
+func groupMembers(pgid int) int {
 	if err := syscall.Kill(-pgid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
+		return 0
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return true
+		return 1 // the group answered kill(-pgid, 0): at least one
 	}
+	n := 0
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		if state, pgrp, ok := procStat(pid); ok && pgrp == pgid && state != 'Z' {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // killGroupTimeout bounds the wait for a killed process group to be gone.
-const killGroupTimeout = 10 * time.Second
+var killGroupTimeout = 10 * time.Second
 
 // killGroup SIGKILLs a dead holder's instruction group and waits until none of it runs,
-// so the plan's next run never overlaps the killed one.
-func killGroup(pgid int) {
+// so the plan's next run never overlaps the killed one. It returns how many processes
+// the group had, and an error when some still run after killGroupTimeout (a process in
+// uninterruptible sleep): the caller must not start anything then.
+func killGroup(pgid int) (int, error) {
 	if pgid <= 1 {
-		return
+		return 0, nil
+	}
+	found := groupMembers(pgid)
+	if found == 0 {
+		return 0, nil
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	deadline := time.Now().Add(killGroupTimeout)
-	for groupAlive(pgid) && time.Now().Before(deadline) {
+	for {
+		left := groupMembers(pgid)
+		if left == 0 {
+			return found, nil
+		}
+		if time.Now().After(deadline) {
+			return found, fmt.Errorf("%d of the %d processes of its group %d still run %s after SIGKILL; nothing starts until they are gone", left, found, pgid, killGroupTimeout)
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }

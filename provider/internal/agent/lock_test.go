@@ -3,7 +3,9 @@ package agent
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,5 +116,40 @@ func TestTailBufferKeepsTheEnd(t *testing.T) {
 	_, _ = b.Write([]byte("ab"))
 	if got := b.String(); got != "456789ab" {
 		t.Fatalf("tail %q", got)
+	}
+}
+
+func TestTakingOverAStaleLockKillsWhatItsInstructionLeftRunning(t *testing.T) {
+	// What a dead agent's instruction leaves when nothing else killed it: a shell and its child, in their own group.
+	left := exec.Command("/bin/sh", "-c", "sleep 300 & wait")
+	left.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := left.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = left.Wait(); close(done) }()
+	t.Cleanup(func() { _ = syscall.Kill(-left.Process.Pid, syscall.SIGKILL); <-done })
+	waitUntil(t, "the shell's child started", 5*time.Second, func() bool { return groupMembers(left.Process.Pid) == 2 })
+
+	path := filepath.Join(t.TempDir(), "plan.lock")
+	stale := LockInfo{Plan: "ns/join", PID: reapedPID(t), Heartbeat: time.Now(), ChildPGID: left.Process.Pid, Instruction: "cmd-5-kubeadm-join"}
+	raw, _ := json.Marshal(stale)
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := &Lock{Path: path, StaleAfter: time.Minute}
+	if err := l.TakeOver(&stale); err != nil {
+		t.Fatal(err)
+	}
+	if stale.KilledProcesses != 2 || groupMembers(left.Process.Pid) != 0 {
+		t.Fatalf("killed %d, %d left in the group", stale.KilledProcesses, groupMembers(left.Process.Pid))
+	}
+	info, _ := l.Read()
+	if info.Plan != "ns/join" || info.PID != os.Getpid() || info.ChildPGID != 0 || info.Instruction != "" {
+		t.Fatalf("lock after takeover: %+v", info)
+	}
+	// Nothing left of it: a second look kills nothing.
+	if n, err := killGroup(left.Process.Pid); n != 0 || err != nil {
+		t.Fatalf("killGroup of an empty group: %d %v", n, err)
 	}
 }

@@ -80,7 +80,8 @@ func Run(ctx context.Context, o RunOptions) error {
 		return err
 	}
 	lock := &Lock{Path: o.LockPath, StaleAfter: o.LockStaleAfter}
-	if err := recoverLock(ctx, direct, lock, cred, log); err != nil {
+	recovered, err := recoverLock(ctx, direct, lock, cred, log)
+	if err != nil {
 		return fmt.Errorf("plan lock %s: %w", o.LockPath, err)
 	}
 
@@ -106,12 +107,13 @@ func Run(ctx context.Context, o RunOptions) error {
 	runCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	r := &planReconciler{
-		client: mgr.GetClient(),
-		reader: mgr.GetAPIReader(),
-		lock:   lock,
-		log:    log,
-		base:   runCtx,
-		wake:   make(chan event.GenericEvent, 16),
+		client:    mgr.GetClient(),
+		reader:    mgr.GetAPIReader(),
+		lock:      lock,
+		log:       log,
+		base:      runCtx,
+		wake:      make(chan event.GenericEvent, 16),
+		recovered: recovered,
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&agentv1.NodePlan{}).
@@ -158,15 +160,17 @@ func Run(ctx context.Context, o RunOptions) error {
 
 // recoverLock looks at the lock a previous agent left. A stale lock on a plan of this
 // host that is still Executing its generation is taken over, so that plan resumes
-// first; any other stale lock is released.
-func recoverLock(ctx context.Context, c client.Client, lock *Lock, cred *Credential, log logr.Logger) error {
+// first, and returned (what it says goes into the plan's status); any other stale lock
+// is released. Either way, what was left running of the stale holder's instruction is
+// killed first, and an error returned when it does not die.
+func recoverLock(ctx context.Context, c client.Client, lock *Lock, cred *Credential, log logr.Logger) (*LockInfo, error) {
 	info, err := lock.Read()
 	if err != nil || info == nil {
-		return err
+		return nil, err
 	}
 	if !lock.Stale(info) {
 		log.Info("the plan lock is held by a live process; plans wait for it", "plan", info.Plan, "pid", info.PID)
-		return nil
+		return nil, nil
 	}
 	namespace, name, _ := strings.Cut(info.Plan, "/")
 	if namespace == cred.Namespace {
@@ -174,20 +178,21 @@ func recoverLock(ctx context.Context, c client.Client, lock *Lock, cred *Credent
 		err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &plan)
 		if err == nil && plan.Status.Phase == agentv1.PhaseExecuting && plan.Generation == info.Generation && plan.Status.ObservedGeneration == info.Generation {
 			if err := lock.TakeOver(info); err != nil {
-				return err
+				return nil, err
 			}
-			log.Info("resuming the plan whose agent stopped while it held the lock", "plan", info.Plan, "stalePID", info.PID, "attempts", plan.Status.Attempts)
-			return nil
+			log.Info("resuming the plan whose agent stopped while it held the lock", "plan", info.Plan, "stalePID", info.PID, "attempts", plan.Status.Attempts,
+				"instruction", info.Instruction, "killedProcesses", info.KilledProcesses)
+			return info, nil
 		}
 		if err != nil && !apierrors.IsNotFound(err) {
-			return err
+			return nil, err
 		}
 	}
 	removed, err := lock.ReleaseStale()
 	if removed != nil {
-		log.Info("released a stale plan lock", "plan", removed.Plan, "stalePID", removed.PID)
+		log.Info("released a stale plan lock", "plan", removed.Plan, "stalePID", removed.PID, "killedProcesses", removed.KilledProcesses)
 	}
-	return err
+	return nil, err
 }
 
 // hostReporter keeps the Host's status current and the agent's token fresh, and turns
@@ -283,6 +288,9 @@ type planReconciler struct {
 	// (instead of at their next one-second poll).
 	wake chan event.GenericEvent
 
+	// recovered is the stale lock Run took over at start, until its plan resumes.
+	recovered *LockInfo
+
 	mu      sync.Mutex
 	running *execution
 }
@@ -372,12 +380,47 @@ func (r *planReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		r.log.Info("took over a stale plan lock", "plan", key, "stalePlan", replaced.Plan, "stalePID", replaced.PID)
 	}
 	var prior int32
+	var interrupted *agentv1.PlanInterruption
 	if plan.Status.Phase == agentv1.PhaseExecuting && plan.Status.ObservedGeneration == plan.Generation {
-		// The previous agent stopped during this plan: its attempts count.
+		// The previous agent stopped during this plan: its attempts count, the one it was
+		// in included, and the status says so.
 		prior = plan.Status.Attempts
+		interrupted = r.interruption(key, prior, replaced)
 	}
-	r.start(&plan, prior)
+	r.start(&plan, prior, interrupted)
 	return ctrl.Result{}, nil
+}
+
+// interruption describes the attempt an earlier agent process stopped during, from the
+// lock it left (taken over at start, or just now), when it was this plan's.
+func (r *planReconciler) interruption(key string, attempt int32, replaced *LockInfo) *agentv1.PlanInterruption {
+	r.mu.Lock()
+	stale := r.recovered
+	if stale != nil && stale.Plan == key {
+		r.recovered = nil
+	} else {
+		stale = nil
+	}
+	r.mu.Unlock()
+	if stale == nil && replaced != nil && replaced.Plan == key {
+		stale = replaced
+	}
+	in := &agentv1.PlanInterruption{Attempt: attempt, ResumedTime: metav1.Now()}
+	if stale == nil {
+		in.Message = fmt.Sprintf("attempt %d was interrupted: the agent process running it stopped", attempt)
+		return in
+	}
+	in.AgentPID, in.Instruction, in.KilledProcesses = int32(stale.PID), stale.Instruction, int32(stale.KilledProcesses)
+	during := "between instructions"
+	if stale.Instruction != "" {
+		during = "during instruction " + stale.Instruction
+	}
+	left := "none of its processes was left running"
+	if stale.KilledProcesses > 0 {
+		left = fmt.Sprintf("%d of its processes were still running and were killed before the plan went on", stale.KilledProcesses)
+	}
+	in.Message = fmt.Sprintf("attempt %d was interrupted: the agent (pid %d) stopped %s; %s", attempt, stale.PID, during, left)
+	return in
 }
 
 // waiting records that plan waits for the lock (written only when something changed).
@@ -395,7 +438,7 @@ func (r *planReconciler) waiting(ctx context.Context, plan *agentv1.NodePlan, ho
 	})
 }
 
-func (r *planReconciler) start(plan *agentv1.NodePlan, prior int32) {
+func (r *planReconciler) start(plan *agentv1.NodePlan, prior int32, interrupted *agentv1.PlanInterruption) {
 	// Not a child of the agent's context: stopping the agent must stop the execution
 	// with errStopping (keep it Executing, to resume), not fail it.
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.base))
@@ -427,7 +470,10 @@ func (r *planReconciler) start(plan *agentv1.NodePlan, prior int32) {
 			}
 		}()
 		log.Info("executing", "priorAttempts", prior)
-		outcome := executor.Execute(ctx, plan.DeepCopy(), prior)
+		if interrupted != nil {
+			log.Info("resuming an interrupted plan", "message", interrupted.Message)
+		}
+		outcome := executor.Execute(ctx, plan.DeepCopy(), prior, interrupted)
 		log.Info("execution ended", "phase", outcome.Phase, "message", outcome.Message)
 		// The lock stays ours, heartbeat included, until the outcome is written.
 		release := !outcome.Stopped && r.finish(log, key, plan.Generation, outcome)

@@ -230,7 +230,7 @@ func SuperviseStop(o SuperviseOptions) error {
 	}
 	// The supervisor's pid is its session's and process group's id: everything it started.
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && groupAlive(pid); {
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && groupMembers(pid) > 0; {
 		time.Sleep(100 * time.Millisecond)
 	}
 	_ = os.Remove(o.PidFile())

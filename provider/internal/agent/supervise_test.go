@@ -13,8 +13,16 @@ import (
 )
 
 // TestMain lets the test binary be the supervisor start detaches (`<test binary> supervise
-// run --name N --dir D`), as provisioner-agent is in production.
+// run --name N --dir D`) and the instruction guard (`<test binary> instruction-guard …`),
+// as provisioner-agent is in production, and an agent that only starts a guarded
+// instruction (guard_test.go).
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == GuardCommand {
+		os.Exit(RunGuard(os.Args[2:]))
+	}
+	if len(os.Args) > 2 && os.Args[1] == fakeAgentCommand {
+		os.Exit(fakeAgent(os.Args[2:]))
+	}
 	if len(os.Args) >= 7 && os.Args[1] == "supervise" && os.Args[2] == "run" {
 		if err := SuperviseRun(context.Background(), Supervised{Name: os.Args[4], Dir: os.Args[6]}); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -403,7 +403,7 @@ func TestAgentKilledMidInstructionResumesWithoutRunningTwiceAtOnce(t *testing.T)
 	n := startNode(t, "crash-host")
 	logFile := filepath.Join(t.TempDir(), "runs")
 	plan := n.apply(t, "interrupted", agentv1.NodePlanSpec{
-		Instructions:  []agentv1.Instruction{execLog("work", logFile, "3")},
+		Instructions:  []agentv1.Instruction{execLog("work", logFile, "5")},
 		RetryStrategy: &agentv1.RetryStrategy{MaxAttempts: 3, InitialBackoff: &metav1.Duration{Duration: 100 * time.Millisecond}},
 	})
 	eventually(t, 20*time.Second, "the instruction started", func() (bool, string) {
@@ -418,14 +418,28 @@ func TestAgentKilledMidInstructionResumesWithoutRunningTwiceAtOnce(t *testing.T)
 	if err != nil || json.Unmarshal(raw, &info) != nil {
 		t.Fatalf("lock after SIGKILL: %q %v", raw, err)
 	}
-	if info.Plan != agentv1.PlanNamespace(n.host)+"/interrupted" || info.PID != n.agent.cmd.Process.Pid || info.ChildPGID == 0 {
+	if info.Plan != agentv1.PlanNamespace(n.host)+"/interrupted" || info.PID != n.agent.cmd.Process.Pid || info.ChildPGID == 0 || info.Instruction != "work" {
 		t.Errorf("lock after SIGKILL: %+v", info)
 	}
+	// Before any restart, the instruction's guard ended its whole group: the shell and its
+	// `sleep 5` child do not run on unsupervised (they did, until the next agent start).
+	eventually(t, 3*time.Second, "the killed agent's instruction gone", func() (bool, string) {
+		left := groupProcesses(info.ChildPGID)
+		return len(left) == 0, strings.Join(left, "; ")
+	})
 
 	restarted := startAgent(t, n.dataDir, n.lockFile)
 	done := waitPhase(t, plan, agentv1.PhaseApplied, 30*time.Second)
 	if done.Status.Attempts != 2 {
 		t.Errorf("attempts %d, want 2 (the interrupted one counts)", done.Status.Attempts)
+	}
+	want := agentv1.PlanInterruption{Attempt: 1, Instruction: "work", AgentPID: int32(info.PID)}
+	if got := done.Status.Interruptions; len(got) != 1 || got[0].Attempt != want.Attempt || got[0].Instruction != want.Instruction || got[0].AgentPID != want.AgentPID ||
+		got[0].KilledProcesses != 0 || got[0].ResumedTime.IsZero() || !strings.Contains(got[0].Message, "stopped during instruction work; none of its processes was left running") {
+		t.Errorf("interruptions %+v, want one like %+v", got, want)
+	}
+	if done.Status.Message != "applied in attempt 2" {
+		t.Errorf("message %q", done.Status.Message)
 	}
 	lines := assertSerial(t, logFile)
 	starts, ends := 0, 0
@@ -516,4 +530,26 @@ func attemptGaps(t *testing.T, file string) []time.Duration {
 		gaps = append(gaps, time.Duration(starts[i]-starts[i-1]))
 	}
 	return gaps
+}
+
+// groupProcesses lists the live processes of a process group ("pid comm state").
+func groupProcesses(pgid int) []string {
+	entries, _ := os.ReadDir("/proc")
+	var found []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid pgrp ...": comm may hold spaces.
+		i := strings.LastIndexByte(string(raw), ')')
+		fields := strings.Fields(string(raw[i+1:]))
+		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) && fields[0] != "Z" {
+			found = append(found, string(raw[:i+1])+" "+fields[0])
+		}
+	}
+	return found
 }
