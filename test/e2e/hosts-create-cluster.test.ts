@@ -7,7 +7,9 @@
  * their agents; `create cluster` exits 0 with 2 Ready nodes at the bundled kubelet version; a
  * pod of our pause image runs on the worker; the worker pool scaled to 2 in the install config
  * and `create cluster` run again prints one worker command, and a third host registered with
- * it becomes a third Ready node; `destroy cluster` exits 0 and leaves no kubelet, container or
+ * it becomes a third Ready node, although its agent is SIGKILLed while the bootstrap plan runs
+ * `kubeadm join` and restarted with the same command (the join dies with the agent, the plan
+ * records the interrupted attempt and is Applied in the next); `destroy cluster` exits 0 and leaves no kubelet, container or
  * NodePlan on any host. Then a host without containerd: its bootstrap plan
  * fails the containerd-socket check, `create cluster` exits 6 naming it, and `destroy cluster`
  * still exits 0. Per-stage timings, as this test sees them, are printed.
@@ -20,7 +22,7 @@ import type { ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBinaryCatalog, packageRoot } from '../../src/embedded/catalog.js';
 import { kubeadmPauseTag } from '../../src/nodeartifacts/node-images.js';
-import { waitFor } from '../integration/support/controlplane.js';
+import { GiveUp, waitFor } from '../integration/support/controlplane.js';
 import type { TestHost } from '../support/netns.js';
 import { cliPath, ensureBuilt } from './support/cli.js';
 import { HostsLab, type RunningAgent } from './support/hosts-lab.js';
@@ -39,7 +41,11 @@ const timings: Record<string, number> = {};
 interface NodeView { metadata: { name: string }; spec: { providerID?: string }; status: { nodeInfo: { kubeletVersion: string }; conditions?: { type: string; status: string }[] } }
 interface HostMachineView { metadata: { name: string }; status?: { hostRef?: { name: string }; initialization?: { provisioned?: boolean } } }
 interface PodView { spec: { nodeName?: string; containers: { image: string }[] }; status: { phase?: string; podIP?: string; containerStatuses?: { state: { running?: unknown } }[] } }
-interface NodePlanView { metadata: { namespace: string; name: string } }
+interface NodePlanView {
+  metadata: { namespace: string; name: string };
+  spec?: { instructions?: { name: string }[] };
+  status?: { phase?: string; message?: string; attempts?: number; interruptions?: { attempt: number; instruction?: string; agentPID?: number; killedProcesses?: number; message?: string }[] };
+}
 
 const ready = (node: NodeView) => node.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
 const managementKubeconfig = () => path.join(dir, 'auth', 'management.kubeconfig');
@@ -61,6 +67,26 @@ async function processesOf(host: TestHost): Promise<string[]> {
   const names: string[] = [];
   for (const pid of pids) names.push((await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim());
   return names.filter(Boolean);
+}
+
+/** Pids of the `kubeadm join` processes in a host's cgroup (by their command line, not a sleep). */
+async function kubeadmJoins(host: TestHost): Promise<number[]> {
+  const found: number[] = [];
+  const walk = async (cgroup: string) => {
+    for (const pid of (await readFile(path.join(cgroup, 'cgroup.procs'), 'utf8').catch(() => '')).split('\n').filter(Boolean)) {
+      const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+      if (path.basename(argv[0] ?? '') === 'kubeadm' && argv[1] === 'join') found.push(Number(pid));
+    }
+    for (const entry of await readdir(cgroup, { withFileTypes: true }).catch(() => [])) if (entry.isDirectory()) await walk(path.join(cgroup, entry.name));
+  };
+  await walk(path.join('/sys/fs/cgroup/pids', host.cgroup));
+  return found;
+}
+
+/** The host's bootstrap plan (the one whose instructions run `kubeadm join`), as the management API server has it. */
+async function joinPlanOf(host: TestHost): Promise<NodePlanView | undefined> {
+  const plans = await json<{ items: NodePlanView[] }>(managementKubeconfig(), ['get', 'nodeplans', '-n', `host-${host.name}`]);
+  return plans?.items.find((p) => p.spec?.instructions?.some((i) => /kubeadm-join/.test(i.name)));
 }
 
 /**
@@ -237,10 +263,42 @@ bootstrap:
         'register', '--server', server!, '--ca-checksum', checksum!, '--token-file', files.tokenFile, '--data-dir', files.data, '--host-name', h2.name, '--roles', 'worker',
       ], { timeout: 180_000, all: true });
       expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
-      agents.push(lab.startAgent(h2));
+      const first = lab.startAgent(h2);
+      agents.push(first);
+
+      // The agent SIGKILLed while its bootstrap plan runs `kubeadm join` (seen as the process in the host's cgroup).
+      await waitFor('kubeadm join running on the third host', async () => {
+        if (ended) throw new GiveUp(`create cluster ended before the third host's join:\n${output}`);
+        const pids = await kubeadmJoins(h2);
+        return pids.length > 0 ? pids : undefined;
+      }, 600_000);
+      first.process.kill('SIGKILL');
+      await first.process.catch(() => undefined);
+      const killedAt = Date.now();
+      // The join does not outlive its agent: the instruction's guard kills its process group.
+      await waitFor('the killed agent\'s kubeadm join gone', async () => ((await kubeadmJoins(h2)).length === 0 ? true : undefined), 10_000);
+      timings['scale: kubeadm join gone after the agent\'s SIGKILL'] = Date.now() - killedAt;
+      const stopped = await joinPlanOf(h2);
+      expect(stopped?.status?.phase, JSON.stringify(stopped?.status)).toBe('Executing');
+      expect(stopped?.status?.message).toMatch(/^attempt 1: running cmd-\d+-kubeadm-join$/);
+      // Restarted as a user would: the same command.
+      const second = lab.startAgent(h2);
+      agents.push(second);
+
       const done = await again;
       timings['scale: second create cluster exited'] = Date.now() - started;
-      expect(done.exitCode, output).toBe(0);
+      expect(done.exitCode, `${output}\n${second.output().slice(-3000)}`).toBe(0);
+      const plan = await joinPlanOf(h2);
+      expect(plan?.status?.phase).toBe('Applied');
+      expect(plan?.status?.attempts).toBe(2);
+      expect(plan?.status?.message).toBe('applied in attempt 2');
+      expect(plan?.status?.interruptions, JSON.stringify(plan?.status)).toHaveLength(1);
+      const [interruption] = plan!.status!.interruptions!;
+      expect(interruption).toMatchObject({ attempt: 1, instruction: stopped!.status!.message!.replace('attempt 1: running ', '') });
+      expect(interruption!.agentPID).toBeGreaterThan(0);
+      expect(interruption!.killedProcesses ?? 0).toBe(0); // the guard had already ended the join
+      expect(interruption!.message).toContain('stopped during instruction cmd-');
+      expect(second.output()).toContain('resuming the plan whose agent stopped while it held the lock');
     } finally {
       again.kill('SIGKILL');
     }

@@ -101,14 +101,21 @@ exec /usr/local/bin/kubelet --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kub
 export const startKubelet = `${agent} supervise start --name ${kubeletSupervisedName} -- ${kubeletRunScript.path}`;
 
 /**
+ * Files a `kubeadm join` writes as it goes (discovery's CA, the bootstrap kubeconfig, the
+ * kubelet's config, and the kubeconfig the kubelet writes after its TLS bootstrap); any of
+ * them fails a second join's preflight (and the kubelet they start holds port 10250).
+ */
+const joinLeftovers = ['/etc/kubernetes/pki/ca.crt', '/etc/kubernetes/bootstrap-kubelet.conf', '/etc/kubernetes/kubelet.conf', '/var/lib/kubelet/config.yaml'];
+
+/**
  * A worker's earlier, unfinished attempt (the plan is retried after its agent was killed
- * mid-join) left kubeadm's files and a running kubelet, which make a second `kubeadm join`
- * fail its preflight: undone first, unless the join had finished (Cluster API's success
- * marker). Workers only: on control-plane machines the bootstrap data writes the cluster's
- * CA into /etc/kubernetes/pki, which `kubeadm reset` would delete.
+ * mid-join, which kills the join) left some of kubeadm's files and a running kubelet: undone
+ * first, unless the join had finished (Cluster API's success marker). Workers only: on
+ * control-plane machines the bootstrap data writes the cluster's CA into /etc/kubernetes/pki,
+ * which `kubeadm reset` would delete.
  */
 export const undoUnfinishedJoin =
-  `if [ ! -f /run/cluster-api/bootstrap-success.complete ] && [ -f /etc/kubernetes/kubelet.conf ]; then ` +
+  `if [ ! -f /run/cluster-api/bootstrap-success.complete ] && { ${joinLeftovers.map((f) => `[ -f ${f} ]`).join(' || ')}; }; then ` +
   `${agent} supervise stop --name ${kubeletSupervisedName}; kubeadm reset -f --cri-socket unix://${containerdSocket}; fi`;
 
 /**
