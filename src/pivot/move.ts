@@ -2,7 +2,7 @@
  * The journaled move of Cluster API objects from a source cluster (the local control
  * plane) to a target (a lasting management cluster), after clusterctl's `mover.go`:
  *
- *   planned → paused → copied → verified → source-deleted → unpaused → done
+ *   planned → paused → copied → verified → agents-followed → source-deleted → unpaused → done
  *
  * Each phase is recorded in the journal once complete, and every step is idempotent, so
  * a run that failed or was killed is resumed by running again from the recorded phase.
@@ -31,6 +31,7 @@ import {
   statusRebuiltByControllers,
   type ObjectRef,
 } from './graph.js';
+import { agentGroup, handOverAgents, isAgentHost, movingHosts, planNamespace, planNamespaceObjects } from './agents.js';
 import { phaseIndex, writePivotJournal, type JournalObject, type PivotJournal, type PivotPhase } from './journal.js';
 
 /** Annotation on every copy: the source UID it was copied from (tells our copies from a name clash after a crash). */
@@ -146,10 +147,29 @@ export async function planMove(source: KubeClient, options: PlanOptions = {}): P
     clusters,
     candidates: candidates.filter((o) => !(o.kind === 'Cluster' && groupOf(o.apiVersion) === capiGroups.core)),
     secretsAndConfigMaps: configs,
-    global,
+    // The agent's Hosts are not global copies: those the moved clusters claim move, the rest stay (agents.ts).
+    global: global.filter((o) => !isAgentHost(o)),
     onlyTheseClusters: options.clusterName !== undefined,
   });
-  return { clusters, tiers: orderByOwners(selection.objects), global: selection.global, kinds: [...kinds, ...coreKinds] };
+  const inventory = await hostInventory(source, kinds, movingHosts(global.filter(isAgentHost), clusters), options.concurrency ?? defaultConcurrency, fromCache);
+  return { clusters, tiers: orderByOwners([...selection.objects, ...inventory]), global: selection.global, kinds: [...kinds, ...coreKinds] };
+}
+
+/** The moving Hosts with every NodePlan of their plan namespaces and the Secrets and ConfigMaps those plans name. */
+async function hostInventory(source: KubeClient, kinds: readonly MoveKind[], hosts: readonly KubeObject[], concurrency: number, fromCache: boolean): Promise<KubeObject[]> {
+  const planKind = kinds.find((k) => k.group === agentGroup && k.kind === 'NodePlan');
+  if (hosts.length === 0 || !planKind) return [...hosts];
+  const plans: KubeObject[] = [];
+  const configs: KubeObject[] = [];
+  const lists = hosts.flatMap((h) => {
+    const namespace = planNamespace(h.metadata.name);
+    return [
+      async () => void plans.push(...(await source.list<KubeObject>(planKind.apiVersion, planKind.kind, { namespace, fromCache }))),
+      ...coreKinds.map((k) => async () => void configs.push(...(await source.list<KubeObject>(k.apiVersion, k.kind, { namespace, fromCache })))),
+    ];
+  });
+  await mapLimit(lists, concurrency, (list) => list());
+  return [...hosts, ...planNamespaceObjects(plans, configs)];
 }
 
 /** The plan as lines: objects by kind in creation order, then the cluster-scoped copies. */
@@ -182,6 +202,8 @@ export interface PivotEngineOptions {
    * free for the target's provider). Runs again on a resume from `source-deleted`. Default none.
    */
   beforeUnpause?: () => Promise<void>;
+  /** How long the hand-over waits for the moved hosts' agents to follow. Default `defaultHandoverTimeoutMs` (agents.ts). */
+  handoverTimeoutMs?: number;
 }
 
 /** What `replan` read: the objects to move, and their live content as listed (so the copy need not list the source again). */
@@ -369,6 +391,11 @@ export async function runPivot(options: PivotEngineOptions): Promise<PivotJourna
     if (at('verified')) {
       await verifyAll(options, concurrency);
       await advance('verified');
+    }
+    if (at('agents-followed')) {
+      // Before the source lets go: an agent that has not followed still has a manager that knows its Host.
+      await handOverAgents({ source, target, journal, sink, ...(signal ? { signal } : {}), ...(options.handoverTimeoutMs ? { timeoutMs: options.handoverTimeoutMs } : {}) });
+      await advance('agents-followed');
     }
     if (at('source-deleted')) {
       await deleteFromSource(source, journal, concurrency, sink, signal);
@@ -666,8 +693,8 @@ async function removeFinalizersAndDelete(client: KubeClient, entry: ObjectRef & 
  */
 export async function rollbackPivot(options: Omit<PivotEngineOptions, 'afterPhase' | 'replan'>): Promise<{ deleted: number }> {
   const { source, target, journal, sink, signal, dir } = options;
-  if (phaseIndex(journal.phase) >= phaseIndex('source-deleted')) {
-    throw new UsageError(`The move already deleted the objects from the source (phase ${journal.phase}); it cannot be rolled back`, {
+  if (phaseIndex(journal.phase) >= phaseIndex('agents-followed')) {
+    throw new UsageError(`The move already ${journal.phase === 'agents-followed' ? 'handed the hosts\' agents over to the target' : 'deleted the objects from the source'} (phase ${journal.phase}); it cannot be rolled back`, {
       hint: 'Run `provisioner pivot` again (without --rollback) to finish the move into the target.',
     });
   }

@@ -5,7 +5,9 @@
  * bootstrap cluster. `start` again after a reboot or a kill comes back with the same data.
  */
 import { controlPlaneLayout } from '../controlplane/layout.js';
-import { controlPlaneStatus, stopRecordedControlPlane, type ProcessStatus } from '../controlplane/local-controlplane.js';
+import { hostPort } from '../controlplane/listen-address.js';
+import { controlPlaneStatus, readListenRecord, stopRecordedControlPlane, type ProcessStatus } from '../controlplane/local-controlplane.js';
+import { publishAgentServer } from '../pivot/agents.js';
 import { log, type EventSink } from '../events.js';
 import { acquireDirLock } from '../process/lock.js';
 import { findStale } from '../process/pidfile.js';
@@ -44,6 +46,9 @@ export async function startManagement(request: ManagementStartRequest): Promise<
     }
     const controlPlane = await prepareLocalControlPlane({ ...request, detached: true, listenAddressFrom: listenAddressFlag });
     await controlPlane.start();
+    // Where hosts reach this cluster, for a pivot into it to hand the moved hosts' agents over.
+    const listen = await readListenRecord(request.dir);
+    if (listen) await publishAgentServer(controlPlane.kube, `https://${hostPort(listen.address, listen.port)}`);
     // Detached children keep running; only our client connections close.
     controlPlane.kube.close();
     return { kubeconfig: controlPlane.kubeconfig, alreadyRunning: false, durationMs: performance.now() - started };

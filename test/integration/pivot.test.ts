@@ -25,9 +25,10 @@ import { contentDifference } from '../../src/pivot/graph.js';
 import { sourceUidAnnotation } from '../../src/pivot/move.js';
 import { pivotJournalPath, readPivotJournal } from '../../src/pivot/journal.js';
 import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { issueRegistrationCommand } from '../../src/agent/registration.js';
 import { pivot } from '../../src/services/pivot.js';
 import { checkMoved, seedCluster, setClusterPaused } from '../support/move-fixtures.js';
-import { removeInstallDir } from './support/controlplane.js';
+import { removeInstallDir, waitFor } from './support/controlplane.js';
 
 /** The CLI from its sources (no build step): `node --import tsx src/main.ts ...`. */
 function cli(args: string[]) {
@@ -215,8 +216,11 @@ describe('pivot between two real control planes', () => {
   it('resumes after a failure injected after `copied`: no object lost or duplicated; status copied only where no controller rebuilds it', async () => {
     const seeded = await seedSource('move-b');
     // A kind outside Cluster API's contract (our agent provider's cluster-scoped Host): its status records what nothing rebuilds.
+    // Claimed by the moving cluster (its label), so it moves; an unclaimed Host stays in the source, not copied.
     const hostRef = { apiVersion: 'agent.provisioner.dev/v1alpha1', kind: 'Host', metadata: { name: 'move-b-host' } };
-    const host = await source.kube.apply({ ...hostRef, spec: { address: '127.0.0.2', roles: ['worker'] } });
+    const host = await source.kube.apply({ ...hostRef, metadata: { ...hostRef.metadata, labels: { 'cluster.x-k8s.io/cluster-name': 'move-b' } }, spec: { address: '127.0.0.2', roles: ['worker'] } });
+    const freeRef = { apiVersion: 'agent.provisioner.dev/v1alpha1', kind: 'Host', metadata: { name: 'move-b-free' } };
+    await source.kube.apply({ ...freeRef, spec: { address: '127.0.0.3' } });
     await source.kube.applyStatus({ ...host, status: { planNamespace: 'host-move-b-host', serviceAccount: 'agent', registration: 'move-b-host', agentVersion: 'v0.0.0-test' } });
     const injected = new Error('injected after copied');
     await expect(run('move-b', { afterPhase: (phase) => { if (phase === 'copied') throw injected; } })).rejects.toBeInstanceOf(ExternalError);
@@ -234,10 +238,82 @@ describe('pivot between two real control planes', () => {
     // Any other kind keeps it, through the status subresource.
     const hostCopy = await target.kube.get<KubeObject>(hostRef);
     expect(hostCopy?.['status']).toMatchObject({ planNamespace: 'host-move-b-host', serviceAccount: 'agent', registration: 'move-b-host', agentVersion: 'v0.0.0-test' });
+    expect(await target.kube.get<KubeObject>(freeRef)).toBeUndefined();
     const result = await run('move-b');
     expect(result.action).toBe('moved');
     expect(result.resumedFrom).toBe('copied');
     await expectMoved('move-b', seeded, before);
+    expect(await source.kube.get<KubeObject>(hostRef), 'the claimed Host moved').toBeUndefined();
+    expect(await source.kube.get<KubeObject>(freeRef), 'the unclaimed Host stays').toBeDefined();
+    expect(await target.kube.get<KubeObject>(freeRef)).toBeUndefined();
+  });
+
+  it('moves a cluster\'s Host and its plans, and the host\'s real agent follows to the target with a fresh credential while the source revokes the old one; a day-2 plan applied in the target runs', async () => {
+    const name = 'move-agent';
+    const hostName = 'agent-h0';
+    const seeded = await seedSource(name);
+    const agentBin = (await ensureBinaries(['provisioner-agent']))['provisioner-agent']!;
+    const work = await mkdtemp(path.join(os.tmpdir(), 'pivot-agent-'));
+    const dataDir = path.join(work, 'data');
+    const command = await issueRegistrationCommand(source.kube, { dir: sourceDir, signal: abort.signal });
+    const register = await execa(agentBin, ['register', '--server', command.server, '--ca-checksum', command.caChecksum, '--host-name', hostName, '--data-dir', dataDir], {
+      env: { PROVISIONER_AGENT_TOKEN: command.token },
+      reject: false,
+    });
+    expect(register.exitCode, register.stderr).toBe(0);
+    const agent = execa(agentBin, ['run', '--data-dir', dataDir, '--lock-file', path.join(work, 'plan.lock'), '--heartbeat-interval', '1s'], { reject: false, all: true });
+    const hostRef = { apiVersion: 'agent.provisioner.dev/v1alpha1', kind: 'Host', metadata: { name: hostName } };
+    const planRef = (planName: string) => ({ apiVersion: 'agent.provisioner.dev/v1alpha1', kind: 'NodePlan', metadata: { name: planName, namespace: `host-${hostName}` } });
+    const plan = (planName: string, file: string) => ({ ...planRef(planName), metadata: { ...planRef(planName).metadata, labels: { 'agent.provisioner.dev/host': hostName } }, spec: { files: [{ path: file, content: `${planName}\n` }] } });
+    const applied = (client: KubeClient, planName: string) =>
+      waitFor(`plan ${planName} Applied`, async () => ((await client.get<KubeObject>(planRef(planName)))?.['status'] as { phase?: string } | undefined)?.phase === 'Applied', 60_000);
+    try {
+      // Claimed by the cluster (the label an infrastructure provider's claim sets), with a plan it ran.
+      await source.kube.mergePatch(hostRef as KubeObject, { metadata: { labels: { 'cluster.x-k8s.io/cluster-name': name } } });
+      await source.kube.apply(plan('before', path.join(work, 'before')));
+      await applied(source.kube, 'before');
+      await waitFor('a heartbeat in the source', async () => ((await source.kube.get<KubeObject>(hostRef))?.['status'] as { lastHeartbeatTime?: string } | undefined)?.lastHeartbeatTime, 30_000);
+      const oldToken = (await readFile(path.join(dataDir, 'token'), 'utf8')).trim();
+
+      const started = performance.now();
+      const result = await run(name);
+      expect(result.action).toBe('moved');
+      const journal = await readPivotJournal(sourceDir);
+      expect(journal!.objects.filter((o) => o.kind === 'Host' || o.kind === 'NodePlan').map((o) => `${o.kind}/${o.name}`).sort()).toEqual(['Host/agent-h0', 'NodePlan/before']);
+      await expectMoved(name, seeded, new Map());
+      console.log(`pivot with one host agent handed over: ${Math.round(performance.now() - started)} ms`);
+
+      // In the target: the Host (claim label, registered with the follow token, reporting) and its plan's history.
+      const moved = await target.kube.get<KubeObject>(hostRef);
+      expect(moved!.metadata.labels?.['cluster.x-k8s.io/cluster-name']).toBe(name);
+      expect(moved!['status']).toMatchObject({ registration: `follow-${hostName}` });
+      expect(((await target.kube.get<KubeObject>(planRef('before')))!['status'] as { phase?: string }).phase).toBe('Applied');
+      expect(await source.kube.get<KubeObject>(hostRef)).toBeUndefined();
+      expect(await source.kube.get<KubeObject>(planRef('before'))).toBeUndefined();
+
+      // The agent's stored credential names the target; the old one is refused by the source.
+      const credential = JSON.parse(await readFile(path.join(dataDir, 'credential.json'), 'utf8')) as { server: string; host: string };
+      expect(credential).toMatchObject({ server: target.kube.server, host: hostName });
+      const newToken = (await readFile(path.join(dataDir, 'token'), 'utf8')).trim();
+      expect(newToken).not.toBe(oldToken);
+      const status = (token: string, server: string) =>
+        execa('curl', ['-sk', '-o', '/dev/null', '-w', '%{http_code}', '-H', `Authorization: Bearer ${token}`, `${server.replace(/\/$/, '')}/apis/agent.provisioner.dev/v1alpha1/hosts/${hostName}`]).then((r) => r.stdout);
+      // Its RBAC is gone at once (403); the token itself once the API server's authentication cache (10 s) forgets it.
+      await waitFor('the old token refused by the source (401)', async () => (await status(oldToken, source.kube.server)) === '401', 30_000);
+      expect(await status(newToken, target.kube.server)).toBe('200');
+      expect(await status(newToken, source.kube.server)).toBe('401');
+
+      // A day-2 plan applied in the new manager runs on the host.
+      await target.kube.apply(plan('day-2', path.join(work, 'day-2')));
+      await applied(target.kube, 'day-2');
+      expect(await readFile(path.join(work, 'day-2'), 'utf8')).toBe('day-2\n');
+      expect(agent.exitCode, 'the agent kept running').toBeNull();
+    } finally {
+      agent.kill('SIGTERM');
+      const ended = await agent;
+      expect(ended.all ?? '', 'the agent logged no token').not.toMatch(/eyJ[\w-]+\.eyJ/);
+      await rm(work, { recursive: true, force: true });
+    }
   });
 
   it('rolls back after a failure injected after `copied`: source unpaused, target without the objects', async () => {

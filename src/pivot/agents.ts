@@ -1,0 +1,228 @@
+/**
+ * The node agent's inventory in a move (provider/, agent.provisioner.dev): which Hosts and
+ * plans go with the moved clusters, and the hand-over that makes each moved host's agent
+ * follow to the target's manager with a fresh credential from it while the source revokes
+ * the old one.
+ *
+ * Hosts are cluster-scoped and linked to a cluster only by labels (the cluster-name label
+ * an infrastructure provider puts on a Host it claims), so owner references cannot pull
+ * them in: a Host labelled with a moved cluster's name moves (copied, then deleted from the
+ * source), with every NodePlan of its plan namespace `host-<name>` and the Secrets and
+ * ConfigMaps those plans name. A Host no moved cluster claims is not copied: it stays
+ * inventory of the source, where its agent is.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { agentApiVersion, caChecksum, registrationNamespace, serverCaConfigMap } from '../agent/registration.js';
+import { ExternalError, messageOf } from '../errors.js';
+import { log, type EventSink } from '../events.js';
+import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
+import { groupOf } from '../object-key.js';
+import { clusterNameLabel, referencedNames } from './graph.js';
+import type { JournalObject, PivotJournal } from './journal.js';
+
+export const agentGroup = 'agent.provisioner.dev';
+/** The Secret in a host's plan namespace that tells its agent to follow (provider: agentv1.HandoverSecret). */
+export const handoverSecret = 'agent-handover';
+/** ConfigMap in the registration namespace naming the URL where hosts reach this API server (`management start --listen-address`). */
+export const agentServerConfigMap = 'agent-server';
+/** How long the hand-over waits for every moved agent: 5 minutes (an agent looks at every heartbeat, 30 s by default). */
+export const defaultHandoverTimeoutMs = 5 * 60_000;
+const pollMs = 500;
+
+export function planNamespace(host: string): string {
+  return `host-${host}`;
+}
+
+export function isAgentHost(o: { apiVersion: string; kind: string }): boolean {
+  return o.kind === 'Host' && groupOf(o.apiVersion) === agentGroup;
+}
+
+/** The Hosts that move with `clusters`: those labelled with one of their names. */
+export function movingHosts(hosts: readonly KubeObject[], clusters: readonly KubeObject[]): KubeObject[] {
+  const names = new Set(clusters.map((c) => c.metadata.name));
+  return hosts.filter((h) => names.has(h.metadata.labels?.[clusterNameLabel] ?? '\0'));
+}
+
+/**
+ * What moves from the plan namespaces of the moving hosts: every NodePlan, and the Secrets
+ * and ConfigMaps a plan names (its files' content) or owns; never the hand-over Secret.
+ */
+export function planNamespaceObjects(plans: readonly KubeObject[], configs: readonly KubeObject[]): KubeObject[] {
+  const named = new Set(plans.flatMap((p) => referencedNames(p).map((n) => `${p.metadata.namespace}/${n}`)));
+  const planUids = new Set(plans.map((p) => p.metadata.uid).filter(Boolean));
+  const picked = configs.filter(
+    (c) =>
+      c.metadata.name !== handoverSecret &&
+      (named.has(`${c.metadata.namespace}/${c.metadata.name}`) || (c.metadata.ownerReferences ?? []).some((r) => planUids.has(r.uid))),
+  );
+  return [...plans, ...picked];
+}
+
+interface TokenJson extends KubeObject {
+  spec?: { ttl?: string; hostName?: string };
+  status?: { phase?: string; secretName?: string; host?: string };
+}
+interface HostJson extends KubeObject {
+  status?: { registration?: string; lastHeartbeatTime?: string };
+}
+type DataObject = KubeObject & { data?: Record<string, string> };
+
+/** The name of the target's token for a moved host: fixed, so a resumed hand-over finds the one it made. */
+export function followTokenName(host: string): string {
+  return `follow-${host}`;
+}
+
+/** Where the target's hosts reach it, and its CA pin: the URL its `agent-server` ConfigMap publishes, else its kubeconfig's. */
+export async function agentServerOf(target: KubeClient): Promise<{ server: string; caChecksum: string }> {
+  const [published, ca] = await Promise.all([
+    target.get<DataObject>({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: agentServerConfigMap, namespace: registrationNamespace } }),
+    target.get<DataObject>({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: serverCaConfigMap, namespace: registrationNamespace } }),
+  ]);
+  const caPem = ca?.data?.['ca.crt'];
+  if (!caPem) {
+    throw new ExternalError(`The target publishes no CA for agents (ConfigMap ${registrationNamespace}/${serverCaConfigMap})`, {
+      hint: 'The target must run provisioner-agent-manager (`provisioner management start` does).',
+    });
+  }
+  return { server: published?.data?.['server'] ?? target.server, caChecksum: caChecksum(caPem) };
+}
+
+/** Publishes where hosts reach this API server (its listen address), for a pivot into it to hand agents over. */
+export async function publishAgentServer(client: KubeClient, server: string): Promise<void> {
+  await client.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: registrationNamespace } });
+  await client.apply({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: agentServerConfigMap, namespace: registrationNamespace }, data: { server } } as KubeObject);
+}
+
+export interface HandoverOptions {
+  source: KubeClient;
+  target: KubeClient;
+  journal: PivotJournal;
+  sink: EventSink;
+  signal?: AbortSignal;
+  /** How long to wait for every agent. Default `defaultHandoverTimeoutMs`. */
+  timeoutMs?: number;
+}
+
+/**
+ * Hands every moved host's agent over to the target, then revokes its source credential:
+ * per host, the target's manager issues a one-use token confined to that host; the source
+ * publishes it to the agent (Secret `agent-handover` in the host's plan namespace, which
+ * the agent may read) with the target's URL and CA pin; the agent registers with the
+ * target as the same Host and reports there. Once every agent did, the source deletes the
+ * hand-over Secrets and each agent's ServiceAccount (its tokens die with it) and RBAC.
+ * Idempotent: a resumed run finds its tokens by name and what already followed.
+ * Throws, naming the hosts, when some did not follow in time; nothing is revoked then.
+ */
+export async function handOverAgents(options: HandoverOptions): Promise<void> {
+  const { source, target, journal, sink, signal } = options;
+  const hosts = journal.objects.filter((o: JournalObject) => !o.global && isAgentHost(o)).map((o) => o.name);
+  if (hosts.length === 0) return;
+  const { server, caChecksum: checksum } = await agentServerOf(target);
+  log(sink, 'info', `Handing ${hosts.length} host agent(s) over to ${server}: ${hosts.join(', ')}`);
+  const pending: string[] = [];
+  for (const host of hosts) if (!(await followed(target, host))) pending.push(host);
+  // An agent that has not reported for a while is not running: nothing to wait for (it is told what to do instead).
+  const silent = await silentAgents(source, pending);
+  for (const host of pending) {
+    const token = await issueFollowToken(target, host, signal);
+    if (token === undefined || silent.includes(host)) continue; // spent by this host's agent already (it only has to report), or no agent to tell
+    await source.apply({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: handoverSecret, namespace: planNamespace(host) },
+      type: 'Opaque',
+      stringData: { server, caChecksum: checksum, token, registrationNamespace },
+    } as KubeObject);
+  }
+  for (const host of silent) {
+    log(sink, 'warn', `Host ${host}'s agent has not reported to the source for ${silentAgentMs / 60_000} min, so the move does not wait for it; its credential in the source is revoked. ` +
+      `On that host, remove the agent's data directory and register it with ${server} (--ca-checksum ${checksum}) using the token of RegistrationToken ${registrationNamespace}/${followTokenName(host)} in the target, which re-registers it as the same Host`);
+  }
+  const deadline = Date.now() + (options.timeoutMs ?? defaultHandoverTimeoutMs);
+  let waiting = pending.filter((h) => !silent.includes(h));
+  for (;;) {
+    const states = await Promise.all(waiting.map(async (h) => ((await followed(target, h)) ? undefined : h)));
+    waiting = states.filter((h): h is string => h !== undefined);
+    if (waiting.length === 0) break;
+    if (Date.now() > deadline) {
+      throw new ExternalError(`${waiting.length} of ${hosts.length} host agent(s) did not follow to the target within ${Math.round((options.timeoutMs ?? defaultHandoverTimeoutMs) / 1000)} s: ${waiting.join(', ')}`, {
+        details: waiting.map((h) => `host ${h}: its agent has not registered with ${server} (is it running, and does it reach that address?)`),
+        hint: 'Start the agents of those hosts (`provisioner-agent run`) and run the same command again: the pivot resumes with the hand-over; the source still holds the clusters (paused) and the agents\' credentials.',
+      });
+    }
+    await sleep(pollMs, undefined, signal ? { signal } : {});
+  }
+  for (const host of hosts) await revokeInSource(source, host);
+  log(sink, 'info', `Every moved host's agent follows ${server}; their credentials in the source are revoked`);
+}
+
+/** An agent whose last heartbeat is older than this is taken as not running: 3 minutes (it reports every 30 s by default). */
+export const silentAgentMs = 3 * 60_000;
+
+/** The hosts whose agent never reported to the source, or not within `silentAgentMs`. */
+async function silentAgents(source: KubeClient, hosts: readonly string[]): Promise<string[]> {
+  const now = Date.now();
+  const states = await Promise.all(
+    hosts.map(async (host) => {
+      const h = await source.get<HostJson>({ apiVersion: agentApiVersion, kind: 'Host', metadata: { name: host } });
+      const last = h?.status?.lastHeartbeatTime ? Date.parse(h.status.lastHeartbeatTime) : Number.NaN;
+      return Number.isNaN(last) || now - last > silentAgentMs ? host : undefined;
+    }),
+  );
+  return states.filter((h): h is string => h !== undefined);
+}
+
+/** The target's Host says its agent registered with the follow token and reported since (the grant clears the copied heartbeat). */
+async function followed(target: KubeClient, host: string): Promise<boolean> {
+  const h = await target.get<HostJson>({ apiVersion: agentApiVersion, kind: 'Host', metadata: { name: host } });
+  return h?.status?.registration === followTokenName(host) && !!h.status.lastHeartbeatTime;
+}
+
+/** The target's one-use token for `host`, issued once and read back on a resume; undefined when this host's agent has used it already. */
+async function issueFollowToken(target: KubeClient, host: string, signal?: AbortSignal): Promise<string | undefined> {
+  const ref = { apiVersion: agentApiVersion, kind: 'RegistrationToken', metadata: { name: followTokenName(host), namespace: registrationNamespace } };
+  const existing = await target.get<TokenJson>(ref);
+  if (existing?.status?.phase === 'Used' && existing.status.host === host) return undefined;
+  if (existing?.status?.phase === 'Expired' || existing?.status?.phase === 'Used') {
+    await target.delete(ref as KubeObject); // expired before its agent came: a new one
+  }
+  if (!existing || existing.status?.phase === 'Expired' || existing.status?.phase === 'Used') await target.apply<TokenJson>({ ...ref, spec: { ttl: '1h', hostName: host } });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const token = await target.get<TokenJson>(ref);
+    const status = token?.status;
+    if (status?.phase === 'Used' && status.host === host) return undefined;
+    if (status?.phase === 'Ready' && status.secretName) {
+      const secret = await target.get<DataObject>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: status.secretName, namespace: registrationNamespace } });
+      const value = secret?.data?.['token'];
+      if (value) return Buffer.from(value, 'base64').toString('utf8');
+    }
+    if (Date.now() > deadline) {
+      throw new ExternalError(`The target's agent manager did not issue RegistrationToken ${registrationNamespace}/${ref.metadata.name} within 60 s (phase ${status?.phase ?? 'none'})`, {
+        hint: 'Check that provisioner-agent-manager runs in the target, then run the same command again.',
+      });
+    }
+    await sleep(pollMs, undefined, signal ? { signal } : {});
+  }
+}
+
+/** Deletes the hand-over Secret and the agent's ServiceAccount and RBAC in the source: its old credential is refused from then on. */
+async function revokeInSource(source: KubeClient, host: string): Promise<void> {
+  const namespace = planNamespace(host);
+  const hostRole = `agent.provisioner.dev:host:${host}`;
+  const doomed = [
+    { apiVersion: 'v1', kind: 'Secret', metadata: { name: handoverSecret, namespace } },
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'agent', namespace } },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'agent', namespace } },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'agent', namespace } },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: hostRole } },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: hostRole } },
+  ];
+  for (const ref of doomed) {
+    try {
+      await source.delete(ref as KubeObject);
+    } catch (error) {
+      if (!(error instanceof KubeApiError && error.isNotFound)) throw new ExternalError(`Revoking host ${host}'s credential in the source: ${messageOf(error)}`);
+    }
+  }
+}
