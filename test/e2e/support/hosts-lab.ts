@@ -94,9 +94,9 @@ export class HostsLab {
     return this.net.run(this.net.machine.namespace, this.binaries.kubectl, ['--kubeconfig', kubeconfig, ...args], { timeout: 60_000, ...(input !== undefined ? { input } : {}) });
   }
 
-  /** The bundled kubectl in the background (a watch), inside the machine namespace. */
-  spawnKubectl(args: readonly string[]): ResultPromise {
-    return this.net.spawn(this.net.machine.namespace, this.binaries.kubectl, ['--kubeconfig', this.kubeconfig, ...args]);
+  /** The bundled kubectl in the background (a watch), inside the machine namespace; against the management cluster unless another kubeconfig is given. */
+  spawnKubectl(args: readonly string[], kubeconfig = this.kubeconfig): ResultPromise {
+    return this.net.spawn(this.net.machine.namespace, this.binaries.kubectl, ['--kubeconfig', kubeconfig, ...args]);
   }
 
   async startManagement(): Promise<CommandRun> {
@@ -118,13 +118,14 @@ export class HostsLab {
 
   /**
    * `provisioner-agent register` inside the host's namespace with the printed server and
-   * checksum; the token goes through `--token-file`, which a successful registration deletes.
+   * checksum (and `extra` flags, e.g. `--roles worker`); the token goes through `--token-file`,
+   * which a successful registration deletes.
    */
-  async register(host: TestHost, printed: PrintedRegistration): Promise<CommandRun> {
+  async register(host: TestHost, printed: Pick<PrintedRegistration, 'token' | 'server' | 'checksum'> & { stdout?: string }, extra: readonly string[] = []): Promise<CommandRun> {
     const files = HostsLab.files(host);
     await writeFile(files.tokenFile, printed.token, { mode: 0o600 });
     return this.net.run(host.namespace, this.binaries.agent, [
-      'register', '--server', printed.server, '--ca-checksum', printed.checksum, '--token-file', files.tokenFile, '--data-dir', files.data, '--host-name', host.name,
+      'register', '--server', printed.server, '--ca-checksum', printed.checksum, '--token-file', files.tokenFile, '--data-dir', files.data, '--host-name', host.name, ...extra,
     ], { timeout: 180_000, all: true });
   }
 
@@ -164,6 +165,30 @@ export class HostsLab {
       this.net.remove();
     }
   }
+}
+
+/**
+ * An install config for the hosts platform as a user writes it by hand: one control-plane
+ * host, `workers` worker hosts, the control plane listening on `listenAddress` for them.
+ */
+export function hostsInstallConfig(name: string, listenAddress: string, workers: number): string {
+  return `apiVersion: provisioner.dev/v1alpha1
+kind: InstallConfig
+metadata:
+  name: ${name}
+kubernetesVersion: v1.36.3
+machinePools:
+  - name: control-plane
+    quantity: 1
+    roles: [etcd, controlPlane]
+  - name: worker
+    quantity: ${workers}
+    roles: [worker]
+platform:
+  hosts: {}
+bootstrap:
+  listenAddress: ${listenAddress}
+`;
 }
 
 export interface NodePlanView {

@@ -1,0 +1,514 @@
+/**
+ * Hosts benchmark (issue 16, "Measured"): `create cluster` on the `hosts` platform to 2 Ready
+ * nodes, on one control-plane and one worker namespace test host with their own containerd
+ * (test/support/netns.ts `runtime`, through test/e2e/support/hosts-lab.ts), run as
+ * test/e2e/hosts-create-cluster.test.ts runs it: a hand-written install config (1 + 1,
+ * bootstrap.listenAddress = the machine namespace's address), `create cluster --output json`
+ * in the background, each host registered with the command printed for its role, its agent
+ * started. Needs root, iproute2, util-linux, containerd, runc and the CNI plugins.
+ *
+ * Figures:
+ *  - the create-cluster stages and their durations, from its `stage` events (`--output json`);
+ *  - the timeline from the start of `create cluster`: registration commands printed, hosts
+ *    registered, first node Ready, 2 nodes Ready (each node's Ready condition's
+ *    lastTransitionTime, whole seconds), exit;
+ *  - each bootstrap NodePlan split into artifact downloads (the files phase: kubelet, kubeadm
+ *    and the image archives fetched from the forwarder, digest-checked), image import
+ *    (`ctr images import`), `kubeadm init`, `kubeadm join`, and the rest (waiting for the
+ *    agent, preflight checks, the other instructions, probes). Times come from a watch on
+ *    the NodePlans that stamps every status update as it arrives (ms; the agent reports
+ *    before and after each instruction and after each phase), and, as a cross-check, from
+ *    the plans' own status times (status.startTime and each status.instructions entry's
+ *    start and completion: whole seconds);
+ *  - the bundle: the node binaries the platform added (kubelet, kubeadm,
+ *    kube-controller-manager, kube-scheduler, kube-proxy, pause), raw and gzipped, against
+ *    the whole shipped bundle; the image archives create cluster built from the bundle's
+ *    binaries (not shipped: written to the cache at create time).
+ *
+ * Baseline, measured in the same run on a third fresh host (after destroy, so on a quieter
+ * machine: a floor): the control-plane image archives imported by hand with the plan's own
+ * command, then `kubeadm init` by hand with the images present and the kubelet supervised as
+ * the plan does it. `kubeadm join` and the downloads have none (a join needs a cluster; the
+ * downloads are loopback HTTP within one machine). PROVISIONER_BENCH_HOSTS_BASELINE=0 skips it.
+ *
+ * Run: `npm run bench -- hosts` (one create, ~3-5 min on 2 cores; prints the table, writes
+ * bench-results/hosts.json).
+ */
+import { copyFile, mkdir, readdir, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { ResultPromise } from 'execa';
+import { ensureBinaries } from '../../src/embedded/cache.js';
+import { loadBinaryCatalog, loadCatalog, packageRoot } from '../../src/embedded/catalog.js';
+import { controlPlaneLayout } from '../../src/controlplane/layout.js';
+import { nodeBinaryNames, nodeImageTag } from '../../src/nodeartifacts/node-images.js';
+import * as node from '../../src/platforms/hosts/node-settings.js';
+import { cliVersion } from '../../src/version.js';
+import { waitFor } from '../../test/integration/support/controlplane.js';
+import { cliPath, ensureBuilt } from '../../test/e2e/support/cli.js';
+import { HostsLab, hostsInstallConfig, type RunningAgent } from '../../test/e2e/support/hosts-lab.js';
+import type { TestHost } from '../../test/support/netns.js';
+import { formatNumber, MB, positiveEnv, round2, type BenchRecord, type BenchTable } from './record.js';
+
+const withBaseline = positiveEnv('PROVISIONER_BENCH_HOSTS_BASELINE', 1, true) > 0;
+const clusterName = 'bench';
+/** create cluster's own no-progress timeout (10 min) normally ends a stuck run first. */
+const createLimitMs = 30 * 60_000;
+/** The binaries the hosts platform added to the bundle: kubelet and kubeadm run on hosts, the rest become images (etcd and kube-apiserver were there for the local control plane). */
+const addedBinaries = [...nodeBinaryNames, 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'pause'];
+
+interface JsonEvent {
+  type: string;
+  stage?: string;
+  state?: string;
+  durationMs?: number;
+  kind?: string;
+  message?: string;
+  data?: { commands?: { pool: string; role: string; command: string }[] };
+}
+
+/** One status update of a NodePlan as the watch saw it. */
+interface PlanUpdate {
+  /** ms since create cluster started. */
+  at: number;
+  phase: string;
+  conditions: string[];
+  instructions: string[];
+  message: string;
+}
+
+interface PlanObject {
+  metadata: { namespace: string; name: string; creationTimestamp: string };
+  spec: { instructions?: { name: string; command: string; args?: string[] }[] };
+  status?: { phase?: string; startTime?: string; completionTime?: string; instructions?: { name: string; startTime?: string; completionTime?: string }[] };
+}
+
+const categories = ['artifact downloads', 'image import', 'kubeadm init', 'kubeadm join', 'the rest'] as const;
+type Category = (typeof categories)[number];
+type Split = Record<Category, number> & { total: number };
+
+/** What an instruction is, from its command line. */
+function categoryOf(instruction: { command: string; args?: string[] }): Category {
+  const line = [instruction.command, ...(instruction.args ?? [])].join(' ');
+  if (line.includes('images import')) return 'image import';
+  if (/kubeadm\S* init\b/.test(line)) return 'kubeadm init';
+  if (/kubeadm\S* join\b/.test(line)) return 'kubeadm join';
+  return 'the rest';
+}
+
+const emptySplit = (): Split => ({ 'artifact downloads': 0, 'image import': 0, 'kubeadm init': 0, 'kubeadm join': 0, 'the rest': 0, total: 0 });
+
+/** From the watch: first sighting → Applied; the files phase (PreflightPassed → FilesApplied reported); each instruction from its "running" message to its result. */
+function splitFromWatch(updates: readonly PlanUpdate[], plan: PlanObject): Split | string {
+  const first = (test: (u: PlanUpdate) => boolean) => updates.find(test)?.at;
+  const seen = updates[0]?.at;
+  const applied = first((u) => u.phase === 'Applied');
+  const preflight = first((u) => u.conditions.includes('PreflightPassed')) ?? first((u) => u.phase === 'Executing');
+  const files = first((u) => u.conditions.includes('FilesApplied'));
+  const missing = Object.entries({ seen, applied, preflight, files }).filter(([, v]) => v === undefined).map(([k]) => k);
+  if (missing.length > 0) return `${updates.length} updates, none with ${missing.join(', ')}`;
+  const split = emptySplit();
+  split.total = applied! - seen!;
+  split['artifact downloads'] = files! - preflight!;
+  for (const instruction of plan.spec.instructions ?? []) {
+    const started = first((u) => u.message.endsWith(`running ${instruction.name}`));
+    const ended = first((u) => u.instructions.includes(instruction.name));
+    if (started === undefined || ended === undefined) return `${updates.length} updates; instruction ${instruction.name}: start ${started ?? 'unseen'}, end ${ended ?? 'unseen'}`;
+    const category = categoryOf(instruction);
+    if (category !== 'the rest') split[category] += ended - started;
+  }
+  split['the rest'] = split.total - categories.filter((c) => c !== 'the rest').reduce((n, c) => n + split[c], 0);
+  return split;
+}
+
+/** From the plan's own status times (whole seconds): downloads are start → first instruction. */
+function splitFromStatus(plan: PlanObject): Split | undefined {
+  const t = (value: string | undefined) => (value === undefined ? undefined : Date.parse(value));
+  const created = t(plan.metadata.creationTimestamp);
+  const started = t(plan.status?.startTime);
+  const completed = t(plan.status?.completionTime);
+  const results = plan.status?.instructions ?? [];
+  const firstInstruction = t(results[0]?.startTime);
+  if (created === undefined || started === undefined || completed === undefined || firstInstruction === undefined) return undefined;
+  const split = emptySplit();
+  split.total = completed - created;
+  split['artifact downloads'] = firstInstruction - started;
+  for (const result of results) {
+    const spec = plan.spec.instructions?.find((i) => i.name === result.name);
+    const category = spec ? categoryOf(spec) : 'the rest';
+    const [from, to] = [t(result.startTime), t(result.completionTime)];
+    if (category !== 'the rest' && from !== undefined && to !== undefined) split[category] += to - from;
+  }
+  split['the rest'] = split.total - categories.filter((c) => c !== 'the rest').reduce((n, c) => n + split[c], 0);
+  return split;
+}
+
+/**
+ * Watches every NodePlan of the cluster's control plane (`kubectl get --watch -o json`: one
+ * indented object after another, each ending with a `}` line), stamping each update on arrival.
+ * JSON rather than a jsonpath template: kubectl printed only the first object of the watch
+ * with a template holding `{range}`.
+ */
+class PlanWatch {
+  readonly updates = new Map<string, PlanUpdate[]>();
+  lines = 0;
+  private buffer = '';
+  private object: string[] = [];
+  private errors = '';
+
+  constructor(
+    readonly child: ResultPromise,
+    private readonly started: number,
+  ) {
+    child.stderr?.on('data', (chunk: Buffer) => (this.errors += chunk.toString()));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      const at = Date.now() - this.started;
+      this.buffer += chunk.toString();
+      const lines = this.buffer.split('\n');
+      this.buffer = lines.pop() ?? '';
+      for (const line of lines) {
+        this.lines += 1;
+        this.object.push(line);
+        if (line !== '}') continue;
+        const plan = JSON.parse(this.object.join('\n')) as PlanObject & { status?: { message?: string; conditions?: { type: string }[] } };
+        this.object = [];
+        const key = `${plan.metadata.namespace}/${plan.metadata.name}`;
+        const updates = this.updates.get(key) ?? [];
+        updates.push({
+          at,
+          phase: plan.status?.phase ?? '',
+          conditions: (plan.status?.conditions ?? []).map((c) => c.type),
+          instructions: (plan.status?.instructions ?? []).map((i) => i.name),
+          message: plan.status?.message ?? '',
+        });
+        this.updates.set(key, updates);
+      }
+    });
+  }
+
+  stderr(): string {
+    return this.errors;
+  }
+}
+
+const registerCommand = /^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/;
+
+interface NodeObject {
+  metadata: { name: string; creationTimestamp: string };
+  status: { conditions?: { type: string; status: string; lastTransitionTime: string }[] };
+}
+
+/** The bundle's node binaries (raw: the extracted file; gzipped: the bundle's archive), and the whole shipped bundle. */
+async function bundleSizes() {
+  const catalog = await loadCatalog();
+  const paths = await ensureBinaries(addedBinaries);
+  const rows: { name: string; raw: number; gz: number }[] = [];
+  for (const name of addedBinaries) {
+    rows.push({ name, raw: (await stat(paths[name]!)).size, gz: (await stat(catalog.archivePath(catalog.binary(name)))).size });
+  }
+  let shippedRaw = 0;
+  let shippedGz = 0;
+  for (const binary of catalog.binaries.filter((b) => b.shipped)) {
+    shippedRaw += binary.size;
+    shippedGz += (await stat(catalog.archivePath(binary))).size;
+  }
+  return { rows, shippedRaw, shippedGz };
+}
+
+/** What the hosts downloaded as image archives: the files create cluster served, by name. */
+async function imageArchives(dir: string): Promise<{ name: string; bytes: number; file: string }[]> {
+  const imagesDir = path.join(controlPlaneLayout(dir).artifactsDir, 'node', 'images');
+  const out: { name: string; bytes: number; file: string }[] = [];
+  for (const file of (await readdir(imagesDir)).filter((f) => f.endsWith('.tar')).sort()) {
+    out.push({ name: file.replace(/\.tar$/, ''), bytes: (await stat(path.join(imagesDir, file))).size, file: path.join(imagesDir, file) });
+  }
+  return out;
+}
+
+/** What a plan would have downloaded, put on the baseline host: kubelet, kubeadm and the image archives (destroy removes the served copies). */
+async function placeBaselineFiles(host: TestHost, archives: readonly { name: string; file: string }[]): Promise<void> {
+  const paths = await ensureBinaries(['kubelet', 'kubeadm']);
+  await mkdir(path.join(host.rootDir, 'usr/local/bin'), { recursive: true });
+  for (const name of ['kubelet', 'kubeadm']) await copyFile(paths[name]!, path.join(host.rootDir, 'usr/local/bin', name));
+  const imagesDir = path.join(host.rootDir, node.imageArchiveDirectory);
+  await mkdir(imagesDir, { recursive: true });
+  for (const archive of archives) await copyFile(archive.file, path.join(imagesDir, `${archive.name}.tar`));
+}
+
+/**
+ * The floor on a fresh host: the control-plane archives imported with the plan's own
+ * command, then `kubeadm init` with the images present, the kubelet supervised as the plan
+ * starts it, and the platform's kubeadm settings. Returns both durations (ms). Its files
+ * are in place already (`placeBaselineFiles`).
+ */
+async function baselineOnFreshHost(lab: HostsLab, host: TestHost): Promise<{ importMs: number; initMs: number }> {
+  const catalog = await loadBinaryCatalog();
+  const sh = (script: string, timeout = 600_000) => lab.net.run(host.namespace, '/bin/sh', ['-c', script], { timeout });
+  let started = Date.now();
+  const imported = await sh(node.importImages('controlPlane'));
+  const importMs = Date.now() - started;
+  if (imported.exitCode !== 0) throw new Error(`baseline: image import on ${host.name} exited ${imported.exitCode}: ${imported.stderr}`);
+
+  const runScript = path.join(host.dir, 'kubelet-run.sh');
+  await writeFile(runScript, node.kubeletRunScript.content, { mode: 0o755 });
+  const kubelet = await lab.net.run(host.namespace, lab.agentPath, ['supervise', 'start', '--name', node.kubeletSupervisedName, '--', runScript], { timeout: 60_000 });
+  if (kubelet.exitCode !== 0) throw new Error(`baseline: supervise start on ${host.name} exited ${kubelet.exitCode}: ${kubelet.stderr}`);
+
+  // The platform's kubeadm settings, with the host's values where its cloud-config has variables.
+  const value = (v: string) => v.replaceAll(node.hostAddress, host.address).replaceAll(node.hostName, host.name);
+  const config = `apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: ${host.address}
+  bindPort: 6443
+nodeRegistration:
+  name: ${host.name}
+  criSocket: unix://${node.containerdSocket}
+  imagePullPolicy: ${node.imagePullPolicy}
+  ignorePreflightErrors: [${node.ignoredPreflightErrors.join(', ')}]
+  kubeletExtraArgs:
+${node.kubeletExtraArgs.map((a) => `  - name: ${a.name}\n    value: "${value(a.value)}"`).join('\n')}
+skipPhases: [${node.skippedInitPhases.join(', ')}]
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: ${catalog.binary('kubeadm').version}
+clusterName: baseline
+imageRepository: ${node.imageRepository}
+controlPlaneEndpoint: ${host.address}:6443
+etcd:
+  local:
+    imageTag: ${nodeImageTag('etcd', catalog.binary('etcd').version)}
+`;
+  const configFile = path.join(host.dir, 'kubeadm.yaml');
+  await writeFile(configFile, config, { mode: 0o600 });
+  started = Date.now();
+  const init = await lab.net.run(host.namespace, '/usr/local/bin/kubeadm', ['init', '--config', configFile], { timeout: 600_000 });
+  const initMs = Date.now() - started;
+  if (init.exitCode !== 0) throw new Error(`baseline: kubeadm init on ${host.name} exited ${init.exitCode}: ${init.stderr.slice(-2000)}`);
+  // Undone before the lab goes (it would kill what is left anyway).
+  await lab.net.run(host.namespace, lab.agentPath, ['supervise', 'stop', '--name', node.kubeletSupervisedName], { timeout: 60_000 });
+  await lab.net.run(host.namespace, '/usr/local/bin/kubeadm', ['reset', '-f', '--cri-socket', `unix://${node.containerdSocket}`], { timeout: 180_000 });
+  return { importMs, initMs };
+}
+
+export async function run(): Promise<BenchRecord> {
+  await ensureBuilt();
+  const lab = await HostsLab.create(withBaseline ? 3 : 2, { runtime: true });
+  const agents: RunningAgent[] = [];
+  let create: ResultPromise | undefined;
+  let watch: PlanWatch | undefined;
+  const dir = path.join(lab.net.root, 'cluster');
+  let destroyed = false;
+  const notes: string[] = [];
+  try {
+    await lab.writeKubeletCgroupRoots();
+    const [h0, h1] = lab.hosts as [TestHost, TestHost];
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(clusterName, lab.net.machine.address, 1));
+    const loadBefore = os.loadavg()[0] ?? 0;
+
+    // create cluster, its JSON events stamped as they arrive.
+    const events: { at: number; event: JsonEvent }[] = [];
+    const started = Date.now();
+    create = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', dir, '--output', 'json'], { cwd: packageRoot, buffer: true, reject: false, timeout: createLimitMs });
+    let pending = '';
+    create.stdout?.on('data', (chunk: Buffer) => {
+      const at = Date.now() - started;
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) if (line.trim().startsWith('{')) events.push({ at, event: JSON.parse(line) as JsonEvent });
+    });
+    let ended = false;
+    void create.finally(() => (ended = true)).catch(() => undefined);
+
+    const commands = await waitFor('the registration commands', () => {
+      if (ended) throw new Error(`create cluster ended before printing the registration commands: ${JSON.stringify(events.slice(-5).map((e) => e.event))}`);
+      return events.find((e) => e.event.type === 'result' && e.event.kind === 'registration-commands');
+    }, 600_000);
+    const commandsAt = commands.at;
+    // The control plane runs: watch the plans from now on (they are created once hosts are claimed).
+    watch = new PlanWatch(lab.spawnKubectl(['get', 'nodeplans', '-A', '--watch', '-o', 'json'], path.join(dir, 'auth', 'management.kubeconfig')), started);
+
+    for (const [host, role] of [[h0, 'control-plane'], [h1, 'worker']] as const) {
+      const parsed = (commands.event.data?.commands ?? []).map((c) => registerCommand.exec(c.command)).find((m) => m?.[4] === role);
+      if (!parsed) throw new Error(`no registration command for role ${role}: ${JSON.stringify(commands.event.data)}`);
+      const registered = await lab.register(host, { token: parsed[1]!, server: parsed[2]!, checksum: parsed[3]! }, ['--roles', role]);
+      if (registered.exitCode !== 0) throw new Error(`${host.name} did not register: ${registered.stdout}\n${registered.stderr}`);
+      agents.push(lab.startAgent(host));
+    }
+    const registeredAt = Date.now() - started;
+
+    const done = await create;
+    const exitedAt = Date.now() - started;
+    const loadAfter = os.loadavg()[0] ?? 0;
+    if (done.exitCode !== 0) {
+      const failed = events.filter((e) => e.event.type === 'stage' && e.event.state === 'failed').map((e) => `${e.event.stage}: ${e.event.message ?? ''}`);
+      throw new Error(`create cluster exited ${done.exitCode ?? done.signal}: ${failed.join('; ')}\n${String(done.stderr).slice(-2000)}\n${agents.map((a) => a.output().slice(-1500)).join('\n')}`);
+    }
+
+    // Nodes: when each became Ready (its condition's transition), from create's start.
+    const nodesRun = await lab.kubectlWith(path.join(dir, 'auth', 'kubeconfig'), ['get', 'nodes', '-o', 'json']);
+    if (nodesRun.exitCode !== 0) throw new Error(`kubectl get nodes: ${nodesRun.stderr}`);
+    const nodes = (JSON.parse(nodesRun.stdout) as { items: NodeObject[] }).items;
+    const readyAt = nodes
+      .map((n) => n.status.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime)
+      .filter((t): t is string => t !== undefined)
+      .map((t) => Date.parse(t) - started)
+      .sort((a, b) => a - b);
+    if (readyAt.length < 2) throw new Error(`${readyAt.length} Ready nodes after create cluster: ${nodesRun.stdout.slice(0, 2000)}`);
+    const [firstReady, secondReady] = readyAt as [number, number];
+
+    // Plans: their final objects, split by the watch and by their own status times.
+    const plansRun = await lab.kubectlWith(path.join(dir, 'auth', 'management.kubeconfig'), ['get', 'nodeplans', '-A', '-o', 'json']);
+    if (plansRun.exitCode !== 0) throw new Error(`kubectl get nodeplans: ${plansRun.stderr}`);
+    const plans = (JSON.parse(plansRun.stdout) as { items: PlanObject[] }).items.filter((p) => p.metadata.namespace.startsWith('host-'));
+    const planOf = (host: TestHost) => plans.find((p) => p.metadata.namespace === `host-${host.name}`);
+    const split = (host: TestHost, from: 'watch' | 'status'): Split | undefined => {
+      const plan = planOf(host);
+      if (!plan) return undefined;
+      if (from === 'status') return splitFromStatus(plan);
+      const result = splitFromWatch(watch!.updates.get(`${plan.metadata.namespace}/${plan.metadata.name}`) ?? [], plan);
+      if (typeof result === 'string') {
+        notes.push(`The plan watch missed updates of ${plan.metadata.namespace}/${plan.metadata.name} (${result}; ${watch!.lines} lines for ${[...watch!.updates.keys()].join(', ') || 'no plan'}; kubectl: ${watch!.stderr().slice(-300) || 'no error'}): its split is "-", the status columns stand.`);
+        return undefined;
+      }
+      return result;
+    };
+    const splits = { cpWatch: split(h0, 'watch'), workerWatch: split(h1, 'watch'), cpStatus: split(h0, 'status'), workerStatus: split(h1, 'status') };
+
+    const archives = await imageArchives(dir);
+    const bundle = await bundleSizes();
+
+    if (withBaseline) await placeBaselineFiles(lab.hosts[2]!, archives);
+    // Destroy while the agents still run (they run the reset plans), then the floor on the third host.
+    const destroyStarted = Date.now();
+    const destroy = await lab.cli(['destroy', 'cluster', '--dir', dir], 900_000);
+    const destroyMs = Date.now() - destroyStarted;
+    destroyed = destroy.exitCode === 0;
+    if (!destroyed) notes.push(`destroy cluster exited ${destroy.exitCode}: ${destroy.stderr.split('\n').slice(-3).join(' / ')}`);
+    const loadBaseline = os.loadavg()[0] ?? 0;
+    const baseline = withBaseline ? await baselineOnFreshHost(lab, lab.hosts[2]!) : undefined;
+
+    // Figures.
+    const s = (ms: number | undefined) => (ms === undefined ? '-' : `${formatNumber(ms / 1000)} s`);
+    const pct = (part: number | undefined, whole: number | undefined) => (part === undefined || !whole ? '-' : `${formatNumber((100 * part) / whole)} %`);
+    const stageEvents = events.filter((e) => e.event.type === 'stage' && e.event.state === 'succeeded' && e.event.durationMs !== undefined);
+    const stageRows = stageEvents.map((e) => [e.event.stage!, s(e.event.durationMs), s(e.at), pct(e.event.durationMs, exitedAt)]);
+    // When each bootstrap plan appeared (the HostMachine controller made it from Cluster API's bootstrap data) and was Applied, as the watch saw it.
+    const planTimes = (host: TestHost, role: string): [string, number][] => {
+      const plan = planOf(host);
+      const updates = plan ? watch!.updates.get(`${plan.metadata.namespace}/${plan.metadata.name}`) ?? [] : [];
+      const appliedAt = updates.find((u) => u.phase === 'Applied')?.at;
+      return [
+        ...(updates[0] ? [[`${role} bootstrap plan created`, updates[0].at] as [string, number]] : []),
+        ...(appliedAt !== undefined ? [[`${role} bootstrap plan Applied`, appliedAt] as [string, number]] : []),
+      ];
+    };
+    const timeline: [string, number][] = [
+      ['registration commands printed', commandsAt],
+      ['both hosts registered, agents started', registeredAt],
+      ...planTimes(h0, 'control-plane'),
+      ...planTimes(h1, 'worker'),
+      ['first node Ready', firstReady],
+      ['2 nodes Ready', secondReady],
+      ['create cluster exited', exitedAt],
+    ];
+    timeline.sort((a, b) => a[1] - b[1]);
+    const figures: Record<string, number> = {
+      createMs: exitedAt,
+      commandsPrintedMs: commandsAt,
+      hostsRegisteredMs: registeredAt,
+      firstNodeReadyMs: firstReady,
+      twoNodesReadyMs: secondReady,
+      destroyMs,
+      loadAverage1mBefore: round2(loadBefore),
+      loadAverage1mAfterCreate: round2(loadAfter),
+      loadAverage1mAtBaseline: round2(loadBaseline),
+    };
+    for (const e of stageEvents) figures[`stage:${e.event.stage}Ms`] = e.event.durationMs!;
+    for (const [label, at] of timeline) figures[`at:${label}Ms`] = at;
+    const key = (c: Category) => c.replace(/ (\w)/g, (_, l: string) => l.toUpperCase());
+    for (const [label, sp] of Object.entries(splits)) {
+      if (!sp) continue;
+      figures[`${label}PlanMs`] = sp.total;
+      for (const c of categories) figures[`${label}:${key(c)}Ms`] = sp[c];
+    }
+    const addedRaw = bundle.rows.reduce((n, r) => n + r.raw, 0);
+    const addedGz = bundle.rows.reduce((n, r) => n + r.gz, 0);
+    const archiveBytes = archives.reduce((n, a) => n + a.bytes, 0);
+    Object.assign(figures, { nodeBinariesBytes: addedRaw, nodeBinariesGzBytes: addedGz, shippedBundleGzBytes: bundle.shippedGz, imageArchivesBytes: archiveBytes });
+    const ratios: Record<string, number> = {
+      nodeBinariesShareOfBundleGz: round2(addedGz / bundle.shippedGz),
+      nodeBinariesGzOverRaw: round2(addedGz / addedRaw),
+    };
+    if (baseline) {
+      figures.baselineImageImportMs = baseline.importMs;
+      figures.baselineKubeadmInitMs = baseline.initMs;
+      if (splits.cpWatch) {
+        ratios.imageImportInPlanOverByHand = round2(splits.cpWatch['image import'] / baseline.importMs);
+        ratios.kubeadmInitInPlanOverByHand = round2(splits.cpWatch['kubeadm init'] / baseline.initMs);
+      }
+    }
+    // Shares of the whole: the plans' parts over create → 2 Ready (the worker's plan starts once the control plane is initialized, so they do not overlap much).
+    const sum = (c: Category) => (splits.cpWatch?.[c] ?? Number.NaN) + (splits.workerWatch?.[c] ?? Number.NaN);
+    for (const c of categories.filter((c) => c !== 'the rest')) ratios[`${key(c)}ShareOfTwoReady`] = round2(sum(c) / secondReady);
+
+    const planRows = [...categories, 'total' as const].map((c) => [
+      c,
+      s(splits.cpWatch?.[c]), pct(splits.cpWatch?.[c], splits.cpWatch?.total),
+      s(splits.workerWatch?.[c]), pct(splits.workerWatch?.[c], splits.workerWatch?.total),
+      c === 'total' ? '' : pct(c === 'the rest' ? undefined : sum(c), secondReady),
+      s(splits.cpStatus?.[c]), s(splits.workerStatus?.[c]),
+    ]);
+    const tables: BenchTable[] = [
+      { title: `create cluster stages (stage events of --output json; create cluster took ${s(exitedAt)})`, columns: ['stage', 'duration', 'ended at', 'share of create'], rows: stageRows },
+      { title: 'timeline from the start of create cluster', columns: ['event', 'at'], rows: timeline.map(([label, at]) => [label, s(at)]) },
+      {
+        title: 'bootstrap NodePlans: where the time goes (watch: each status update stamped on arrival; status: the plan\'s own times, whole seconds)',
+        columns: ['part', 'control-plane plan', 'share', 'worker plan', 'share', 'both over create -> 2 Ready', 'cp plan (status)', 'worker plan (status)'],
+        rows: planRows,
+      },
+    ];
+    if (baseline) {
+      tables.push({
+        title: 'baseline: by hand on a fresh host, after destroy (the floor)',
+        columns: ['step', 'by hand', 'in the control-plane plan', 'ratio'],
+        rows: [
+          [`image import (the same ${archives.length} archives, the plan's command)`, s(baseline.importMs), s(splits.cpWatch?.['image import']), splits.cpWatch ? `${formatNumber(splits.cpWatch['image import'] / baseline.importMs)} x` : '-'],
+          ['kubeadm init (images present, kubelet supervised)', s(baseline.initMs), s(splits.cpWatch?.['kubeadm init']), splits.cpWatch ? `${formatNumber(splits.cpWatch['kubeadm init'] / baseline.initMs)} x` : '-'],
+          ['kubeadm join', '-', s(splits.workerWatch?.['kubeadm join']), 'no baseline'],
+        ],
+      });
+    }
+    const mb = (bytes: number) => `${formatNumber(bytes / MB)} MB`;
+    tables.push({
+      title: 'bundle size added by the node binaries (raw: extracted; gz: the bundle\'s archive) and the image archives create cluster built',
+      columns: ['file', 'raw', 'gzipped', 'gz/raw'],
+      rows: [
+        ...bundle.rows.map((r) => [`bin/${r.name}`, mb(r.raw), mb(r.gz), `${formatNumber((100 * r.gz) / r.raw)} %`]),
+        ['node binaries, total', mb(addedRaw), mb(addedGz), `${formatNumber((100 * addedGz) / addedRaw)} %`],
+        ['whole shipped bundle (baseline)', mb(bundle.shippedRaw), mb(bundle.shippedGz), `node binaries: ${formatNumber((100 * addedGz) / bundle.shippedGz)} % of it`],
+        ...archives.map((a) => [`image ${a.name}.tar (not shipped)`, mb(a.bytes), '(gzip layer)', '']),
+        ['image archives, total (written at create time)', mb(archiveBytes), '', ''],
+      ],
+    });
+    notes.push(
+      `One run on ${os.availableParallelism()} cores, shared with other work: 1-minute load ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after create cluster, ${loadBaseline.toFixed(2)} at the baseline. Single figures, not medians: read the shares and ratios.`,
+      'The hosts are registered by this benchmark as soon as the commands print, so pre-provision holds the registration, not a person walking to a machine. Node Ready times are the Ready condition\'s lastTransitionTime (whole seconds).',
+      'Plan parts: downloads = the files phase (kubelet, kubeadm and the role\'s image archives from the forwarder, digest-checked, plus the cloud-config\'s files); the rest = the time from the plan\'s creation to the agent taking it, preflight checks, the other instructions (ip_forward check, CNI config, kubelet start, a worker\'s undo of an unfinished join) and probes. The status columns have whole-second times, so a part there is off by up to a second.',
+      baseline
+        ? 'Baseline: on a third fresh host after destroy cluster (the machine quieter than during create): the plan\'s image-import command by hand, then kubeadm init with the platform\'s settings. No baseline for kubeadm join (it needs a cluster to join) nor for the downloads (loopback HTTP on one machine).'
+        : 'No baseline (PROVISIONER_BENCH_HOSTS_BASELINE=0).',
+      'Bundle: etcd and kube-apiserver were in the bundle before the hosts platform (the local control plane runs them); the image archives are built at create time from the bundle\'s binaries into the cache (one gzip layer each), so they add to the cache on disk, not to the package.',
+    );
+    return { name: 'hosts', figures, ratios, versions: { provisioner: cliVersion, kubernetes: (await loadBinaryCatalog()).binary('kubeadm').version }, tables, notes };
+  } finally {
+    create?.kill('SIGKILL');
+    if (!destroyed) await lab.cli(['destroy', 'cluster', '--dir', dir], 900_000).catch(() => undefined);
+    watch?.child.kill('SIGKILL');
+    for (const agent of agents) agent.process.kill('SIGKILL');
+    await lab.remove();
+  }
+}
