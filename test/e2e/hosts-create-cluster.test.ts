@@ -7,15 +7,18 @@
  * their agents; `create cluster` exits 0 with 2 Ready nodes at the bundled kubelet version; a
  * pod of our pause image runs on the worker; the worker pool scaled to 2 in the install config
  * and `create cluster` run again prints one worker command, and a third host registered with
- * it becomes a third Ready node, although its agent is SIGKILLed while the bootstrap plan runs
- * `kubeadm join` and restarted with the same command (the join dies with the agent, the plan
- * records the interrupted attempt and is Applied in the next); `destroy cluster` exits 0 and leaves no kubelet, container or
+ * it becomes a third Ready node, although its agent is SIGKILLed twice while the bootstrap plan
+ * runs `kubeadm join` (as soon as the join runs, then in the retry once the kubelet has done its
+ * TLS bootstrap, the join frozen there) and restarted each time with the same command: the join
+ * dies with the agent, the plan records both interrupted attempts, and the third takes the
+ * second's join as done; `destroy cluster` exits 0 and leaves no kubelet, container or
  * NodePlan on any host. Then a host without containerd: its bootstrap plan
  * fails the containerd-socket check, `create cluster` exits 6 naming it, and `destroy cluster`
  * still exits 0. Per-stage timings, as this test sees them, are printed.
  * The only thing a test host needs beyond a real one is its own kubelet cgroup root (several
  * kubelets share this kernel), given in its /var/lib/provisioner/kubelet.env.
  */
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResultPromise } from 'execa';
@@ -44,7 +47,13 @@ interface PodView { spec: { nodeName?: string; containers: { image: string }[] }
 interface NodePlanView {
   metadata: { namespace: string; name: string };
   spec?: { instructions?: { name: string }[] };
-  status?: { phase?: string; message?: string; attempts?: number; interruptions?: { attempt: number; instruction?: string; agentPID?: number; killedProcesses?: number; message?: string }[] };
+  status?: {
+    phase?: string;
+    message?: string;
+    attempts?: number;
+    interruptions?: { attempt: number; instruction?: string; agentPID?: number; killedProcesses?: number; message?: string }[];
+    instructions?: { name: string; output?: string; attempt: number }[];
+  };
 }
 
 const ready = (node: NodeView) => node.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
@@ -81,6 +90,21 @@ async function kubeadmJoins(host: TestHost): Promise<number[]> {
   };
   await walk(path.join('/sys/fs/cgroup/pids', host.cgroup));
   return found;
+}
+
+/**
+ * SIGKILLs a host's agent during its plan's `kubeadm join` and returns the plan as the agent left it, once the join is
+ * gone too (the instruction's guard kills its process group when the agent dies).
+ */
+async function killAgent(host: TestHost, agent: RunningAgent): Promise<NodePlanView> {
+  agent.process.kill('SIGKILL');
+  await agent.process.catch(() => undefined);
+  const killedAt = Date.now();
+  await waitFor('the killed agent\'s kubeadm join gone', async () => ((await kubeadmJoins(host)).length === 0 ? true : undefined), 10_000);
+  timings[`scale: kubeadm join gone after the agent's SIGKILL (${Object.keys(timings).filter((k) => k.startsWith('scale: kubeadm join gone')).length + 1})`] = Date.now() - killedAt;
+  const plan = await joinPlanOf(host);
+  expect(plan?.status?.phase, JSON.stringify(plan?.status)).toBe('Executing');
+  return plan!;
 }
 
 /** The host's bootstrap plan (the one whose instructions run `kubeadm join`), as the management API server has it. */
@@ -266,39 +290,53 @@ bootstrap:
       const first = lab.startAgent(h2);
       agents.push(first);
 
-      // The agent SIGKILLed while its bootstrap plan runs `kubeadm join` (seen as the process in the host's cgroup).
+      // Killed early: the agent SIGKILLed as soon as its bootstrap plan runs `kubeadm join` (the process in the host's cgroup).
       await waitFor('kubeadm join running on the third host', async () => {
         if (ended) throw new GiveUp(`create cluster ended before the third host's join:\n${output}`);
-        const pids = await kubeadmJoins(h2);
-        return pids.length > 0 ? pids : undefined;
+        return (await kubeadmJoins(h2)).length > 0 || undefined;
       }, 600_000);
-      first.process.kill('SIGKILL');
-      await first.process.catch(() => undefined);
-      const killedAt = Date.now();
-      // The join does not outlive its agent: the instruction's guard kills its process group.
-      await waitFor('the killed agent\'s kubeadm join gone', async () => ((await kubeadmJoins(h2)).length === 0 ? true : undefined), 10_000);
-      timings['scale: kubeadm join gone after the agent\'s SIGKILL'] = Date.now() - killedAt;
-      const stopped = await joinPlanOf(h2);
-      expect(stopped?.status?.phase, JSON.stringify(stopped?.status)).toBe('Executing');
-      expect(stopped?.status?.message).toMatch(/^attempt 1: running cmd-\d+-kubeadm-join$/);
+      const early = await killAgent(h2, first);
+      expect(early.status?.message).toMatch(/^attempt 1: running cmd-\d+-kubeadm-join$/);
       // Restarted as a user would: the same command.
       const second = lab.startAgent(h2);
       agents.push(second);
 
+      // Killed late: the retried join frozen (SIGSTOP) once it started the kubelet, and the agent SIGKILLed once the
+      // kubelet has done its TLS bootstrap (the Node exists): the join got that far, not to Cluster API's success marker.
+      const kubeletStarted = path.join(h2.rootDir, 'var/lib/kubelet/kubeadm-flags.env');
+      await waitFor('the retried kubeadm join started the kubelet', async () => {
+        if (ended) throw new GiveUp(`create cluster ended before the third host's second join:\n${output}`);
+        const pids = await kubeadmJoins(h2);
+        if (pids.length === 0 || !existsSync(kubeletStarted)) return undefined;
+        for (const pid of pids) process.kill(pid, 'SIGSTOP');
+        return true;
+      }, 300_000);
+      await waitFor('the kubelet\'s TLS bootstrap while the join is frozen', () => existsSync(path.join(h2.rootDir, 'etc/kubernetes/kubelet.conf')) || undefined, 120_000);
+      expect(await kubeadmJoins(h2), 'the frozen join still there').not.toEqual([]);
+      const late = await killAgent(h2, second);
+      expect(late.status?.message).toMatch(/^attempt 2: running cmd-\d+-kubeadm-join$/);
+      const third = lab.startAgent(h2);
+      agents.push(third);
+
       const done = await again;
       timings['scale: second create cluster exited'] = Date.now() - started;
-      expect(done.exitCode, `${output}\n${second.output().slice(-3000)}`).toBe(0);
+      expect(done.exitCode, `${output}\n${third.output().slice(-3000)}`).toBe(0);
       const plan = await joinPlanOf(h2);
       expect(plan?.status?.phase).toBe('Applied');
-      expect(plan?.status?.attempts).toBe(2);
-      expect(plan?.status?.message).toBe('applied in attempt 2');
-      expect(plan?.status?.interruptions, JSON.stringify(plan?.status)).toHaveLength(1);
-      const [interruption] = plan!.status!.interruptions!;
-      expect(interruption).toMatchObject({ attempt: 1, instruction: stopped!.status!.message!.replace('attempt 1: running ', '') });
-      expect(interruption!.agentPID).toBeGreaterThan(0);
-      expect(interruption!.killedProcesses ?? 0).toBe(0); // the guard had already ended the join
-      expect(interruption!.message).toContain('stopped during instruction cmd-');
-      expect(second.output()).toContain('resuming the plan whose agent stopped while it held the lock');
+      expect(plan?.status?.attempts).toBe(3);
+      expect(plan?.status?.message).toBe('applied in attempt 3');
+      const joinInstruction = early.status!.message!.replace('attempt 1: running ', '');
+      const interruptions = plan?.status?.interruptions ?? [];
+      expect(interruptions.map((i) => [i.attempt, i.instruction, i.killedProcesses ?? 0]), JSON.stringify(plan?.status)).toEqual([[1, joinInstruction, 0], [2, joinInstruction, 0]]);
+      for (const interruption of interruptions) {
+        expect(interruption.agentPID).toBeGreaterThan(0);
+        expect(interruption.message).toContain(`stopped during instruction ${joinInstruction}; none of its processes was left running`);
+      }
+      // The third attempt took the interrupted join as done: its first instruction wrote the marker, the join line did not run kubeadm.
+      const outputs = Object.fromEntries((plan?.status?.instructions ?? []).map((i) => [i.name, i.output ?? '']));
+      expect(Object.values(outputs).join('\n')).toContain('this plan\'s interrupted join got through the kubelet\'s TLS bootstrap: the join is done');
+      expect(outputs[joinInstruction]).toContain('kubeadm join succeeded in an earlier attempt of this plan');
+      expect(third.output()).toContain('resuming the plan whose agent stopped while it held the lock');
     } finally {
       again.kill('SIGKILL');
     }

@@ -275,6 +275,9 @@ func instruction(i int, raw json.RawMessage) (agentv1.Instruction, error) {
 	var argv []string
 	if err := json.Unmarshal(raw, &line); err == nil {
 		argv = []string{"/bin/sh", "-c", line}
+		if once, ok := kubeadmOnce(line); ok {
+			argv[2] = once
+		}
 	} else if err := json.Unmarshal(raw, &argv); err != nil || len(argv) == 0 {
 		return agentv1.Instruction{}, fmt.Errorf("neither a string nor a list of strings: %s", raw)
 	} else {
@@ -289,6 +292,35 @@ func instruction(i int, raw json.RawMessage) (agentv1.Instruction, error) {
 		// of the plan's status; every other command's tail says why it failed.
 		SaveOutput: !strings.Contains(line, "kubeadm init"),
 	}, nil
+}
+
+// SuccessMarker is Cluster API's: its kubeadm runcmd line ends `&& echo success > SuccessMarker`.
+const SuccessMarker = "/run/cluster-api/bootstrap-success.complete"
+
+// KubeadmRecord is where the bootstrap plan records, before kubeadm runs, the sha256 of the
+// kubeadm config it runs kubeadm with (sha256sum's format): the marker together with a
+// matching record means an earlier attempt of this very plan (the config holds the
+// Machine's bootstrap token) succeeded. The hosts platform's worker plans read it too,
+// to tell their own interrupted join from another cluster's leftovers. The reset plan
+// empties its directory.
+const KubeadmRecord = "/run/cluster-api/provisioner-kubeadm.sha256"
+
+var kubeadmConfigLine = regexp.MustCompile(`^\s*kubeadm (init|join)\s.*--config[ =](\S+)`)
+
+// kubeadmOnce wraps Cluster API's kubeadm line so that a retried plan does not run kubeadm
+// again once it succeeded (a second init or join refuses the files of the first): the
+// agent may have died after kubeadm and before the plan ended, or a worker plan's first
+// instruction may have found its interrupted join complete and written the marker.
+func kubeadmOnce(line string) (string, bool) {
+	m := kubeadmConfigLine.FindStringSubmatch(line)
+	if m == nil || !strings.Contains(line, SuccessMarker) {
+		return "", false
+	}
+	return fmt.Sprintf(`if [ -f %[1]s ] && sha256sum -c --status %[2]s 2>/dev/null; then
+  echo "kubeadm %[3]s succeeded in an earlier attempt of this plan (Cluster API's success marker, the same config): not run again"; exit 0
+fi
+mkdir -p %[4]s && sha256sum %[5]s > %[2]s || exit 1
+%[6]s`, SuccessMarker, KubeadmRecord, m[1], path.Dir(KubeadmRecord), m[2], line), true
 }
 
 var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -134,7 +138,7 @@ func TestBootstrapFromKubeadmInitCloudConfig(t *testing.T) {
 		t.Fatalf("instructions %v, want %v", names, want)
 	}
 	init := plan.Spec.Instructions[2]
-	if init.Command != "/bin/sh" || init.Args[0] != "-c" || !strings.HasPrefix(init.Args[1], "kubeadm init --config /run/kubeadm/kubeadm.yaml") || !strings.Contains(init.Args[1], "bootstrap-success.complete") {
+	if init.Command != "/bin/sh" || init.Args[0] != "-c" || !strings.Contains(init.Args[1], "\nkubeadm init --config /run/kubeadm/kubeadm.yaml") || !strings.Contains(init.Args[1], "bootstrap-success.complete") {
 		t.Errorf("kubeadm init instruction: %+v", init)
 	}
 	if init.SaveOutput {
@@ -194,6 +198,54 @@ func TestBootstrapFromKubeadmJoinCloudConfig(t *testing.T) {
 	last := plan.Spec.Instructions[len(plan.Spec.Instructions)-1]
 	if last.Name != "cmd-2-kubeadm-join" || !strings.Contains(last.Args[1], "kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml --v=2") || !last.SaveOutput {
 		t.Errorf("join instruction: %+v", last)
+	}
+
+	// The join line runs kubeadm once per plan: run for real (sh, sha256sum, a kubeadm that
+	// logs its runs) with the plan's /run paths moved to a scratch directory.
+	root := t.TempDir()
+	script := strings.NewReplacer("/run/", root+"/run/").Replace(last.Args[1])
+	bin := filepath.Join(root, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(root, "runs")
+	if err := os.WriteFile(filepath.Join(bin, "kubeadm"), []byte("#!/bin/sh\necho \"$*\" >> "+runs+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(root, "run/kubeadm/kubeadm-join-config.yaml")
+	if err := os.MkdirAll(filepath.Dir(config), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	attempt := func(configContent string) string {
+		t.Helper()
+		if err := os.WriteFile(config, []byte(configContent), 0o600); err != nil { // write_files, each attempt
+			t.Fatal(err)
+		}
+		cmd := exec.Command("/bin/sh", "-c", script)
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		raw, _ := os.ReadFile(runs)
+		return fmt.Sprintf("%d runs, %s", strings.Count(string(raw), "join --config"), strings.TrimSpace(string(out)))
+	}
+	if got := attempt("token: a"); !strings.HasPrefix(got, "1 runs") {
+		t.Fatalf("first attempt: %s", got)
+	}
+	if got := attempt("token: a"); got != "1 runs, kubeadm join succeeded in an earlier attempt of this plan (Cluster API's success marker, the same config): not run again" {
+		t.Fatalf("a retry after the join succeeded: %s", got)
+	}
+	// Another plan's marker (another config): kubeadm runs.
+	if got := attempt("token: b"); !strings.HasPrefix(got, "2 runs") {
+		t.Fatalf("another config: %s", got)
+	}
+	// No marker (the join did not succeed): kubeadm runs again.
+	if err := os.Remove(filepath.Join(root, "run/cluster-api/bootstrap-success.complete")); err != nil {
+		t.Fatal(err)
+	}
+	if got := attempt("token: b"); !strings.HasPrefix(got, "3 runs") {
+		t.Fatalf("no marker: %s", got)
 	}
 }
 

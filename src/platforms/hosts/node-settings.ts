@@ -107,16 +107,35 @@ export const startKubelet = `${agent} supervise start --name ${kubeletSupervised
  */
 const joinLeftovers = ['/etc/kubernetes/pki/ca.crt', '/etc/kubernetes/bootstrap-kubelet.conf', '/etc/kubernetes/kubelet.conf', '/var/lib/kubelet/config.yaml'];
 
+/** Cluster API's marker of a kubeadm command that succeeded (its runcmd line writes it). */
+const successMarker = '/run/cluster-api/bootstrap-success.complete';
+
 /**
- * A worker's earlier, unfinished attempt (the plan is retried after its agent was killed
- * mid-join, which kills the join) left some of kubeadm's files and a running kubelet: undone
- * first, unless the join had finished (Cluster API's success marker). Workers only: on
- * control-plane machines the bootstrap data writes the cluster's CA into /etc/kubernetes/pki,
- * which `kubeadm reset` would delete.
+ * The agent provider's record of the kubeadm config this very plan ran kubeadm with
+ * (provider/internal/hostplan, KubeadmRecord; sha256sum's format): it tells this plan's
+ * interrupted join from another cluster's leftovers. The provider skips a kubeadm line
+ * whose marker and record match.
+ */
+const kubeadmRecord = '/run/cluster-api/provisioner-kubeadm.sha256';
+
+/**
+ * A worker's first instruction settles what an earlier attempt of its plan left (the plan
+ * is retried after its agent was killed mid-join, which kills the join):
+ * - the join succeeded (marker and record): nothing to do, the join line is skipped;
+ * - this plan's join got through the kubelet's TLS bootstrap (the kubelet wrote its
+ *   kubeconfig; the Node exists and may be Ready, so a second join would be refused):
+ *   the join counts as done, the marker is written, the join line is skipped;
+ * - else any of the join's files, or another cluster's marker: undone (kubelet stopped,
+ *   `kubeadm reset`), so the join runs again from the start.
+ * Workers only: on control-plane machines the bootstrap data writes the cluster's CA into
+ * /etc/kubernetes/pki, which `kubeadm reset` would delete.
  */
 export const undoUnfinishedJoin =
-  `if [ ! -f /run/cluster-api/bootstrap-success.complete ] && { ${joinLeftovers.map((f) => `[ -f ${f} ]`).join(' || ')}; }; then ` +
-  `${agent} supervise stop --name ${kubeletSupervisedName}; kubeadm reset -f --cri-socket unix://${containerdSocket}; fi`;
+  `if sha256sum -c --status ${kubeadmRecord} 2>/dev/null; then ours=1; else ours=; fi; ` +
+  `if [ -n "$ours" ] && [ -f ${successMarker} ]; then echo "this plan's join succeeded in an earlier attempt"; ` +
+  `elif [ -n "$ours" ] && [ -f /etc/kubernetes/kubelet.conf ]; then echo "this plan's interrupted join got through the kubelet's TLS bootstrap: the join is done"; echo success > ${successMarker}; ` +
+  `elif [ -f ${successMarker} ] || ${joinLeftovers.map((f) => `[ -f ${f} ]`).join(' || ')}; then echo "undoing an unfinished join"; ` +
+  `${agent} supervise stop --name ${kubeletSupervisedName}; kubeadm reset -f --cri-socket unix://${containerdSocket} && rm -f ${successMarker} ${kubeadmRecord}; fi`;
 
 /**
  * The pod network: a node-local bridge (the CNI plugins the host provides), which is what
