@@ -485,7 +485,13 @@ func (e *Executor) run(ctx context.Context, key string, ins *agentv1.Instruction
 	// Whatever the command left in its group (backgrounded children) goes with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	if e.Lock != nil {
-		_ = e.Lock.Update(key, func(l *LockInfo) { l.ChildPGID, l.Instruction = 0, "" })
+		_ = e.Lock.Update(key, func(l *LockInfo) {
+			l.ChildPGID = 0
+			// A stopping agent keeps its lock: the next start says which instruction it stopped in.
+			if !errors.Is(context.Cause(ctx), errStopping) {
+				l.Instruction = ""
+			}
+		})
 	}
 	exitCode := -1
 	if cmd.ProcessState != nil && cmd.ProcessState.Exited() {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -459,6 +460,30 @@ func TestAgentKilledMidInstructionResumesWithoutRunningTwiceAtOnce(t *testing.T)
 	if !strings.Contains(restarted.stderr.String(), "resuming the plan") {
 		t.Errorf("the restarted agent did not say it resumed:\n%s", restarted.stderr)
 	}
+}
+
+func TestAgentStoppedMidInstructionResumesAndSaysWhere(t *testing.T) {
+	n := startNode(t, "stop-host")
+	logFile := filepath.Join(t.TempDir(), "runs")
+	plan := n.apply(t, "stopped", agentv1.NodePlanSpec{
+		Instructions:  []agentv1.Instruction{execLog("work", logFile, "2")},
+		RetryStrategy: &agentv1.RetryStrategy{MaxAttempts: 2, InitialBackoff: &metav1.Duration{Duration: 100 * time.Millisecond}},
+	})
+	eventually(t, 20*time.Second, "the instruction started", func() (bool, string) {
+		raw, _ := os.ReadFile(logFile)
+		return strings.Contains(string(raw), "start"), string(raw)
+	})
+	pid := n.agent.cmd.Process.Pid
+	n.agent.signal(syscall.SIGTERM)
+	n.agent.exitCode(t, 15*time.Second)
+
+	startAgent(t, n.dataDir, n.lockFile)
+	done := waitPhase(t, plan, agentv1.PhaseApplied, 30*time.Second)
+	if got := done.Status.Interruptions; done.Status.Attempts != 2 || len(got) != 1 || got[0].Attempt != 1 || got[0].Instruction != "work" || got[0].AgentPID != int32(pid) ||
+		!strings.Contains(got[0].Message, "stopped during instruction work; none of its processes was left running") {
+		t.Errorf("attempts %d, interruptions %+v", done.Status.Attempts, got)
+	}
+	assertSerial(t, logFile)
 }
 
 func TestStaleLockOfAnotherPlanIsReleased(t *testing.T) {
