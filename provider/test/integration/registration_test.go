@@ -166,9 +166,11 @@ func TestOnlyAnImportTokenCanCreateARegistration(t *testing.T) {
 }
 
 func TestExpiredTokenIsRefused(t *testing.T) {
-	token := newToken(t, "tok-expired", time.Second)
+	// 3 s, not 1: the expiry counts from creationTimestamp, which has whole seconds, so a
+	// 1 s token could expire (and its Secret go) before newToken read it on a loaded machine.
+	token := newToken(t, "tok-expired", 3*time.Second)
 	ctx := context.Background()
-	eventually(t, 10*time.Second, "token expired", func() (bool, string) {
+	eventually(t, 15*time.Second, "token expired", func() (bool, string) {
 		var tok agentv1.RegistrationToken
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: agentv1.DefaultRegistrationNamespace, Name: "tok-expired"}, &tok); err != nil {
 			return false, err.Error()
