@@ -275,9 +275,14 @@ describe('pivot between two real control planes', () => {
       await waitFor('a heartbeat in the source', async () => ((await source.kube.get<KubeObject>(hostRef))?.['status'] as { lastHeartbeatTime?: string } | undefined)?.lastHeartbeatTime, 30_000);
       const oldToken = (await readFile(path.join(dataDir, 'token'), 'utf8')).trim();
 
+      // A crash right after the hand-over is journaled: no rollback any more (the agent works for the target), a resume finishes.
       const started = performance.now();
+      await expect(run(name, { afterPhase: (at) => { if (at === 'agents-followed') throw new Error('injected after agents-followed'); } })).rejects.toBeInstanceOf(ExternalError);
+      expect((await readPivotJournal(sourceDir))?.phase).toBe('agents-followed');
+      await expect(run(name, { rollback: true })).rejects.toThrow(/handed the hosts' agents over to the target/);
       const result = await run(name);
       expect(result.action).toBe('moved');
+      expect(result.resumedFrom).toBe('agents-followed');
       const journal = await readPivotJournal(sourceDir);
       expect(journal!.objects.filter((o) => o.kind === 'Host' || o.kind === 'NodePlan').map((o) => `${o.kind}/${o.name}`).sort()).toEqual(['Host/agent-h0', 'NodePlan/before']);
       await expectMoved(name, seeded, new Map());
