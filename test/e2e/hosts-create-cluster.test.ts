@@ -28,7 +28,7 @@ import { kubeadmPauseTag } from '../../src/nodeartifacts/node-images.js';
 import { GiveUp, waitFor } from '../integration/support/controlplane.js';
 import type { TestHost } from '../support/netns.js';
 import { cliPath, ensureBuilt } from './support/cli.js';
-import { HostsLab, type RunningAgent } from './support/hosts-lab.js';
+import { HostsLab, hostsInstallConfig, type RunningAgent } from './support/hosts-lab.js';
 
 const name = 'acceptance';
 let lab: HostsLab;
@@ -163,23 +163,7 @@ describe('issue 16 acceptance: create cluster on hosts, a pod on the worker, des
   it('create cluster waits for a control-plane and a worker host, then ends with 2 Ready nodes at the bundled kubelet version', async () => {
     const [h0, h1] = lab.hosts as [TestHost, TestHost];
     await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, 'install-config.yaml'), `apiVersion: provisioner.dev/v1alpha1
-kind: InstallConfig
-metadata:
-  name: ${name}
-kubernetesVersion: v1.36.3
-machinePools:
-  - name: control-plane
-    quantity: 1
-    roles: [etcd, controlPlane]
-  - name: worker
-    quantity: 1
-    roles: [worker]
-platform:
-  hosts: {}
-bootstrap:
-  listenAddress: ${lab.net.machine.address}
-`);
+    await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(name, lab.net.machine.address, 1));
 
     const started = Date.now();
     let finished = false;
