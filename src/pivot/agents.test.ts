@@ -21,6 +21,16 @@ describe('movingHosts', () => {
     expect(movingHosts([free], [cluster('c1')])).toEqual([]);
   });
 
+  it('takes only the hosts held from the moved cluster\'s namespace when a same-named cluster lives in another', () => {
+    const ours = host('h0', { 'cluster.x-k8s.io/cluster-name': 'c1', 'infrastructure.provisioner.dev/claimed-by': 'c1.c1-cp-abc' });
+    const reserved = host('h3', { 'cluster.x-k8s.io/cluster-name': 'c1', 'infrastructure.provisioner.dev/endpoint-of': 'c1.c1' });
+    const theirs = host('h1', { 'cluster.x-k8s.io/cluster-name': 'c1', 'infrastructure.provisioner.dev/claimed-by': 'team-b.c1-cp-xyz' });
+    expect(movingHosts([ours, reserved, theirs], [cluster('c1')]).map((h) => h.metadata.name)).toEqual(['h0', 'h3']);
+    const long = 'n'.repeat(50);
+    const cut = host('h4', { 'cluster.x-k8s.io/cluster-name': 'c1', 'infrastructure.provisioner.dev/claimed-by': `${`${long}.c1-cp-abc`.slice(0, 46)}-0123456789abcdef` });
+    expect(movingHosts([cut, theirs], [{ ...cluster('c1'), metadata: { name: 'c1', namespace: long } }]).map((h) => h.metadata.name)).toEqual(['h4']);
+  });
+
   it('tells the agent\'s Host from other kinds named Host', () => {
     expect(isAgentHost(host('h'))).toBe(true);
     expect(isAgentHost({ apiVersion: 'example.com/v1', kind: 'Host' })).toBe(false);

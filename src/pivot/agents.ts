@@ -37,10 +37,36 @@ export function isAgentHost(o: { apiVersion: string; kind: string }): boolean {
   return o.kind === 'Host' && groupOf(o.apiVersion) === agentGroup;
 }
 
-/** The Hosts that move with `clusters`: those labelled with one of their names. */
+/**
+ * The labels whose value says which namespace's object holds a Host: `<namespace>.<name>`
+ * of the HostMachine that claimed it or the HostCluster that reserved it as its endpoint
+ * (provider/api/infrastructure/v1alpha1 ClaimKey, cut to 46 characters and a hash when longer).
+ */
+const holderLabels = ['infrastructure.provisioner.dev/claimed-by', 'infrastructure.provisioner.dev/endpoint-of'];
+/** How much of a holder label's value is kept as written before ClaimKey's hash. */
+const holderPrefixKept = 46;
+
+/**
+ * The Hosts that move with `clusters`: those labelled with one of their names and held by
+ * an object of that cluster's namespace (a Cluster's name is unique only in its namespace,
+ * so a same-named cluster elsewhere keeps its hosts).
+ */
 export function movingHosts(hosts: readonly KubeObject[], clusters: readonly KubeObject[]): KubeObject[] {
-  const names = new Set(clusters.map((c) => c.metadata.name));
-  return hosts.filter((h) => names.has(h.metadata.labels?.[clusterNameLabel] ?? '\0'));
+  const namespacesOf = new Map<string, string[]>();
+  for (const c of clusters) namespacesOf.set(c.metadata.name, [...(namespacesOf.get(c.metadata.name) ?? []), c.metadata.namespace ?? '']);
+  const heldFrom = (holder: string, namespace: string): boolean => {
+    const prefix = `${namespace}.`;
+    // A namespace too long to survive ClaimKey's cut cannot be told apart: the cluster name decides.
+    return prefix.length > holderPrefixKept ? holder.startsWith(prefix.slice(0, holderPrefixKept)) : holder.startsWith(prefix);
+  };
+  return hosts.filter((h) => {
+    const labels = h.metadata.labels ?? {};
+    const namespaces = namespacesOf.get(labels[clusterNameLabel] ?? '\0');
+    if (!namespaces) return false;
+    const holders = holderLabels.map((l) => labels[l]).filter((v): v is string => Boolean(v));
+    // Labelled with the cluster but held by nothing (a release under way): the cluster name decides.
+    return holders.length === 0 || holders.some((holder) => namespaces.some((ns) => heldFrom(holder, ns)));
+  });
 }
 
 /**

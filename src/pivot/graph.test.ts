@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { KubeObject, OwnerReference } from '../kube/client.js';
-import { contentDifference, copiedContent, copyBody, keyOf, mergePatchBetween, orderByOwners, remapOwnerReferences, sameContent, selectObjects, statusRebuiltByControllers } from './graph.js';
+import { contentDifference, copiedContent, copyBody, keyOf, mergePatchBetween, orderByOwners, remapOwnerReferences, sameContent, selectObjects, statusForCopy, statusRebuiltByControllers } from './graph.js';
 
 function obj(kind: string, name: string, uid: string, owners: string[] = [], extra: Partial<KubeObject> = {}, labels: Record<string, string> = {}): KubeObject {
   const ownerReferences: OwnerReference[] = owners.map((o) => ({ apiVersion: 'x/v1', kind: 'Owner', name: o, uid: o }));
@@ -107,6 +107,35 @@ describe('statusRebuiltByControllers', () => {
   it('is true for the groups of Cluster API providers (clusterctl contract: status is never restored), false for any other', () => {
     for (const group of ['cluster.x-k8s.io', 'infrastructure.cluster.x-k8s.io', 'bootstrap.cluster.x-k8s.io', 'controlplane.cluster.x-k8s.io', 'ipam.cluster.x-k8s.io']) expect(statusRebuiltByControllers(group), group).toBe(true);
     for (const group of ['agent.provisioner.dev', '', 'example.com', 'notcluster.x-k8s.io']) expect(statusRebuiltByControllers(group), group).toBe(false);
+  });
+});
+
+describe('statusForCopy', () => {
+  const plan = (generation: number, status: Record<string, unknown>): KubeObject => ({
+    apiVersion: 'agent.provisioner.dev/v1alpha1',
+    kind: 'NodePlan',
+    metadata: { name: 'day2', namespace: 'host-h0', generation },
+    status,
+  });
+
+  it("rewrites an observedGeneration that was current in the source to the copy's, the status's own and each condition's", () => {
+    const source = plan(3, { phase: 'Applied', observedGeneration: 3, conditions: [{ type: 'Applied', status: 'True', observedGeneration: 3 }, { type: 'Other', status: 'True' }] });
+    const copied = statusForCopy(source, 1);
+    expect(copied['status']).toEqual({ phase: 'Applied', observedGeneration: 1, conditions: [{ type: 'Applied', status: 'True', observedGeneration: 1 }, { type: 'Other', status: 'True' }] });
+    expect(source['status']).toMatchObject({ observedGeneration: 3 }); // the source's object is left as it was
+  });
+
+  it('keeps a status that lagged its spec behind the copy too, so the new spec is still acted on', () => {
+    expect(statusForCopy(plan(3, { phase: 'Applied', observedGeneration: 2 }), 1)['status']).toEqual({ phase: 'Applied', observedGeneration: 0 });
+  });
+
+  it('leaves an object alone without a status, a generation or an observedGeneration', () => {
+    const noStatus = plan(2, {});
+    delete noStatus['status'];
+    expect(statusForCopy(noStatus, 1)).toBe(noStatus);
+    expect(statusForCopy(plan(2, { phase: 'Applied' }), 1)['status']).toEqual({ phase: 'Applied' });
+    const secret: KubeObject = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', namespace: 'ns' } };
+    expect(statusForCopy(secret, undefined)).toBe(secret);
   });
 });
 

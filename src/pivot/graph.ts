@@ -181,6 +181,28 @@ export function copyBody(obj: KubeObject, ownerReferences: OwnerReference[], ann
 }
 
 /**
+ * The source's object with the status its copy gets. A copy's generation starts again at 1,
+ * so an `observedGeneration` (the status's own, or a condition's) that was current in the
+ * source, equal to its generation, becomes the copy's: whoever compares the two then sees
+ * the copy as handled, not as a spec never acted on (an Applied NodePlan at generation 3
+ * would otherwise be run again by its agent). One that lagged stays behind the copy's too.
+ */
+export function statusForCopy(source: KubeObject, copyGeneration: number | undefined): KubeObject {
+  const status = source['status'];
+  const generation = source.metadata.generation;
+  if (!status || typeof status !== 'object' || generation === undefined || copyGeneration === undefined) return source;
+  const rebase = (observed: unknown): unknown => (observed === generation ? copyGeneration : typeof observed === 'number' ? Math.min(observed, copyGeneration - 1) : observed);
+  const rebased: Record<string, unknown> = { ...(status as Record<string, unknown>) };
+  if ('observedGeneration' in rebased) rebased['observedGeneration'] = rebase(rebased['observedGeneration']);
+  if (Array.isArray(rebased['conditions'])) {
+    rebased['conditions'] = rebased['conditions'].map((c: unknown) =>
+      c && typeof c === 'object' && 'observedGeneration' in c ? { ...(c as Record<string, unknown>), observedGeneration: rebase((c as Record<string, unknown>)['observedGeneration']) } : c,
+    );
+  }
+  return { ...source, status: rebased };
+}
+
+/**
  * What must be equal between a source object and its copy: everything but metadata and
  * status (spec, data, type...), plus labels. `ignorePaused` leaves out a Cluster's
  * `spec.paused`, which the move itself toggles.

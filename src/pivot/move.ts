@@ -28,6 +28,7 @@ import {
   orderByOwners,
   remapOwnerReferences,
   selectObjects,
+  statusForCopy,
   statusRebuiltByControllers,
   type ObjectRef,
 } from './graph.js';
@@ -482,7 +483,7 @@ async function copyEntries(options: PivotEngineOptions, entries: readonly Journa
         const copy = await retrying(keyOf(entry), () => createCopy(target, entry, body, signal), signal);
         if (copy !== 'preexisting') {
           if (!complete) incomplete.push(entry);
-          if (entry.hasStatus && obj['status'] !== undefined) await retrying(`${keyOf(entry)} status`, () => target.applyStatus(obj), signal);
+          if (entry.hasStatus && obj['status'] !== undefined) await retrying(`${keyOf(entry)} status`, () => target.applyStatus(statusForCopy(obj, copy.metadata.generation)), signal);
           entry.targetUid = copy.metadata.uid!;
         }
         targetUidOf.set(entry.sourceUid, entry.targetUid!);
