@@ -141,7 +141,7 @@ export interface HandoverOptions {
  */
 export async function handOverAgents(options: HandoverOptions): Promise<void> {
   const { source, target, journal, sink, signal } = options;
-  const hosts = journal.objects.filter((o: JournalObject) => !o.global && isAgentHost(o)).map((o) => o.name);
+  const hosts = movedHostNames(journal);
   if (hosts.length === 0) return;
   const { server, caChecksum: checksum } = await agentServerOf(target);
   log(sink, 'info', `Handing ${hosts.length} host agent(s) over to ${server}: ${hosts.join(', ')}`);
@@ -180,6 +180,35 @@ export async function handOverAgents(options: HandoverOptions): Promise<void> {
   }
   for (const host of hosts) await revokeInSource(source, host);
   log(sink, 'info', `Every moved host's agent follows ${server}; their credentials in the source are revoked`);
+}
+
+/**
+ * Before a rollback of a move that has not recorded `agents-followed`: withdraws the
+ * hand-over from the source (its Secrets), so no agent starts to follow a move being
+ * undone, and returns the hosts whose agent has followed already (its follow token spent,
+ * or the target's Host registered through it). A run killed between an agent's switch and
+ * the journal's write leaves such a host: undoing the move would delete its Host in the
+ * only manager its agent still talks to.
+ */
+export async function withdrawHandover(source: KubeClient, target: KubeClient, journal: PivotJournal): Promise<string[]> {
+  const hosts = movedHostNames(journal);
+  for (const host of hosts) await source.delete({ apiVersion: 'v1', kind: 'Secret', metadata: { name: handoverSecret, namespace: planNamespace(host) } });
+  const states = await Promise.all(
+    hosts.map(async (host) => {
+      const [token, copy] = await Promise.all([
+        target.get<TokenJson>({ apiVersion: agentApiVersion, kind: 'RegistrationToken', metadata: { name: followTokenName(host), namespace: registrationNamespace } }),
+        target.get<HostJson>({ apiVersion: agentApiVersion, kind: 'Host', metadata: { name: host } }),
+      ]);
+      const spent = token?.status?.phase === 'Used' && token.status.host === host;
+      return spent || copy?.status?.registration === followTokenName(host) ? host : undefined;
+    }),
+  );
+  return states.filter((h): h is string => h !== undefined);
+}
+
+/** The names of the Hosts a move carries (its journal's agent Hosts). */
+function movedHostNames(journal: PivotJournal): string[] {
+  return journal.objects.filter((o: JournalObject) => !o.global && isAgentHost(o)).map((o) => o.name);
 }
 
 /** An agent whose last heartbeat is older than this is taken as not running: 3 minutes (it reports every 30 s by default). */

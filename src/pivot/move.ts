@@ -32,7 +32,7 @@ import {
   statusRebuiltByControllers,
   type ObjectRef,
 } from './graph.js';
-import { agentGroup, handOverAgents, isAgentHost, movingHosts, planNamespace, planNamespaceObjects } from './agents.js';
+import { agentGroup, handOverAgents, isAgentHost, movingHosts, planNamespace, planNamespaceObjects, withdrawHandover } from './agents.js';
 import { phaseIndex, writePivotJournal, type JournalObject, type PivotJournal, type PivotPhase } from './journal.js';
 
 /** Annotation on every copy: the source UID it was copied from (tells our copies from a name clash after a crash). */
@@ -697,6 +697,12 @@ export async function rollbackPivot(options: Omit<PivotEngineOptions, 'afterPhas
   if (phaseIndex(journal.phase) >= phaseIndex('agents-followed')) {
     throw new UsageError(`The move already ${journal.phase === 'agents-followed' ? 'handed the hosts\' agents over to the target' : 'deleted the objects from the source'} (phase ${journal.phase}); it cannot be rolled back`, {
       hint: 'Run `provisioner pivot` again (without --rollback) to finish the move into the target.',
+    });
+  }
+  const followedAlready = await withdrawHandover(source, target, journal);
+  if (followedAlready.length > 0) {
+    throw new UsageError(`The agents of ${followedAlready.length} host(s) already follow the target (${followedAlready.join(', ')}); the move cannot be rolled back`, {
+      hint: 'Run `provisioner pivot` again (without --rollback) to finish the move into the target: those agents no longer talk to the source.',
     });
   }
   const mine = new Set(journal.objects.map((o) => o.sourceUid));

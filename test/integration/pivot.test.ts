@@ -21,6 +21,7 @@ import { packageRoot } from '../../src/embedded/catalog.js';
 import { ExternalError } from '../../src/errors.js';
 import { RecordingSink } from '../../src/events.js';
 import { KubeClient, type KubeObject } from '../../src/kube/client.js';
+import { handOverAgents } from '../../src/pivot/agents.js';
 import { contentDifference } from '../../src/pivot/graph.js';
 import { sourceUidAnnotation } from '../../src/pivot/move.js';
 import { pivotJournalPath, readPivotJournal } from '../../src/pivot/journal.js';
@@ -272,11 +273,31 @@ describe('pivot between two real control planes', () => {
       await source.kube.mergePatch(hostRef as KubeObject, { metadata: { labels: { 'cluster.x-k8s.io/cluster-name': name } } });
       await source.kube.apply(plan('before', path.join(work, 'before')));
       await applied(source.kube, 'before');
+      // Its second generation, Applied too; the file then removed, so a run of it after the move would show.
+      const second = plan('before', path.join(work, 'before'));
+      await source.kube.apply({ ...second, spec: { files: [{ path: path.join(work, 'before'), content: 'before, second generation\n' }] } });
+      await waitFor('plan before Applied at generation 2', async () => {
+        const live = await source.kube.get<KubeObject>(planRef('before'));
+        return live?.metadata.generation === 2 && (live['status'] as { phase?: string; observedGeneration?: number } | undefined)?.observedGeneration === 2 && (live['status'] as { phase?: string }).phase === 'Applied';
+      }, 60_000);
+      expect(await readFile(path.join(work, 'before'), 'utf8')).toBe('before, second generation\n');
+      await rm(path.join(work, 'before'));
       await waitFor('a heartbeat in the source', async () => ((await source.kube.get<KubeObject>(hostRef))?.['status'] as { lastHeartbeatTime?: string } | undefined)?.lastHeartbeatTime, 30_000);
       const oldToken = (await readFile(path.join(dataDir, 'token'), 'utf8')).trim();
 
-      // A crash right after the hand-over is journaled: no rollback any more (the agent works for the target), a resume finishes.
+      // A crash after the agent switched but before the journal said `agents-followed` (the hand-over run by hand
+      // on a move stopped at `verified`): the rollback withdraws the hand-over, sees the agent gone to the target and refuses.
       const started = performance.now();
+      await expect(run(name, { afterPhase: (at) => { if (at === 'verified') throw new Error('injected after verified'); } })).rejects.toBeInstanceOf(ExternalError);
+      const verified = await readPivotJournal(sourceDir);
+      expect(verified?.phase).toBe('verified');
+      await handOverAgents({ source: source.kube, target: target.kube, journal: verified!, sink: new RecordingSink(), signal: abort.signal });
+      expect((await readPivotJournal(sourceDir))?.phase, 'the journal still says verified').toBe('verified');
+      await expect(run(name, { rollback: true })).rejects.toThrow(`The agents of 1 host(s) already follow the target (${hostName}); the move cannot be rolled back`);
+      expect(await source.kube.get<KubeObject>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'agent-handover', namespace: `host-${hostName}` } }), 'the hand-over is withdrawn').toBeUndefined();
+      expect(await target.kube.get<KubeObject>(hostRef), 'the refused rollback deleted nothing').toBeDefined();
+
+      // A crash right after the hand-over is journaled: no rollback any more (the agent works for the target), a resume finishes.
       await expect(run(name, { afterPhase: (at) => { if (at === 'agents-followed') throw new Error('injected after agents-followed'); } })).rejects.toBeInstanceOf(ExternalError);
       expect((await readPivotJournal(sourceDir))?.phase).toBe('agents-followed');
       await expect(run(name, { rollback: true })).rejects.toThrow(/handed the hosts' agents over to the target/);
@@ -312,6 +333,11 @@ describe('pivot between two real control planes', () => {
       await target.kube.apply(plan('day-2', path.join(work, 'day-2')));
       await applied(target.kube, 'day-2');
       expect(await readFile(path.join(work, 'day-2'), 'utf8')).toBe('day-2\n');
+      // The moved plan, Applied at its source generation, is current at its copy's (1) and was not run again.
+      const movedPlan = await target.kube.get<KubeObject>(planRef('before'));
+      expect(movedPlan!.metadata.generation).toBe(1);
+      expect(movedPlan!['status']).toMatchObject({ phase: 'Applied', observedGeneration: 1 });
+      await expect(access(path.join(work, 'before')), 'the moved plan ran again on the host').rejects.toThrow();
       expect(agent.exitCode, 'the agent kept running').toBeNull();
     } finally {
       agent.kill('SIGTERM');
