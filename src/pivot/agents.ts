@@ -39,7 +39,7 @@ export function isAgentHost(o: { apiVersion: string; kind: string }): boolean {
 
 /**
  * The labels whose value says which namespace's object holds a Host: `<namespace>.<name>`
- * of the HostMachine that claimed it or the HostCluster that reserved it as its endpoint
+ * of the infrastructure machine that claimed it or the infrastructure cluster that reserved it as its endpoint
  * (provider/api/infrastructure/v1alpha1 ClaimKey, cut to 46 characters and a hash when longer).
  */
 const holderLabels = ['infrastructure.provisioner.dev/claimed-by', 'infrastructure.provisioner.dev/endpoint-of'];
