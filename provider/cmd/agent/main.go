@@ -133,7 +133,7 @@ func runPlans(ctx context.Context, args []string) error {
 	dataDir := fs.String("data-dir", defaultDataDir, "Directory with the credential written by register.")
 	lockFile := fs.String("lock-file", defaultDataDir+"/plan.lock", "The node's plan lock file.")
 	lockStaleAfter := fs.Duration("lock-stale-after", 2*time.Minute, "A plan lock not refreshed for this long is stale and taken over (its holder refreshes it every quarter of this).")
-	heartbeat := fs.Duration("heartbeat-interval", 30*time.Second, "Interval of Host status reports and credential checks.")
+	heartbeat := fs.Duration("heartbeat-interval", agent.DefaultHeartbeatInterval, "Interval of Host status reports and credential checks.")
 	verbose := fs.Bool("v", false, "Debug logs.")
 	if err := fs.Parse(args); err != nil {
 		return &agent.ExitError{Code: agent.ExitUsage, Err: err}
@@ -169,10 +169,7 @@ func runPlans(ctx context.Context, args []string) error {
 // followHandovers looks for a hand-over at every heartbeat interval; once the new
 // manager granted a credential, it stops the running agent with ErrFollowed.
 func followHandovers(ctx context.Context, stop context.CancelCauseFunc, o agent.HandoverOptions, interval time.Duration, log logr.Logger) {
-	if interval <= 0 {
-		interval = 30 * time.Second
-	}
-	t := time.NewTicker(interval)
+	t := time.NewTicker(agent.HeartbeatEvery(interval))
 	defer t.Stop()
 	for {
 		select {

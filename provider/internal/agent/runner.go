@@ -36,6 +36,18 @@ import (
 	"provisioner.dev/provider/internal/version"
 )
 
+// DefaultHeartbeatInterval is how often an agent reports to its Host and looks for a
+// hand-over when no interval is given: 30 s.
+const DefaultHeartbeatInterval = 30 * time.Second
+
+// HeartbeatEvery is the interval asked for, or DefaultHeartbeatInterval when none is.
+func HeartbeatEvery(interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return DefaultHeartbeatInterval
+	}
+	return interval
+}
+
 // RunOptions are the run command's inputs.
 type RunOptions struct {
 	DataDir DataDir
@@ -44,7 +56,7 @@ type RunOptions struct {
 	// LockStaleAfter: a lock whose holder has not refreshed it for this long is taken over.
 	LockStaleAfter time.Duration
 	// HeartbeatInterval between two Host status reports (each also checks the credential
-	// and renews the token when a third of its life is left).
+	// and renews the token when a third of its life is left). Default: DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
 	Log               logr.Logger
 }
@@ -126,11 +138,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	}
 
 	go func() {
-		interval := o.HeartbeatInterval
-		if interval <= 0 {
-			interval = 30 * time.Second
-		}
-		t := time.NewTicker(interval)
+		t := time.NewTicker(HeartbeatEvery(o.HeartbeatInterval))
 		defer t.Stop()
 		for {
 			select {
