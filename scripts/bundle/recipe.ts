@@ -98,10 +98,9 @@ export const binaryRecipes: readonly BinaryRecipe[] = [
   { name: 'kube-controller-manager', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-controller-manager', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
   { name: 'kube-scheduler', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-scheduler', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
   { name: 'kube-proxy', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-proxy', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
-  { name: 'capi-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/core', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
-  { name: 'kubeadm-bootstrap-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/bootstrap/kubeadm', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
-  { name: 'kubeadm-control-plane-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/controlplane/kubeadm', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
-  { name: 'capd-manager', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/test/infrastructure/docker', versionModule: 'sigs.k8s.io/cluster-api/test', versionPackages: stamps.clusterApi, shipped: true },
+  // Cluster API's core, kubeadm bootstrap, kubeadm control-plane and development (in-memory) providers in one
+  // process: the wrapper's own main (embedded/modules/capi/main.go), run with --providers naming those installed.
+  { name: 'capi-manager', wrapper: 'capi', package: '.', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
   { name: 'capa-manager', wrapper: 'capa', package: 'sigs.k8s.io/cluster-api-provider-aws/v2', versionModule: 'sigs.k8s.io/cluster-api-provider-aws/v2', versionPackages: stamps.aws, shipped: true },
   { name: 'capv-manager', wrapper: 'capv', package: 'sigs.k8s.io/cluster-api-provider-vsphere', versionModule: 'sigs.k8s.io/cluster-api-provider-vsphere', versionPackages: stamps.vsphere, shipped: true },
   // Ours: the node agent's manager (registration, NodePlan webhooks) and the agent users copy to their hosts.
@@ -163,19 +162,19 @@ export const componentRecipes: readonly ComponentsRecipe[] = [
     provider: 'bootstrap-kubeadm', type: 'BootstrapProvider', namespace: 'capi-kubeadm-bootstrap-system', wrapper: 'capi', module: 'sigs.k8s.io/cluster-api',
     crdKustomizations: ['bootstrap/kubeadm/config/crd'],
     webhookManifests: ['bootstrap/kubeadm/config/webhook/manifests.yaml'],
-    binary: 'kubeadm-bootstrap-manager',
+    binary: 'capi-manager',
   },
   {
     provider: 'control-plane-kubeadm', type: 'ControlPlaneProvider', namespace: 'capi-kubeadm-control-plane-system', wrapper: 'capi', module: 'sigs.k8s.io/cluster-api',
     crdKustomizations: ['controlplane/kubeadm/config/crd'],
     webhookManifests: ['controlplane/kubeadm/config/webhook/manifests.yaml'],
-    binary: 'kubeadm-control-plane-manager',
+    binary: 'capi-manager',
   },
   {
     provider: 'infrastructure-docker', type: 'InfrastructureProvider', namespace: 'capd-system', wrapper: 'capi', module: 'sigs.k8s.io/cluster-api/test',
     crdKustomizations: ['infrastructure/docker/config/crd'],
     webhookManifests: ['infrastructure/docker/config/webhook/manifests.yaml'],
-    binary: 'capd-manager',
+    binary: 'capi-manager',
   },
   {
     provider: 'infrastructure-aws', type: 'InfrastructureProvider', namespace: 'capa-system', wrapper: 'capa', module: 'sigs.k8s.io/cluster-api-provider-aws/v2',

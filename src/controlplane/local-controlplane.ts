@@ -27,8 +27,9 @@ import { findStale, isAlive, readPidfiles, stopStale, type PidfileEntry } from '
 import { allocatePort, isAddressInUse } from '../process/ports.js';
 import { httpProbe, tcpTlsProbe, type ReadinessProbe } from '../process/probes.js';
 import { Supervisor } from '../process/supervisor.js';
-import { apiServerArgs, controllerArgs, controllerEnv, etcdArgs, forwarderArgs, goRuntimeEnv, loopback, type ForwarderPorts } from './components.js';
+import { apiServerArgs, apiServerEnv, controllerArgs, controllerEnv, etcdArgs, forwarderArgs, goRuntimeEnv, loopback, type ForwarderPorts } from './components.js';
 import { installCrds, installWebhooksAndInventory, loadComponents } from './install.js';
+import { controllerProcesses, type ControllerProcess } from './controller-processes.js';
 import { controlPlaneLayout, type ControlPlaneLayout } from './layout.js';
 import { hostPort } from './listen-address.js';
 import type { WebhookEndpoints } from './webhooks.js';
@@ -41,8 +42,10 @@ export interface ProviderSpec {
   componentsFile: string;
   /** Controller binary path; absent for CRD-only components, and may be for a start with `reconcile: false`. */
   binaryPath?: string;
-  /** Controller name (the bundled binary's name): process, log and cert names. */
+  /** Controller name (the bundled binary's name): process, log and cert names. Providers with the same one share its process. */
   controller?: string;
+  /** The controller serves several providers and runs those its --providers flag names (capi-manager). Default false: it runs its one. */
+  selectsProviders?: boolean;
   featureGates?: Record<string, boolean>;
   /** Extra flags of this controller (a platform's). Default none; LocalControlPlaneOptions.argOverrides win. */
   args?: ArgMap;
@@ -183,16 +186,16 @@ export class LocalControlPlane {
     if (stale.length > 0) log(events, 'warn', `Stopped ${stale.length} process(es) left running by an earlier command: ${stale.map((e) => e.name).join(', ')}`);
 
     // Every controller keeps its certificates and ports even in a start without them, so the next full start finds them.
-    const controllers = this.options.providers.filter((p) => p.controller);
+    const controllers = controllerProcesses(this.options.providers);
     const pki = await this.stage('pki', () =>
       ensureControlPlanePki(layout.pkiDir, {
-        controllers: controllers.map((c) => c.controller!),
+        controllers: controllers.map((c) => c.name),
         ...(this.options.listenAddress ? { apiServerIps: [this.options.listenAddress] } : {}),
         events,
       }),
     );
     this.pki = pki;
-    const ports = await this.choosePorts(controllers.map((c) => c.controller!));
+    const ports = await this.choosePorts(controllers.map((c) => c.name));
     this.ports = ports;
 
     try {
@@ -214,7 +217,7 @@ export class LocalControlPlane {
         this.startWithPortRetry(apiServerName, async () => {
           const args = apiServerArgs(pki, ports.etcd.client, ports.apiServer, this.options.argOverrides?.[apiServerName]);
           const probe = httpProbe(`https://${loopback}:${ports.apiServer.secure}/readyz`, { ca: caPem, cert: adminCert, key: adminKey });
-          return this.process(apiServerName, this.options.apiServerBinary, args, { secure: ports.apiServer.secure }, probe, apiServerStartTimeoutMs);
+          return this.process(apiServerName, this.options.apiServerBinary, args, { secure: ports.apiServer.secure }, probe, apiServerStartTimeoutMs, apiServerEnv());
         }, async () => {
           ports.apiServer = { secure: await allocatePort() };
         }),
@@ -305,8 +308,8 @@ export class LocalControlPlane {
     log(this.events, 'info', `The API server is reachable for hosts on https://${hostPort(address, ports.forwarder!.listen)} (and on loopback); node artifacts on ${artifactsUrl}`);
   }
 
-  private async startController(spec: ProviderSpec, ports: Ports, pki: ControlPlanePki): Promise<void> {
-    const name = spec.controller!;
+  private async startController(spec: ControllerProcess, ports: Ports, pki: ControlPlanePki): Promise<void> {
+    const name = spec.name;
     if (!spec.binaryPath) throw new InternalError(`${name}: no binary to start (the control plane was prepared without controllers)`);
     await this.startWithPortRetry(name, async () => {
       const p = ports.controllers[name]!;

@@ -303,11 +303,11 @@ export function sharedControllers(): ControllerRequirement[] {
   return [agentController()];
 }
 
-/** The core, bootstrap and control-plane controllers every platform needs. */
+/** The core, bootstrap and control-plane providers every platform needs, all served by one process (capi-manager). */
 export function coreControllers(): ControllerRequirement[] {
   return [
     { binary: 'capi-manager', provider: 'cluster-api', featureGates: { ...clusterTopology }, bundled: true },
-    { binary: 'kubeadm-bootstrap-manager', provider: 'bootstrap-kubeadm', featureGates: {}, bundled: true },
-    { binary: 'kubeadm-control-plane-manager', provider: 'control-plane-kubeadm', featureGates: { ...clusterTopology }, bundled: true },
+    { binary: 'capi-manager', provider: 'bootstrap-kubeadm', featureGates: {}, bundled: true },
+    { binary: 'capi-manager', provider: 'control-plane-kubeadm', featureGates: { ...clusterTopology }, bundled: true },
   ];
 }

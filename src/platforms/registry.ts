@@ -78,14 +78,14 @@ export function allPlatformInputs(): { input: PlatformInput; platforms: string[]
 }
 
 /**
- * Every platform's controllers, one per binary (the first platform's settings win where
- * two declare the same core controller): what `management start`, which runs every
- * bundled provider, starts each with.
+ * Every platform's controller requirements, one per provider (the first platform's settings
+ * win where two declare the same core provider): what `management start`, which runs every
+ * bundled provider, starts each with. Providers served by one binary share its process.
  */
 export function allControllers(): ControllerRequirement[] {
-  const byBinary = new Map<string, ControllerRequirement>();
+  const byProvider = new Map<string, ControllerRequirement>();
   for (const platform of platforms) {
-    for (const requirement of platform.controllers) if (!byBinary.has(requirement.binary)) byBinary.set(requirement.binary, requirement);
+    for (const requirement of platform.controllers) if (!byProvider.has(requirement.provider)) byProvider.set(requirement.provider, requirement);
   }
-  return [...byBinary.values()];
+  return [...byProvider.values()];
 }

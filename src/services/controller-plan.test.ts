@@ -4,12 +4,12 @@ import { RecordingSink } from '../events.js';
 import { platforms, type ControllerRequirement, type CredentialFileReference } from '../platforms/index.js';
 import { credentialsArgs, credentialsEnv, planProviders } from './local-controlplane.js';
 
-/** A bundle as the build writes it: the core providers, the in-memory and AWS providers', and a CRD-only one. */
+/** A bundle as the build writes it: the core and in-memory providers served by capi-manager, AWS's own, and a CRD-only one. */
 const components: BundledComponents[] = [
   ['cluster-api', 'capi-manager'],
-  ['bootstrap-kubeadm', 'kubeadm-bootstrap-manager'],
-  ['control-plane-kubeadm', 'kubeadm-control-plane-manager'],
-  ['infrastructure-docker', 'capd-manager'],
+  ['bootstrap-kubeadm', 'capi-manager'],
+  ['control-plane-kubeadm', 'capi-manager'],
+  ['infrastructure-docker', 'capi-manager'],
   ['infrastructure-aws', 'capa-manager'],
   ['infrastructure-crd-only', undefined],
 ].map(([provider, binary]) => ({
@@ -29,15 +29,15 @@ describe('planProviders', () => {
   it('runs exactly the in-memory platform\'s controllers and installs only their providers', () => {
     const planned = planProviders(components, { controllers: platform('inmemory').controllers, credentials: [], sink: new RecordingSink() });
     expect(planned.map((p) => p.component.provider)).toEqual(['cluster-api', 'bootstrap-kubeadm', 'control-plane-kubeadm', 'infrastructure-docker']);
-    expect(planned.map((p) => p.controller)).toEqual(['capi-manager', 'kubeadm-bootstrap-manager', 'kubeadm-control-plane-manager', 'capd-manager']);
-    expect(planned.find((p) => p.controller === 'capd-manager')?.env).toMatchObject({ POD_IP: '127.0.0.1' });
-    expect(planned.find((p) => p.controller === 'capi-manager')?.env).toBeUndefined();
+    expect(planned.map((p) => p.controller)).toEqual(['capi-manager', 'capi-manager', 'capi-manager', 'capi-manager']);
+    expect(planned.find((p) => p.component.provider === 'infrastructure-docker')?.env).toMatchObject({ POD_IP: '127.0.0.1' });
+    expect(planned.find((p) => p.component.provider === 'cluster-api')?.env).toBeUndefined();
   });
 
   it('on aws starts core and capa only, with its gates and the credentials file by path for capa alone', () => {
     const planned = planProviders(components, { controllers: platform('aws').controllers, credentials, sink: new RecordingSink() });
     expect(planned.map((p) => p.component.provider)).toEqual(['cluster-api', 'bootstrap-kubeadm', 'control-plane-kubeadm', 'infrastructure-aws']);
-    expect(planned.map((p) => p.controller)).toEqual(['capi-manager', 'kubeadm-bootstrap-manager', 'kubeadm-control-plane-manager', 'capa-manager']);
+    expect(planned.map((p) => p.controller)).toEqual(['capi-manager', 'capi-manager', 'capi-manager', 'capa-manager']);
     const capa = planned.find((p) => p.controller === 'capa-manager');
     expect(capa?.env).toEqual({ AWS_SHARED_CREDENTIALS_FILE: '/home/u/.aws/credentials', AWS_PROFILE: 'ops' });
     expect(capa?.featureGates).toEqual({ AutoControllerIdentityCreator: true, EKS: false, MachinePool: false });
@@ -45,19 +45,20 @@ describe('planProviders', () => {
     expect(planned.filter((p) => p.env?.AWS_SHARED_CREDENTIALS_FILE).map((p) => p.controller)).toEqual(['capa-manager']);
   });
 
-  it('turns ClusterTopology on for the core and kubeadm control-plane managers, and capd (its DevClusterTemplate webhook reads it)', () => {
+  it('turns ClusterTopology on for the core and kubeadm control-plane providers, and the dev provider (its DevClusterTemplate webhook reads it)', () => {
     const planned = planProviders(components, { controllers: platform('inmemory').controllers, credentials: [], sink: new RecordingSink() });
-    const gates = (binary: string) => planned.find((p) => p.controller === binary)?.featureGates;
-    expect(gates('capi-manager')).toEqual({ ClusterTopology: true });
-    expect(gates('kubeadm-control-plane-manager')).toEqual({ ClusterTopology: true });
-    expect(gates('capd-manager')).toEqual({ ClusterTopology: true });
+    const gates = (provider: string) => planned.find((p) => p.component.provider === provider)?.featureGates;
+    expect(gates('cluster-api')).toEqual({ ClusterTopology: true });
+    expect(gates('control-plane-kubeadm')).toEqual({ ClusterTopology: true });
+    expect(gates('infrastructure-docker')).toEqual({ ClusterTopology: true });
+    expect(gates('bootstrap-kubeadm')).toBeUndefined();
   });
 
   it('without a selection (management start) runs every bundled controller with the settings the platforms declare', () => {
     const planned = planProviders(components, { credentials: [], sink: new RecordingSink() });
     expect(planned.map((p) => p.component.provider)).toEqual(components.map((c) => c.provider));
-    expect(planned.map((p) => p.controller).filter(Boolean)).toEqual(['capi-manager', 'kubeadm-bootstrap-manager', 'kubeadm-control-plane-manager', 'capd-manager', 'capa-manager']);
-    expect(planned.find((p) => p.controller === 'capd-manager')?.env).toMatchObject({ POD_IP: '127.0.0.1' });
+    expect(planned.map((p) => p.controller).filter(Boolean)).toEqual(['capi-manager', 'capi-manager', 'capi-manager', 'capi-manager', 'capa-manager']);
+    expect(planned.find((p) => p.component.provider === 'infrastructure-docker')?.env).toMatchObject({ POD_IP: '127.0.0.1' });
     // No install config, so no credentials: capa runs without them (it reports each AWSCluster it cannot reconcile).
     expect(planned.find((p) => p.controller === 'capa-manager')?.env).toBeUndefined();
   });
@@ -96,6 +97,6 @@ describe('planProviders with a requirement marked bundled: false', () => {
 
   it('refuses a bundle that lacks a binary marked bundled: true', () => {
     const withoutCapd = components.map((c) => (c.provider === 'infrastructure-docker' ? { ...c, binary: undefined } : c)) as BundledComponents[];
-    expect(() => planProviders(withoutCapd, { controllers: platform('inmemory').controllers, credentials: [], sink: new RecordingSink() })).toThrow(/not capd-manager/);
+    expect(() => planProviders(withoutCapd, { controllers: platform('inmemory').controllers, credentials: [], sink: new RecordingSink() })).toThrow(/infrastructure-docker CRDs but not capi-manager/);
   });
 });

@@ -54,7 +54,9 @@ export async function prepareLocalControlPlane(request: LocalControlPlaneRequest
   const catalog = await loadBinaryCatalog();
   const reconcile = request.reconcile ?? true;
   const planned = planProviders(catalog.components, { controllers: request.controllers, credentials: request.credentials ?? [], sink: request.sink });
-  const controllers = reconcile ? planned.flatMap((p) => (p.controller ? [p.controller] : [])) : [];
+  const controllers = reconcile ? [...new Set(planned.flatMap((p) => (p.controller ? [p.controller] : [])))] : [];
+  // A binary the bundle names for several providers runs those it is told to (--providers).
+  const selectsProviders = (binary: string) => catalog.components.filter((c) => c.binary === binary).length > 1;
   // The forwarder serves the listen address only in a full start; a reading start listens on loopback alone.
   const forwarder = reconcile && request.listenAddress ? [forwarderName] : [];
   const binaries = await ensureBinaries(['etcd', 'kube-apiserver', ...forwarder, ...controllers], { catalog, sink: request.sink, signal: request.signal });
@@ -62,7 +64,7 @@ export async function prepareLocalControlPlane(request: LocalControlPlaneRequest
     provider: component.provider,
     namespace: component.namespace,
     componentsFile: catalog.componentsPath(component),
-    ...(controller ? { controller, ...(reconcile ? { binaryPath: binaries[controller]! } : {}), ...settings } : {}),
+    ...(controller ? { controller, ...(selectsProviders(controller) ? { selectsProviders: true } : {}), ...(reconcile ? { binaryPath: binaries[controller]! } : {}), ...settings } : {}),
   }));
   return new LocalControlPlane({
     dir: request.dir,
@@ -115,8 +117,8 @@ export function planProviders(
       requirements.set(requirement.provider, requirement);
     }
   } else {
-    const declared = new Map(allControllers().map((r) => [r.binary, r]));
-    for (const c of components) requirements.set(c.provider, c.binary ? declared.get(c.binary) : undefined);
+    const declared = new Map(allControllers().map((r) => [r.provider, r]));
+    for (const c of components) requirements.set(c.provider, c.binary ? declared.get(c.provider) : undefined);
   }
   return components
     .filter((c) => requirements.has(c.provider))

@@ -44,8 +44,8 @@ const stallMinutes = '5';
 /** How long a create waits for another in-memory cluster on this machine (another test's) to go away. */
 const portWaitMs = 600_000;
 const destroyTimeoutMs = 300_000;
-/** Processes of the local control plane: etcd, kube-apiserver and four provider managers. */
-const controlPlaneProcesses = 6;
+/** Processes of the local control plane: etcd, kube-apiserver and capi-manager (serving the four providers). */
+const controlPlaneProcesses = 3;
 
 /** Every stage `create cluster` journals, in order. */
 const journaledStages = [

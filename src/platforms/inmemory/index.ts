@@ -1,7 +1,7 @@
 /**
  * The in-memory platform: Cluster API's "dev" infrastructure provider (DevCluster,
  * DevMachineTemplate, group infrastructure.cluster.x-k8s.io/v1beta2) with its `inMemory`
- * backend, served by the bundled `capd-manager` (sigs.k8s.io/cluster-api/test v1.14.0).
+ * backend, served by the bundled `capi-manager` (its development provider, from sigs.k8s.io/cluster-api/test v1.14.0).
  * Machines, etcd members, API servers and Nodes are simulated inside the controller,
  * so a cluster comes up anywhere, with no container runtime and no cloud.
  *
@@ -60,9 +60,9 @@ const loopback = '127.0.0.1';
 
 const infrastructureApiVersion = `${capiGroups.infrastructure}/${capiVersion}`;
 
-/** The dev provider's manager, which serves the in-memory backend. */
+/** The dev provider, which serves the in-memory backend: run by the same process as the core providers. */
 const capd: ControllerRequirement = {
-  binary: 'capd-manager',
+  binary: 'capi-manager',
   provider: 'infrastructure-docker',
   // Its DevClusterTemplate webhook refuses the ClusterClass layout's template without the gate.
   featureGates: { ...clusterTopologyGate },

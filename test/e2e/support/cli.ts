@@ -191,7 +191,7 @@ export async function procStats(pid: number): Promise<ProcStats | undefined> {
 export const clockTicksPerSecond = 100;
 
 /**
- * The first port of the in-memory provider's workload-cluster listeners. capd-manager's
+ * The first port of the in-memory provider's workload-cluster listeners. capi-manager's
  * in-memory backend (sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server,
  * DefaultMinPort) hands every cluster a port from a fixed range starting here, per
  * process, with no flag to move it: two in-memory clusters alive on one machine (two
