@@ -50,10 +50,8 @@ const probes: VersionProbe[] = [
   { what: 'etcd', matches: (b) => b.module === 'go.etcd.io/etcd/server/v3', args: () => ['--version'], pattern: /^etcd Version: (\S+)$/m },
   { what: 'kubectl', matches: (b) => b.package === 'k8s.io/kubernetes/cmd/kubectl', args: () => ['version', '--client'], pattern: /^Client Version: (v\S+)$/m },
   { what: 'clusterctl', matches: (b) => b.package === 'sigs.k8s.io/cluster-api/cmd/clusterctl', args: () => ['version', '-o', 'short'], pattern: /^(v\S+)$/m },
-  managerProbe('CAPI core manager', 'sigs.k8s.io/cluster-api/core'),
-  managerProbe('kubeadm bootstrap manager', 'sigs.k8s.io/cluster-api/bootstrap/kubeadm'),
-  managerProbe('kubeadm control-plane manager', 'sigs.k8s.io/cluster-api/controlplane/kubeadm'),
-  managerProbe('docker/dev infrastructure manager', 'sigs.k8s.io/cluster-api/test/infrastructure/docker'),
+  // Ours over Cluster API's packages (embedded/modules/capi/main.go): the core, kubeadm and dev providers in one process.
+  { what: 'Cluster API manager', matches: (b) => b.name === 'capi-manager' && b.package === '.', args: () => ['--version'], pattern: /^(v\S+)$/m },
   managerProbe('vSphere infrastructure manager', 'sigs.k8s.io/cluster-api-provider-vsphere'),
   // CAPA's manager logs its version before it has a logger (controller-runtime drops it) and
   // has no version flag; Go's build information inside the binary names the module version it

@@ -141,7 +141,7 @@ describe('gather with the real control plane', () => {
     await controlPlane.stop();
     expect((await controlPlaneStatus(dir)).processes.filter((p) => p.running)).toEqual([]);
     const controllerLogs = await controllerLogSizes(dir);
-    // One log per manager that ran (every bundled provider's), so the comparison below can see any of them grow.
+    // One log per manager that ran (every bundled binary's), so the comparison below can see any of them grow.
     expect(Object.keys(controllerLogs)).toHaveLength((await expectedProcessCount()) - 2);
 
     const sink = new RecordingSink();

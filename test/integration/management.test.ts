@@ -145,11 +145,11 @@ describe('provisioner management, as a user runs it', () => {
       expect((await stat(kubeconfig())).mode & 0o777).toBe(0o600);
     });
 
-    it('status lists every process healthy (etcd, the API server, one manager per bundled provider), as a table and as JSON lines', async () => {
+    it('status lists every process healthy (etcd, the API server, one manager per bundled binary), as a table and as JSON lines', async () => {
       const run = await cli(['management', 'status', '--dir', dir], 60_000);
       expect(run.exitCode, run.stderr).toBe(0);
       const rows = run.stdout.split('\n').slice(1).filter((l) => l.trim() && !l.startsWith('kubeconfig:'));
-      const managers = (await loadCatalog()).components.flatMap((c) => (c.binary ? [c.binary] : []));
+      const managers = [...new Set((await loadCatalog()).components.flatMap((c) => (c.binary ? [c.binary] : [])))];
       expect(rows.map((r) => r.split(/\s+/)[0]).sort()).toEqual(['etcd', 'kube-apiserver', ...managers].sort());
       for (const row of rows) expect(row.split(/\s+/)[2], row).toBe('healthy');
       expect(run.stdout).toContain(`kubeconfig: ${kubeconfig()}`);

@@ -53,6 +53,7 @@ var setupLog = ctrl.Log.WithName("setup")
 
 // options are the manager's flags; each default is written where the flag is declared.
 type options struct {
+	showVersion       bool
 	providers         []string
 	leaderElect       bool
 	syncPeriod        time.Duration
@@ -73,6 +74,7 @@ type options struct {
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
 	logsv1.AddFlags(o.logOptions, fs)
+	fs.BoolVar(&o.showVersion, "version", false, "Print the Cluster API version this manager is built from, and exit.")
 	fs.StringSliceVar(&o.providers, "providers", providerNames(),
 		"Providers to run, by clusterctl name: each one's controllers and webhooks. Its CRDs must be installed.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
@@ -110,6 +112,10 @@ func main() {
 		os.Exit(1)
 	}
 	pflag.Parse()
+	if opts.showVersion {
+		fmt.Println(version.Get().GitVersion)
+		return
+	}
 	if err := logsv1.ValidateAndApply(opts.logOptions, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "capi-manager: %v\n", err)
 		os.Exit(1)

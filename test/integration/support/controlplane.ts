@@ -14,11 +14,12 @@ export const loopbackAddress = '127.0.0.1';
 
 /**
  * The processes of a full local control plane (management start, or a start with no
- * platform's selection): etcd, kube-apiserver and one manager per bundled provider that has one.
+ * platform's selection): etcd, kube-apiserver and one manager per bundled controller binary.
  */
 export async function expectedProcessCount(): Promise<number> {
   const { components } = await loadCatalog();
-  return 2 + components.filter((c) => c.binary).length;
+  // One process per binary: capi-manager serves several providers.
+  return 2 + new Set(components.flatMap((c) => (c.binary ? [c.binary] : []))).size;
 }
 
 /** A fresh install directory under the OS temp dir. */
