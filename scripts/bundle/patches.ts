@@ -39,6 +39,13 @@ export interface AddedFile {
 export const bindAddressEnv = 'PROVISIONER_BIND_ADDRESS';
 /** Port of the in-memory provider's debug server (upstream: fixed 19000). 0 picks a free port. */
 export const inMemoryDebugPortEnv = 'PROVISIONER_INMEMORY_DEBUG_PORT';
+/**
+ * Set to `true` in kube-apiserver's environment, it neither builds nor serves OpenAPI v2
+ * (/openapi/v2), nor the CRDs' OpenAPI documents; /openapi/v3 keeps the built-in groups. Only
+ * the local control plane sets it: the same binary is the hosts platform's workload API server
+ * (a node image), which keeps upstream's.
+ */
+export const skipOpenApiV2Env = 'PROVISIONER_APISERVER_SKIP_OPENAPI_V2';
 
 export const sourcePatches: readonly SourcePatch[] = [
   {
@@ -82,6 +89,26 @@ export const sourcePatches: readonly SourcePatch[] = [
       },
     ],
   },
+  {
+    module: 'k8s.io/kubernetes',
+    file: 'pkg/controlplane/apiserver/config.go',
+    why:
+      'kube-apiserver builds OpenAPI v2 documents at start (the built-in spec, the aggregator\'s merge of its delegates\' specs) and, through the apiextensions ' +
+      'OpenAPI controllers, a v2 and a v3 document of every CRD: about 45 MB of its heap in a local control plane (docs/architecture.md, "Footprint"), which nothing we ship reads. ' +
+      `With ${skipOpenApiV2Env}=true the generic config carries no v2 OpenAPI config once authentication has read it, so neither kube-apiserver, apiextensions-apiserver ` +
+      'nor the aggregator (each copies this config) installs /openapi/v2, and apiextensions starts no CRD OpenAPI controller (it starts them only beside a v2 spec). ' +
+      '/openapi/v3 still serves the built-in groups, built on request, so kubectl finds the fieldValidation parameter there and validates on the server (without any OpenAPI, ' +
+      'kubectl apply fails: "failed to download openapi"). Server-side apply keeps its type converters: built from the v3 config at API install time (built-in groups) and ' +
+      'from each CRD\'s schema (CRDs), not from the served documents. Only kube-apiserver runs this code (kube-controller-manager links the package but never builds a server config).',
+    edits: [
+      {
+        find: '\tgenericConfig.AggregatedDiscoveryGroupManager = aggregated.NewResourceManager("apis")\n',
+        replace:
+          '\tgenericConfig.AggregatedDiscoveryGroupManager = aggregated.NewResourceManager("apis")\n' +
+          '\tif provisionerSkipOpenAPIV2() {\n\t\tgenericConfig.OpenAPIConfig = nil\n\t}\n',
+      },
+    ],
+  },
 ];
 
 export const addedFiles: readonly AddedFile[] = [
@@ -117,6 +144,21 @@ func provisionerPortFree(port int32) bool {
 	}
 	_ = l.Close()
 	return true
+}
+`,
+  },
+  {
+    module: 'k8s.io/kubernetes',
+    file: 'pkg/controlplane/apiserver/provisioner_openapi.go',
+    why: 'Helper for the pkg/controlplane/apiserver/config.go patch above.',
+    content: `package apiserver
+
+import "os"
+
+// provisionerSkipOpenAPIV2 reports whether ${skipOpenApiV2Env} asks kube-apiserver not to
+// build or serve OpenAPI v2 documents (nor the CRDs' documents); unset keeps upstream behaviour.
+func provisionerSkipOpenAPIV2() bool {
+	return os.Getenv("${skipOpenApiV2Env}") == "true"
 }
 `,
   },

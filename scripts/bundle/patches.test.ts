@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { apiServerEnv, controllerEnv } from '../../src/controlplane/components.js';
+import { addedFiles, bindAddressEnv, skipOpenApiV2Env, sourcePatches } from './patches.js';
+
+/** The Go a patch adds for one module: its edits' replacements and its added files. */
+function goAddedFor(module: string): string {
+  const edits = sourcePatches.filter((p) => p.module === module).flatMap((p) => p.edits.map((e) => e.replace));
+  const files = addedFiles.filter((a) => a.module === module).map((a) => a.content);
+  return [...edits, ...files].join('\n');
+}
+
+describe('source patches and the environment the local control plane sets', () => {
+  it('kube-apiserver gets the variable its OpenAPI patch reads, with the value it compares against', () => {
+    expect(apiServerEnv()[skipOpenApiV2Env]).toBe('true');
+    expect(goAddedFor('k8s.io/kubernetes')).toContain(`os.Getenv("${skipOpenApiV2Env}") == "true"`);
+  });
+
+  it('the providers get the bind address their webhook-server patch reads', () => {
+    expect(Object.keys(controllerEnv())).toContain(bindAddressEnv);
+    expect(goAddedFor('sigs.k8s.io/controller-runtime')).toContain(`os.Getenv("${bindAddressEnv}")`);
+  });
+});
