@@ -236,6 +236,23 @@ describe('local control plane with the real binaries', () => {
     }
   });
 
+  it('serves no OpenAPI v2 and no CRD OpenAPI (footprint), yet kubectl finds the built-in v3 and apply still checks a CRD object against its schema', async () => {
+    const kube = controlPlane().kube;
+    for (const path of ['/openapi/v2', '/openapi/v3/apis/cluster.x-k8s.io/v1beta2']) {
+      const error: unknown = await kube.raw(path).catch((e: unknown) => e);
+      expect(error, path).toBeInstanceOf(KubeApiError);
+      expect((error as KubeApiError).statusCode, path).toBe(404);
+    }
+    // kubectl looks up the fieldValidation parameter in /openapi/v3 and fails without it ("failed to download openapi").
+    const v3 = JSON.parse(await kube.raw('/openapi/v3')) as { paths: Record<string, unknown> };
+    expect(Object.keys(v3.paths)).toEqual(expect.arrayContaining(['api/v1', 'apis/apiextensions.k8s.io/v1']));
+    // Server-side apply's type converter comes from the CRD's schema, not from a served document.
+    const unknownField = { ...validCluster, spec: { ...(validCluster['spec'] as Record<string, unknown>), bogusField: 1 } };
+    const error: unknown = await kube.apply(unknownField).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(KubeApiError);
+    expect((error as Error).message).toContain('.spec.bogusField: field not declared in schema');
+  });
+
   it('lets clusterctl describe the cluster', async () => {
     for (const part of clusterParts) await controlPlane().kube.apply(part);
     const { clusterctl } = await ensureBinaries(['clusterctl']);
