@@ -6,10 +6,15 @@
  * cluster's Secrets), created directly (no machine is provisioned), between two real local
  * control planes from the bundle, in the same run:
  *
- *  - ours: `provisioner pivot --cluster <name>` (the service: plan, preflight, pause,
- *    copy with 32 requests in flight, verify, delete, unpause; its phases timed and their API requests counted);
+ *  - ours: the move of `provisioner pivot --cluster <name>` (services/pivot.ts `pivotFrom`, the
+ *    one `create cluster --pivot-to` runs: plan, preflight, pause, stop the source's controllers,
+ *    copy with 32 requests in flight, verify, remove from the source's storage, unpause; its phases
+ *    timed and their API requests counted);
  *  - baseline: `clusterctl move --kubeconfig <src> --to-kubeconfig <dst> -n <ns>` (the
  *    bundled clusterctl).
+ *
+ * The source control plane is started again from its data before every move (either tool):
+ * ours stops its controllers, and the next set needs them and their webhooks to be seeded.
  *
  * Every set is seeded paused with the status clusterctl requires before it moves anything
  * (infrastructure provisioned, control plane initialized, a nodeRef on every Machine), then
@@ -29,8 +34,8 @@ import type { LocalControlPlane } from '../../src/controlplane/local-controlplan
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { messageOf } from '../../src/errors.js';
 import { nullSink, RecordingSink } from '../../src/events.js';
-import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
-import { pivot } from '../../src/services/pivot.js';
+import { attachedFrom, prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { pivotFrom } from '../../src/services/pivot.js';
 import { cliVersion } from '../../src/version.js';
 import type { KubeClient, KubeObject } from '../../src/kube/client.js';
 import { checkMoved, seedCluster, setClusterPaused, snapshotSeeded, type Seeded } from '../../test/support/move-fixtures.js';
@@ -85,15 +90,17 @@ export async function run(): Promise<BenchRecord> {
   const abort = new AbortController();
   const dirs = await Promise.all([mkdtemp(path.join(os.tmpdir(), 'bench-pivot-src-')), mkdtemp(path.join(os.tmpdir(), 'bench-pivot-dst-'))]);
   const started: LocalControlPlane[] = [];
+  const startIn = async (dir: string) => {
+    const cp = await prepareLocalControlPlane({ dir, detached: false, sink: nullSink, signal: abort.signal });
+    await cp.start();
+    return cp;
+  };
   try {
     const clusterctl = (await ensureBinaries(['clusterctl'], { sink: nullSink })).clusterctl!;
     const clusterctlVersion = (await promisify(execFile)(clusterctl, ['version', '-o', 'short'], { env: { ...process.env, CLUSTERCTL_DISABLE_VERSIONCHECK: 'true' } })).stdout.trim();
-    for (const dir of dirs) {
-      const cp = await prepareLocalControlPlane({ dir, detached: false, sink: nullSink, signal: abort.signal });
-      await cp.start();
-      started.push(cp);
-    }
-    const [source, target] = started as [LocalControlPlane, LocalControlPlane];
+    for (const dir of dirs) started.push(await startIn(dir));
+    const target = started[1]!;
+    let source = started[0]!;
     const figures: Record<string, number> = {};
     const ratios: Record<string, number> = {};
     const rows: (string | number)[][] = [];
@@ -114,6 +121,8 @@ export async function run(): Promise<BenchRecord> {
         const order = i % 2 === 0 ? (['ours', 'clusterctl'] as const) : (['clusterctl', 'ours'] as const);
         for (const tool of order) {
           if (tool === 'clusterctl' && clusterctlRefusal) continue;
+          await source.stop();
+          source = started[0] = await startIn(dirs[0]!);
           const seeded = await seedCluster(source.kube, `pv-${shape.workers}-${i}-${tool === 'ours' ? 'o' : 'c'}`, shape);
           objects = seeded.objects.length;
           await setClusterPaused(source.kube, seeded, false);
@@ -135,7 +144,7 @@ export async function run(): Promise<BenchRecord> {
           try {
             ms =
               tool === 'ours'
-                ? (await timed(() => pivot({ dir: dirs[0]!, toKubeconfig: target.kubeconfig, clusterName: seeded.name, sink: oursSink, signal: abort.signal, afterPhase }))) - checkMs
+                ? (await timed(() => pivotFrom({ dir: dirs[0]!, source: attachedFrom(source), machinesInController: false, toKubeconfig: target.kubeconfig, clusterName: seeded.name, sink: oursSink, signal: abort.signal, afterPhase }))) - checkMs
                 : await timed(() =>
                     promisify(execFile)(clusterctl, ['move', '--kubeconfig', source.kubeconfig, '--to-kubeconfig', target.kubeconfig, '-n', seeded.namespace], {
                       env: { ...process.env, CLUSTERCTL_DISABLE_VERSIONCHECK: 'true' },

@@ -272,6 +272,16 @@ export class LocalControlPlane {
   }
 
   /**
+   * Stops the controllers (and with them the webhooks they serve); etcd, the API server and
+   * the forwarder keep running. The start counts as unfinished from then on, so the next
+   * command that needs this control plane starts it whole again.
+   */
+  async stopControllers(): Promise<void> {
+    await rm(this.layout.startedFile, { force: true });
+    await this.supervisor.stopSome((p) => !infrastructureNames.has(p.name), { graceMs: controllerFenceGraceMs });
+  }
+
+  /**
    * With a listen address: the forwarder on `<address>:<port>` to the loopback API server,
    * ready when its health endpoint answers and the API server answers through it; then the
    * address is recorded for `hosts registration-command`. Without one, no such record stays.
@@ -502,6 +512,27 @@ export async function readListenRecord(dir: string): Promise<ListenRecord | unde
     // Written atomically by the start; unreadable means a start was cut short, which rewrites it.
     return undefined;
   }
+}
+
+/**
+ * Grace after SIGTERM when controllers are stopped as a fence: none (SIGKILL at once). Their
+ * in-flight work is a paused cluster's condition writes, which nobody needs finished, and a
+ * manager with a burst of them in flight takes its whole 10 s grace to stop (measured at
+ * 3+1,000 machines); the next start reconciles from scratch.
+ */
+const controllerFenceGraceMs = 0;
+
+/** The processes a control plane keeps when its controllers stop: what stores and serves the API. */
+const infrastructureNames: ReadonlySet<string> = new Set([etcdName, apiServerName, forwarderName]);
+
+/**
+ * `LocalControlPlane.stopControllers` for a control plane another command started (found
+ * through its pidfiles): its controllers stop, and its start counts as unfinished.
+ */
+export async function stopRecordedControllers(dir: string, events: EventSink = nullSink): Promise<void> {
+  const layout = controlPlaneLayout(dir);
+  await rm(layout.startedFile, { force: true });
+  for (const entry of await stopStale(layout.stateDir, { filter: (e) => !infrastructureNames.has(e.name), graceMs: controllerFenceGraceMs })) log(events, 'debug', `Stopped ${entry.name} (pid ${entry.pid})`);
 }
 
 /**

@@ -417,6 +417,12 @@ export class KubeClient {
     return resource.namespaced && namespace ? `${base}/namespaces/${namespace}/${resource.name}` : `${base}/${resource.name}`;
   }
 
+  /** The resource (plural) that serves `kind` in `apiVersion`, from discovery (cached per group version). */
+  async resource(apiVersion: string, kind: string): Promise<{ name: string; namespaced: boolean }> {
+    const { name, namespaced } = await this.resourceOf(apiVersion, kind);
+    return { name, namespaced };
+  }
+
   /** Forgets discovered resources (after installing CRDs). */
   resetDiscovery(): void {
     this.discovery.clear();

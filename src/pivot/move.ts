@@ -11,6 +11,7 @@
  * in both places while objects are in flight, so no controller acts on a half-moved set.
  */
 import { capiCoreApiVersion, capiGroups } from '../capi.js';
+import type { StoredObjectRef } from '../controlplane/etcd-storage.js';
 import { groupOf } from '../object-key.js';
 import { ExternalError, InterruptedError, UsageError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
@@ -180,6 +181,23 @@ export function describePlan(plan: MovePlan): string[] {
   return lines;
 }
 
+/**
+ * A source the move fences instead of emptying it through its API: the install's own local
+ * control plane, whose controllers and storage this command owns. Its controllers stop
+ * right after its Clusters are paused: they would otherwise answer the pause by writing a
+ * Paused condition on every object (thousands of status writes, with conflicts, all
+ * through the copy), and once they are gone nothing in the source can act on the moved
+ * objects again. The moved objects then leave its storage directly, a transaction per 128,
+ * where the API would need a finalizer patch and a delete per object, each through the
+ * webhooks of the controllers just stopped.
+ */
+export interface FencedSource {
+  /** Stops the source's controllers (idempotent: a resume calls it again on a restarted source). */
+  stopControllers(): Promise<void>;
+  /** Removes objects from the source's storage; returns how many were there. */
+  removeObjects(refs: readonly StoredObjectRef[]): Promise<number>;
+}
+
 export interface PivotEngineOptions {
   source: KubeClient;
   target: KubeClient;
@@ -205,6 +223,8 @@ export interface PivotEngineOptions {
   beforeUnpause?: () => Promise<void>;
   /** How long the hand-over waits for the moved hosts' agents to follow. Default `defaultHandoverTimeoutMs` (agents.ts). */
   handoverTimeoutMs?: number;
+  /** The source as a fence (see FencedSource): how its controllers stop and the moved objects leave it. */
+  fence: FencedSource;
 }
 
 /** What `replan` read: the objects to move, and their live content as listed (so the copy need not list the source again). */
@@ -378,12 +398,17 @@ export async function runPivot(options: PivotEngineOptions): Promise<PivotJourna
     let listed: Map<string, KubeObject> | undefined;
     if (at('paused')) {
       await setPaused(source, journal, true, signal);
+      // After the pause, which goes through the source's webhooks: the controllers serve them.
+      await options.fence.stopControllers();
       if (options.replan) {
         const replanned = await options.replan();
         journal.objects = replanned.objects;
         listed = new Map(replanned.live.map((o) => [keyOf(o), o]));
       }
       await advance('paused');
+    } else if (at('source-deleted')) {
+      // A resume: the source was started again, controllers and all.
+      await options.fence.stopControllers();
     }
     if (at('copied')) {
       await copyAll(options, concurrency, listed);
@@ -399,7 +424,7 @@ export async function runPivot(options: PivotEngineOptions): Promise<PivotJourna
       await advance('agents-followed');
     }
     if (at('source-deleted')) {
-      await deleteFromSource(source, journal, concurrency, sink, signal);
+      await removeFromStorage(source, options.fence, journal, concurrency, sink, signal);
       await advance('source-deleted');
     }
     if (at('unpaused')) {
@@ -592,11 +617,42 @@ async function verifyAll(options: PivotEngineOptions, concurrency: number): Prom
   }
 }
 
-/** Deletes the moved (namespaced) objects from the source, dependents first. */
-async function deleteFromSource(source: KubeClient, journal: PivotJournal, concurrency: number, sink: EventSink, signal?: AbortSignal): Promise<void> {
+/**
+ * Removes the moved (namespaced) objects from a fenced source's storage, then lists them
+ * through its API (one list per kind and namespace) until none is left: the API server
+ * learns of the removals through its watch on the storage, as of any deletion.
+ */
+async function removeFromStorage(source: KubeClient, fence: FencedSource, journal: PivotJournal, concurrency: number, sink: EventSink, signal?: AbortSignal): Promise<void> {
   const entries = journal.objects.filter((o) => !o.global);
-  const deleted = await deleteEntries(source, entries, concurrency, signal);
-  sink.emit({ type: 'progress', task: 'pivot:delete', label: 'Deleting moved objects from the source', current: deleted, total: entries.length, unit: 'objects', done: true });
+  const refs = await mapLimit(
+    entries,
+    concurrency,
+    async (e): Promise<StoredObjectRef> => {
+      const resource = await source.resource(e.apiVersion, e.kind);
+      return { group: groupOf(e.apiVersion), resource: resource.name, ...(resource.namespaced && e.namespace ? { namespace: e.namespace } : {}), name: e.name };
+    },
+    signal,
+  );
+  if (signal?.aborted) return;
+  const removed = await fence.removeObjects(refs);
+  // The API server's lists may trail its watch by a moment: look until none is left.
+  let still: string[] = [];
+  const look = async (): Promise<Observation<void>> => {
+    const left = await listEntries(source, entries, concurrency, signal);
+    still = entries.filter((e) => left.has(keyOf(e))).map((e) => keyOf(e));
+    return still.length === 0 ? { state: 'done', value: undefined, progress: 'gone' } : { state: 'waiting', value: undefined, progress: `${still.length} left` };
+  };
+  await until(polling(look, deletionPollMs), {
+    what: 'the removal of the moved objects from the source',
+    noProgressTimeoutMs: deletionNoProgressTimeoutMs,
+    ...(signal ? { signal } : {}),
+    onStall: () =>
+      new ExternalError(`${still.length} moved object(s) are still in the source after their removal from its storage`, {
+        details: still.sort(),
+        hint: 'Run pivot again to remove them again; every copy in the target is complete and verified.',
+      }),
+  });
+  sink.emit({ type: 'progress', task: 'pivot:delete', label: 'Removing moved objects from the stopped source', current: removed, total: entries.length, unit: 'objects', done: true });
 }
 
 /** Dependents before owners: one tier at a time, highest first, so no owner's deletion cascades into a dependent still to be handled. */
@@ -692,7 +748,7 @@ async function removeFinalizersAndDelete(client: KubeClient, entry: ObjectRef & 
  * Undoes a move that has not deleted anything from the source: deletes the copies in the
  * target (by the journal's names, only those carrying this pivot's source UIDs) and unpauses the source.
  */
-export async function rollbackPivot(options: Omit<PivotEngineOptions, 'afterPhase' | 'replan'>): Promise<{ deleted: number }> {
+export async function rollbackPivot(options: Omit<PivotEngineOptions, 'afterPhase' | 'replan' | 'fence'>): Promise<{ deleted: number }> {
   const { source, target, journal, sink, signal, dir } = options;
   if (phaseIndex(journal.phase) >= phaseIndex('agents-followed')) {
     throw new UsageError(`The move already ${journal.phase === 'agents-followed' ? 'handed the hosts\' agents over to the target' : 'deleted the objects from the source'} (phase ${journal.phase}); it cannot be rolled back`, {

@@ -212,7 +212,7 @@ export class ManagedProcess {
         case 'timeout': {
           const timeoutMs = this.options.startTimeoutMs ?? defaultStartTimeoutMs;
           const why = `not ready after ${formatMs(timeoutMs)}${outcome.lastProbeError ? ` (last check: ${outcome.lastProbeError})` : ''}`;
-          this.stopping = this.terminate(child, `stopped: ${why}`);
+          this.stopping = this.terminate(child, `stopped: ${why}`, this.stopGraceMs);
           await this.stopping;
           const logTail = await readLogTail(this.logFile);
           throw new ProcessError(`${this.name} was ${why}`, {
@@ -238,11 +238,11 @@ export class ManagedProcess {
   }
 
   /**
-   * SIGTERM, wait up to `stopGraceMs`, then SIGKILL. Idempotent: concurrent calls share one
-   * stop; a process that is not running resolves at once. Rejects only when the process
-   * survives SIGKILL (a process stuck in the kernel).
+   * SIGTERM, wait up to `graceMs` (default `stopGraceMs`; 0: SIGKILL right after), then
+   * SIGKILL. Idempotent: concurrent calls share one stop; a process that is not running
+   * resolves at once. Rejects only when the process survives SIGKILL (a process stuck in the kernel).
    */
-  stop(): Promise<void> {
+  stop(options: { graceMs?: number } = {}): Promise<void> {
     if (this.stopping) return this.stopping;
     const child = this.child;
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) {
@@ -250,7 +250,7 @@ export class ManagedProcess {
       if (this.currentState !== 'idle') this.currentState = 'stopped';
       return Promise.resolve();
     }
-    this.stopping = this.terminate(child, 'stopped');
+    this.stopping = this.terminate(child, 'stopped', options.graceMs ?? this.stopGraceMs);
     return this.stopping;
   }
 
@@ -258,12 +258,12 @@ export class ManagedProcess {
     return new InterruptedError(`Start of ${this.name} was interrupted`, { hint: 'Run the command again to continue.' });
   }
 
-  private async terminate(child: ChildProcess, message: string): Promise<void> {
+  private async terminate(child: ChildProcess, message: string, graceMs: number): Promise<void> {
     this.currentState = 'stopping';
     this.startAbort?.abort();
     const exitInfo = this.exitInfo ?? Promise.resolve(undefined);
     this.signalChild(child, 'SIGTERM');
-    if (!(await settlesWithin(exitInfo, this.stopGraceMs))) {
+    if (!(await settlesWithin(exitInfo, graceMs))) {
       this.signalChild(child, 'SIGKILL');
       if (!(await settlesWithin(exitInfo, killWaitMs))) {
         throw new InternalError(`${this.name} (pid ${child.pid}) did not exit after SIGKILL`, {

@@ -67,6 +67,20 @@ describe('Supervisor', () => {
     expect(s.processes).toEqual([]);
   });
 
+  it('stopSome stops the chosen ones in reverse order without restarting them; the rest keep running', async () => {
+    const s = supervisor();
+    const [a, b, c] = ['a', 'b', 'c'].map((n) => proc(n, '/bin/sleep', { args: ['300'] }));
+    await s.start([a!, b!, c!]);
+    await s.stopSome((p) => p.name !== 'a');
+    expect(sink.ofType('process').filter((e) => e.state === 'stopped').map((e) => e.name)).toEqual(['c', 'b']);
+    expect(s.processes.map((p) => p.name)).toEqual(['a']);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(states('b')).toEqual(['starting', 'ready', 'stopped']); // no exited, no restarting
+    expect(isPidRunning(a!.pid!)).toBe(true);
+    await s.stopAll();
+    expect(states('a').at(-1)).toBe('stopped');
+  });
+
   it('rolls back the started ones in reverse when the second fails', async () => {
     const s = supervisor();
     const first = proc('first', '/bin/sleep', { args: ['300'] });

@@ -126,6 +126,24 @@ export class Supervisor {
     return this.stopAllPromise;
   }
 
+  /**
+   * Stops the owned processes `which` accepts, in reverse start order, each given `graceMs`
+   * after SIGTERM (default: its own stop grace), and gives them up (no restart); the others
+   * keep running. Rejects like `stopAll` when one does not stop.
+   */
+  async stopSome(which: (proc: ManagedProcess) => boolean, options: { graceMs?: number } = {}): Promise<void> {
+    const chosen = [...this.owned].reverse().filter(which);
+    // Given up before they are signalled: their exit is not a crash to restart from.
+    for (const proc of chosen) this.release(proc);
+    const errors = await this.stopEach(chosen, options.graceMs);
+    if (errors.length > 0) {
+      throw new InfrastructureError(`${errors.length} process(es) could not be stopped cleanly`, {
+        details: errors.map(messageOf),
+        hint: 'Run `provisioner destroy bootstrap` to stop anything left running.',
+      });
+    }
+  }
+
   private release(proc: ManagedProcess): void {
     this.unsubscribe.get(proc)?.();
     this.unsubscribe.delete(proc);
@@ -133,14 +151,14 @@ export class Supervisor {
     if (index >= 0) this.owned.splice(index, 1);
   }
 
-  private async stopEach(processes: readonly ManagedProcess[]): Promise<unknown[]> {
+  private async stopEach(processes: readonly ManagedProcess[], graceMs?: number): Promise<unknown[]> {
     const errors: unknown[] = [];
     for (const proc of processes) {
-      const limit = this.options.stopTimeoutMs ?? proc.stopGraceMs + stopMarginMs;
+      const limit = this.options.stopTimeoutMs ?? (graceMs ?? proc.stopGraceMs) + stopMarginMs;
       let timer: NodeJS.Timeout | undefined;
       try {
         await Promise.race([
-          proc.stop(),
+          proc.stop(graceMs === undefined ? {} : { graceMs }),
           new Promise<never>((_, reject) => {
             timer = setTimeout(() => reject(new Error(`${proc.name} did not stop within ${limit} ms`)), limit);
           }),

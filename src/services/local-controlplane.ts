@@ -4,7 +4,8 @@
  * kube-apiserver and every provider controller, and maps each provider's component
  * manifest. `management start` and `create cluster` share this.
  */
-import { LocalControlPlane, controlPlaneStatus, forwarderName, readListenRecord, type ProviderSpec } from '../controlplane/local-controlplane.js';
+import { removeStoredObjects } from '../controlplane/etcd-storage.js';
+import { LocalControlPlane, controlPlaneStatus, forwarderName, readListenRecord, stopRecordedControllers, type ProviderSpec } from '../controlplane/local-controlplane.js';
 import { ensureBinaries } from '../embedded/cache.js';
 import { loadBinaryCatalog } from '../embedded/catalog.js';
 import { mkdir } from 'node:fs/promises';
@@ -17,6 +18,7 @@ import { log, type EventSink } from '../events.js';
 import { KubeClient } from '../kube/client.js';
 import type { BundledComponents } from '../embedded/manifest.js';
 import { allControllers, type ControllerRequirement, type CredentialFileReference } from '../platforms/index.js';
+import type { FencedSource } from '../pivot/move.js';
 import type { ProcessError } from '../process/errors.js';
 
 export interface LocalControlPlaneRequest {
@@ -163,6 +165,25 @@ export interface AttachedControlPlane {
   fatal: Promise<never>;
   /** Stops what this command started; an adopted control plane is left running. */
   stop(): Promise<void>;
+  /** The install's own local control plane as a pivot's source to fence (pivot/move.ts). Absent for an external management cluster. */
+  fence?: FencedSource;
+}
+
+/** An install's local control plane as a fence: controllers stopped through whoever runs them, objects removed from its etcd. */
+function localFence(dir: string, stopControllers: () => Promise<void>): FencedSource {
+  return { stopControllers, removeObjects: (refs) => removeStoredObjects(dir, refs) };
+}
+
+/** A control plane this process started, as attached (the pivot benchmark moves from one it owns). */
+export function attachedFrom(controlPlane: LocalControlPlane, fatal: Promise<never> = new Promise<never>(() => {})): AttachedControlPlane {
+  return {
+    client: controlPlane.kube,
+    kubeconfig: controlPlane.kubeconfig,
+    adopted: false,
+    fatal,
+    stop: () => controlPlane.stop(),
+    fence: localFence(controlPlane.layout.dir, () => controlPlane.stopControllers()),
+  };
 }
 
 /**
@@ -176,20 +197,21 @@ export async function attachLocalControlPlane(request: LocalControlPlaneRequest)
     if (request.listenAddress) await checkRunningListenAddress(request.dir, request.listenAddress, request.listenAddressFrom ?? 'the listen address');
     log(request.sink, 'info', `Using the control plane already running in ${status.layout.dir}`);
     const client = KubeClient.fromFile(status.layout.kubeconfig);
-    return { client, kubeconfig: status.layout.kubeconfig, adopted: true, fatal: new Promise<never>(() => {}), stop: async () => client.close() };
+    return {
+      client,
+      kubeconfig: status.layout.kubeconfig,
+      adopted: true,
+      fatal: new Promise<never>(() => {}),
+      stop: async () => client.close(),
+      fence: localFence(status.layout.dir, () => stopRecordedControllers(status.layout.dir, request.sink)),
+    };
   }
   let rejectFatal: (error: unknown) => void = () => {};
   const fatal = new Promise<never>((_, reject) => (rejectFatal = reject));
   fatal.catch(() => {}); // observed by the waits; never an unhandled rejection
   const controlPlane = await prepareLocalControlPlane({ ...request, onFatal: (error) => rejectFatal(error) });
   await controlPlane.start();
-  return {
-    client: controlPlane.kube,
-    kubeconfig: controlPlane.kubeconfig,
-    adopted: false,
-    fatal,
-    stop: () => controlPlane.stop(),
-  };
+  return attachedFrom(controlPlane, fatal);
 }
 
 /** Where a listen address was named: a flag, or a field of the install config (with the file). */

@@ -17,14 +17,14 @@ import { capiCoreApiVersion } from '../capi.js';
 import { installConfigFile, installConfigFileName } from '../config/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
-import { ExternalError, ProvisionerError, UsageError, messageOf } from '../errors.js';
+import { ExternalError, InternalError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { readYamlFile } from '../input-files.js';
 import { KubeClient, type KubeObject } from '../kube/client.js';
 import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
 import { countByKind } from '../pivot/graph.js';
 import { phaseIndex, readPivotJournal, writePivotJournal, type PivotJournal, type PivotPhase } from '../pivot/journal.js';
-import { coreKinds, describePlan, discoverMoveKinds, journalFor, planMove, preflight, rollbackPivot, runPivot, type MovePlan } from '../pivot/move.js';
+import { coreKinds, describePlan, discoverMoveKinds, journalFor, planMove, preflight, rollbackPivot, runPivot, type FencedSource, type MovePlan } from '../pivot/move.js';
 import { platformOfDocument, type Platform } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
 import { attachLocalControlPlane, recordExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
@@ -238,6 +238,7 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
       journal: moving,
       sink,
       signal,
+      fence: fenceOf(source),
       ...(request.concurrency ? { concurrency: request.concurrency } : {}),
       ...(request.afterPhase ? { afterPhase: request.afterPhase } : {}),
     });
@@ -262,6 +263,12 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
   } finally {
     target.close();
   }
+}
+
+/** The source's fence; every pivot source is an install's local control plane, which has one. */
+function fenceOf(source: AttachedControlPlane): FencedSource {
+  if (!source.fence) throw new InternalError('the source of a pivot is not a local control plane (it has no fence)');
+  return source.fence;
 }
 
 function kindsOf(journal: PivotJournal): { kind: string; count: number }[] {

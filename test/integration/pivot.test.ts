@@ -25,9 +25,10 @@ import { handOverAgents } from '../../src/pivot/agents.js';
 import { contentDifference } from '../../src/pivot/graph.js';
 import { sourceUidAnnotation } from '../../src/pivot/move.js';
 import { pivotJournalPath, readPivotJournal } from '../../src/pivot/journal.js';
-import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { storageKey, storedKeys } from '../../src/controlplane/etcd-storage.js';
+import { attachedFrom, prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
 import { issueRegistrationCommand } from '../../src/agent/registration.js';
-import { pivot } from '../../src/services/pivot.js';
+import { pivotFrom, type PivotRequest } from '../../src/services/pivot.js';
 import { checkMoved, seedCluster, setClusterPaused } from '../support/move-fixtures.js';
 import { removeInstallDir, waitFor } from './support/controlplane.js';
 
@@ -129,15 +130,44 @@ describe('pivot between two real control planes', () => {
   const targetBeforeUnpause = new Map<string, Map<string, KubeObject>>();
   const seededByCluster = new Map<string, KubeObject[]>();
 
+  /**
+   * The source, started again from its data when a move fenced it (stopped its controllers),
+   * as the next command would find it: not started whole, so started again.
+   */
+  let fenced = false;
+  async function sourceWithControllers(): Promise<LocalControlPlane> {
+    if (fenced) {
+      await source.stop();
+      source = await prepareLocalControlPlane({ dir: sourceDir, detached: false, sink: new RecordingSink(), signal: abort.signal });
+      await source.start();
+      fenced = false;
+    }
+    return source;
+  }
+
   /** Seeds a cluster in the source and remembers its objects for the target's snapshot. */
   async function seedSource(name: string): Promise<KubeObject[]> {
-    const seeded = await seed(source.kube, name);
+    const seeded = await seed((await sourceWithControllers()).kube, name);
     seededByCluster.set(name, seeded);
     return seeded;
   }
 
-  const run = (clusterName: string, extra: Partial<Parameters<typeof pivot>[0]> = {}) =>
-    pivot({
+  /** One `provisioner pivot --cluster` (the move of services/pivot.ts, as `create cluster --pivot-to` runs it), from the source as a new command finds it. */
+  const run = async (clusterName: string, extra: Partial<PivotRequest> = {}) => {
+    const attached = attachedFrom(await sourceWithControllers());
+    const fence = attached.fence!;
+    return pivotFrom({
+      source: {
+        ...attached,
+        fence: {
+          ...fence,
+          stopControllers: async () => {
+            fenced = true;
+            await fence.stopControllers();
+          },
+        },
+      },
+      machinesInController: false,
       dir: sourceDir,
       toKubeconfig: target.kubeconfig,
       clusterName,
@@ -150,6 +180,7 @@ describe('pivot between two real control planes', () => {
         await extra.afterPhase?.(phase);
       },
     });
+  };
 
   /** Every journal object is in the target (once, with its content and remapped owners) and gone from the source. */
   async function expectMoved(name: string, seeded: KubeObject[], sourceCopies: Map<string, KubeObject>): Promise<void> {
@@ -198,10 +229,34 @@ describe('pivot between two real control planes', () => {
     expect(await readPivotJournal(sourceDir)).toBeUndefined(); // a dry run writes nothing
     // The content the move copies is the paused source's: snapshot it right after the pause.
     let paused = new Map<string, KubeObject>();
-    const result = await run('move-a', { afterPhase: async (phase) => { if (phase === 'paused') paused = await snapshot(seeded); } });
+    let runningWhilePaused: string[] = [];
+    const result = await run('move-a', {
+      afterPhase: async (phase) => {
+        if (phase !== 'paused') return;
+        paused = await snapshot(seeded);
+        runningWhilePaused = (await controlPlaneStatus(sourceDir)).processes.filter((p) => p.running).map((p) => p.name);
+      },
+    });
     expect(result.action).toBe('moved');
     expect(paused.size).toBe(seeded.length);
+    // The fence: from the pause on, the source runs no controller, so nothing there acts on the objects in flight.
+    expect(runningWhilePaused.sort()).toEqual(['etcd', 'kube-apiserver']);
     await expectMoved('move-a', seeded, paused);
+    // ... and the moved objects are gone from the source's storage itself: started again whole, with
+    // every controller, the old source has nothing of the cluster left to reconcile, ever.
+    const journal = (await readPivotJournal(sourceDir))!;
+    const movedKeys = await Promise.all(
+      journal.objects.filter((o) => !o.global).map(async (o) => {
+        const resource = await target.kube.resource(o.apiVersion, o.kind);
+        return storageKey({ group: o.apiVersion.includes('/') ? o.apiVersion.split('/')[0]! : '', resource: resource.name, ...(resource.namespaced ? { namespace: o.namespace! } : {}), name: o.name });
+      }),
+    );
+    expect(movedKeys).toContain('/registry/cluster.x-k8s.io/clusters/move-a/move-a');
+    const restarted = await sourceWithControllers();
+    expect((await controlPlaneStatus(sourceDir)).usable).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 5_000)); // its controllers' first reconcile of whatever they find
+    expect((await storedKeys(sourceDir, '/registry/')).filter((k) => movedKeys.includes(k))).toEqual([]);
+    expect((await restarted.kube.list<KubeObject>('cluster.x-k8s.io/v1beta2', 'Cluster', { namespace: 'move-a' })).map((c) => c.metadata.name)).toEqual([]);
     const secret = await target.kube.get<KubeObject>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'move-a-kubeconfig', namespace: 'move-a' } });
     const cluster = await target.kube.get<KubeObject>({ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name: 'move-a', namespace: 'move-a' } });
     // Copied with its owner remapped to the target's Cluster; once unpaused, the target's
