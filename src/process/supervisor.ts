@@ -115,12 +115,7 @@ export class Supervisor {
         const order = [...this.owned].reverse();
         const errors = await this.stopEach(order);
         for (const proc of order) this.release(proc);
-        if (errors.length > 0) {
-          throw new InfrastructureError(`${errors.length} process(es) could not be stopped cleanly`, {
-            details: errors.map(messageOf),
-            hint: 'Run `provisioner destroy bootstrap` to stop anything left running.',
-          });
-        }
+        throwStopErrors(errors);
       })();
     }
     return this.stopAllPromise;
@@ -136,12 +131,7 @@ export class Supervisor {
     // Given up before they are signalled: their exit is not a crash to restart from.
     for (const proc of chosen) this.release(proc);
     const errors = await this.stopEach(chosen, options.graceMs);
-    if (errors.length > 0) {
-      throw new InfrastructureError(`${errors.length} process(es) could not be stopped cleanly`, {
-        details: errors.map(messageOf),
-        hint: 'Run `provisioner destroy bootstrap` to stop anything left running.',
-      });
-    }
+    throwStopErrors(errors);
   }
 
   private release(proc: ManagedProcess): void {
@@ -235,4 +225,13 @@ export class Supervisor {
   private emit(proc: ManagedProcess, event: Omit<ProcessEvent, 'type' | 'name'>): void {
     this.events.emit({ type: 'process', name: proc.name, ...event });
   }
+}
+
+/** One InfrastructureError listing every stop failure, if there was any. */
+function throwStopErrors(errors: readonly unknown[]): void {
+  if (errors.length === 0) return;
+  throw new InfrastructureError(`${errors.length} process(es) could not be stopped cleanly`, {
+    details: errors.map(messageOf),
+    hint: 'Run `provisioner destroy bootstrap` to stop anything left running.',
+  });
 }
