@@ -268,7 +268,6 @@ nodeRegistration:
   ignorePreflightErrors: [${node.ignoredPreflightErrors.join(', ')}]
   kubeletExtraArgs:
 ${node.kubeletExtraArgs.map((a) => `  - name: ${a.name}\n    value: "${value(a.value)}"`).join('\n')}
-skipPhases: [${node.skippedInitPhases.join(', ')}]
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration

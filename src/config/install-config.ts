@@ -42,6 +42,14 @@ export const hookStages = ['preProvision', 'infraReady', 'bootstrapData', 'postP
  * controller creates the rest.
  */
 export const manifestLayouts = ['classic', 'topology'] as const;
+
+/**
+ * The pod networks `networking.cni` offers: `flannel`, the bundled flannel (host-gw
+ * backend), applied to the workload cluster by a ClusterResourceSet; `none`, nothing (the
+ * user applies their own).
+ */
+export const cniChoices = ['flannel', 'none'] as const;
+export type CniChoice = (typeof cniChoices)[number];
 export type ManifestLayout = (typeof manifestLayouts)[number];
 /** The layout of a config that sets none. */
 export const defaultManifestLayout: ManifestLayout = 'classic';
@@ -274,6 +282,15 @@ function installConfigNode<P extends SchemaNode, M extends SchemaNode>(platform:
               ['10.128.0.0/12'],
             ),
             serviceDomain: defaulted(s.string({ doc: 'DNS domain of services.', pattern: dns1123Subdomain, patternHint: 'a DNS domain such as cluster.local', maxLength: 253 }), 'cluster.local'),
+            cni: optional(
+              s.enum(cniChoices, {
+                doc:
+                  'The pod network. flannel: the bundled flannel (host-gw: a route per node, so the nodes share a link), applied from the management cluster by a ClusterResourceSet, ' +
+                  'so nodes that join later and a pivot keep it. none: no pod network; the nodes register but stay NotReady until you apply one ' +
+                  '(kubectl --kubeconfig auth/kubeconfig apply -f <your CNI manifest>). ' +
+                  'Default: flannel on platforms whose nodes take their images from the bundle (hosts), none elsewhere (bring your own CNI there).',
+              }),
+            ),
           },
           { doc: 'Cluster networking.' },
         ),

@@ -69,6 +69,22 @@ export function topologyLayoutRefused(platform: string): Rule {
   };
 }
 
+/** `networking.cni: flannel` on a platform whose nodes cannot take the bundle's images: refused, naming the field. */
+export function bundledCniRefused(platform: string): Rule {
+  return {
+    name: 'bundled-cni-refused',
+    reads: ['networking', 'platform'],
+    check(config, report) {
+      if (config.networking.cni !== 'flannel') return;
+      report.error(
+        ['networking', 'cni'],
+        `the bundled flannel runs only where nodes take their images from the bundle; the ${platform} platform's nodes pull theirs from registries`,
+        'set networking.cni to none (or remove it) and apply your CNI to the cluster once it is up',
+      );
+    },
+  };
+}
+
 /** The namespace of the generated objects is none of `reserved` (the core ones and every platform's providers'), nor `kube-*`. */
 export function namespaceNotReserved(reserved: readonly string[]): Rule {
   return {

@@ -39,6 +39,13 @@ export const nodeBinaryNames = ['kubelet', 'kubeadm'] as const;
  */
 export const kubeadmPauseTag = '3.10.2';
 
+/** The CoreDNS tag kubeadm v1.36.3 names (cmd/kubeadm/app/constants CoreDNSVersion). */
+export const kubeadmCorednsTag = 'v1.14.2';
+/** The tag of the CoreDNS image built from the bundle. */
+export const corednsImageTag = 'v1.14.2';
+/** The bundled pod network's image (flanneld, the flannel CNI plugin, cp). */
+export const flannelImageRef = `${imageRepository}/flannel:v0.28.10`;
+
 /** Bumped when the archive layout changes, so cached archives are rebuilt. */
 const writerRevision = '1';
 

@@ -30,7 +30,8 @@ import {
   type InstallConfig,
   type MachinePool,
 } from '../config/index.js';
-import { platformFor } from './registry.js';
+import { flannelObjects } from '../addons/pod-network.js';
+import { effectiveCni, platformFor } from './registry.js';
 import type { Platform, PlatformKubeadm, TemplateRole } from './platform.js';
 import {
   clusterNameLabel,
@@ -39,6 +40,8 @@ import {
   type Cluster,
   type ClusterClass,
   type ClusterNetwork,
+  type ClusterResourceSet,
+  type ConfigMap,
   type ContractReference,
   type InfrastructureCluster,
   type InfrastructureClusterTemplate,
@@ -61,6 +64,8 @@ import {
 
 export type ManifestObject =
   | Namespace
+  | ConfigMap
+  | ClusterResourceSet
   | Cluster
   | TopologyCluster
   | ClusterClass
@@ -83,7 +88,9 @@ export type ManifestRole =
   | 'cluster-class'
   | 'machine-template'
   | 'bootstrap-template'
-  | 'machine-deployment';
+  | 'machine-deployment'
+  | 'pod-network-resources'
+  | 'pod-network';
 
 export interface GeneratedManifest {
   /** File name under `cluster-api/`: sorting the names gives the apply order; a pool's files keep their names. */
@@ -121,6 +128,8 @@ export const fixedFileNames = {
   'control-plane': '04_control-plane.yaml',
   'control-plane-template': '04_control-plane-template.yaml',
   'cluster-class': '05_cluster-class.yaml',
+  'pod-network-resources': '06_pod-network-resources.yaml',
+  'pod-network': '07_pod-network.yaml',
 } as const;
 
 /**
@@ -158,7 +167,8 @@ export function generateManifests(config: InstallConfig): ManifestSet {
   const manifests: GeneratedManifest[] = [
     { file: fixedFileNames.namespace, role: 'namespace', object: ns },
     ...(config.manifests.layout === 'topology' ? topologyLayout(context) : classicLayout(context)),
-  ];
+    ...podNetwork(context),
+  ].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
 
   // Independent objects: builders share constants (kubelet args), and callers may edit what they get.
   for (const manifest of manifests) manifest.object = structuredClone(manifest.object);
@@ -308,6 +318,39 @@ function topologyLayout(context: GenerationContext): GeneratedManifest[] {
     manifests.push({ file: poolFileName(pool.name, 'bootstrap-template'), role: 'bootstrap-template', pool: pool.name, object: bootstrap });
   }
   return manifests;
+}
+
+/**
+ * The bundled pod network (networking.cni: flannel): its objects in a ConfigMap, and a
+ * ClusterResourceSet that has the management cluster's core manager apply them to this
+ * cluster once its API answers. Cluster API keeps the set with the cluster (a pivot moves
+ * it), and nodes that join later get the DaemonSet's pod like any node.
+ */
+function podNetwork({ config, platform, clusterName, meta }: GenerationContext): GeneratedManifest[] {
+  if (effectiveCni(config) !== 'flannel' || !platform.bundledAddons) return [];
+  const podCidr = config.networking.podCIDRs.find((cidr) => cidr.includes('.'))!;
+  const objects = flannelObjects({ podCidr, image: platform.bundledAddons.flannelImage, imagePullPolicy: 'Never' });
+  const resources: ConfigMap = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta(`${clusterName}-pod-network`),
+    // One JSON document per object (JSON is YAML): what the ClusterResourceSet controller splits and applies.
+    data: { 'flannel.yaml': `${objects.map((o) => JSON.stringify(o)).join('\n---\n')}\n` },
+  };
+  const resourceSet: ClusterResourceSet = {
+    apiVersion: 'addons.cluster.x-k8s.io/v1beta2',
+    kind: 'ClusterResourceSet',
+    metadata: meta(`${clusterName}-pod-network`),
+    spec: {
+      clusterSelector: { matchLabels: { [clusterNameLabel]: clusterName } },
+      resources: [{ kind: 'ConfigMap', name: resources.metadata.name }],
+      strategy: 'Reconcile',
+    },
+  };
+  return [
+    { file: fixedFileNames['pod-network-resources'], role: 'pod-network-resources', object: resources },
+    { file: fixedFileNames['pod-network'], role: 'pod-network', object: resourceSet },
+  ];
 }
 
 function withoutTypeMeta<T extends KubeObject>(object: UnnamedObject<T>): Record<string, unknown> {

@@ -267,6 +267,13 @@ export interface Platform {
   credentialFiles(config: InstallConfig, installDir: string): CredentialFileReference[];
   readonly lifecycle: PlatformLifecycle;
   readonly hooks?: PlatformHooks;
+  /**
+   * The images of the bundled add-ons on this platform's nodes, which import the bundle's
+   * images instead of pulling them: with it, networking.cni defaults to the bundled flannel.
+   * Absent (the default): the nodes pull from registries, networking.cni defaults to none
+   * and flannel is refused, naming the field.
+   */
+  readonly bundledAddons?: { flannelImage: string };
 }
 
 /** Kinds of the Cluster API core and kubeadm providers that apply may prune, whatever the platform. */

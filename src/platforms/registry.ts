@@ -3,7 +3,7 @@
  * Platform) and list it here; the install-config schema, `explain`, the flags and prompt
  * of `create install-config`, manifests and `create cluster` all take it from this list.
  */
-import { composeInstallConfigSchema, platformNameOf, topologyLayoutRefused, type InstallConfig, type InstallConfigSchema, type PlatformConfigSection } from '../config/index.js';
+import { bundledCniRefused, composeInstallConfigSchema, platformNameOf, topologyLayoutRefused, type CniChoice, type InstallConfig, type InstallConfigSchema, type PlatformConfigSection, type Rule } from '../config/index.js';
 import { UsageError } from '../errors.js';
 import { awsPlatform } from './aws/index.js';
 import { hostsPlatform } from './hosts/index.js';
@@ -19,8 +19,14 @@ export const defaultPlatform: Platform = platforms[0]!;
 
 /** A platform's install-config section, refusing `manifests.layout: topology` when the platform has no ClusterClass layout. */
 export function configSectionOf(platform: Platform): PlatformConfigSection {
-  if (platform.clusterClass) return platform.installConfig;
-  return { ...platform.installConfig, rules: [...platform.installConfig.rules, topologyLayoutRefused(platform.name)] };
+  const refusals: Rule[] = [...(platform.clusterClass ? [] : [topologyLayoutRefused(platform.name)]), ...(platform.bundledAddons ? [] : [bundledCniRefused(platform.name)])];
+  if (refusals.length === 0) return platform.installConfig;
+  return { ...platform.installConfig, rules: [...platform.installConfig.rules, ...refusals] };
+}
+
+/** The pod network a (validated) config gets: networking.cni, else flannel where the platform carries the bundled add-ons, none elsewhere. */
+export function effectiveCni(config: InstallConfig): CniChoice {
+  return config.networking.cni ?? (platformFor(config).bundledAddons ? 'flannel' : 'none');
 }
 
 /** The install config's schema with every platform's sections: what validation, the JSON Schema and `explain` use. */

@@ -41,6 +41,27 @@ export interface Namespace extends KubeObject {
   kind: 'Namespace';
 }
 
+export interface ConfigMap extends KubeObject {
+  apiVersion: 'v1';
+  kind: 'ConfigMap';
+  data: Record<string, string>;
+}
+
+/**
+ * Cluster API's ClusterResourceSet (addons.cluster.x-k8s.io/v1beta2): the objects in its
+ * ConfigMaps are applied to every workload cluster its selector matches, by the core
+ * manager of whichever management cluster holds it (so a pivot takes it along).
+ */
+export interface ClusterResourceSet extends KubeObject {
+  apiVersion: 'addons.cluster.x-k8s.io/v1beta2';
+  kind: 'ClusterResourceSet';
+  spec: {
+    clusterSelector: { matchLabels: Record<string, string> };
+    resources: { kind: 'ConfigMap' | 'Secret'; name: string }[];
+    strategy: 'ApplyOnce' | 'Reconcile';
+  };
+}
+
 export interface ClusterNetwork {
   pods: { cidrBlocks: string[] };
   services: { cidrBlocks: string[] };
@@ -122,6 +143,8 @@ export interface ClusterConfiguration {
   /** Registry of the control-plane images (kubeadm's default: registry.k8s.io). */
   imageRepository?: string;
   etcd?: { local?: { imageTag?: string } };
+  /** CoreDNS's image (kubeadm's addon/coredns phase); unset: kubeadm's default tag in imageRepository. */
+  dns?: { imageRepository?: string; imageTag?: string };
   apiServer?: { certSANs?: string[]; extraArgs?: KubeletArg[] };
   controllerManager?: { extraArgs?: KubeletArg[] };
 }

@@ -337,7 +337,8 @@ describe('bad input loses nothing', () => {
     await editInstallConfig(dir, (doc) => {
       const pools = doc.machinePools as { quantity: number }[];
       pools[0]!.quantity = 2;
-      (doc.networking as { serviceCIDRs: string[] }).serviceCIDRs = ['192.168.128.0/20'];
+      // Overlapping blocks, carved from the test range like every test cluster's.
+      doc.networking = { podCIDRs: ['198.19.0.0/17'], serviceCIDRs: ['198.19.64.0/20'] };
     });
     const before = await readFile(path.join(dir, 'install-config.yaml'), 'utf8');
 

@@ -22,7 +22,7 @@ import { loadBinaryCatalog } from '../../src/embedded/catalog.js';
 import { kubeadmPauseTag } from '../../src/nodeartifacts/node-images.js';
 import { prepareNodeArtifactsFor, type ServedNodeArtifact } from '../../src/services/node-artifacts.js';
 import { waitFor } from '../integration/support/controlplane.js';
-import type { TestHost } from '../support/netns.js';
+import { testClusterNetworking, type TestHost } from '../support/netns.js';
 import { ensureBuilt } from './support/cli.js';
 import { HostsLab, type NodePlanView, type RunningAgent } from './support/hosts-lab.js';
 
@@ -87,13 +87,13 @@ function downloads(images: readonly string[]) {
   return [bin('kubelet'), bin('kubeadm'), ...images.map(image)];
 }
 
-/** A node-local bridge network for the host's pods, 10.244.<i>.0/24. */
+/** A node-local bridge network for the host's pods, 198.19.<i>.0/24 (a /24 of the test pod block). */
 function cniConfig(index: number) {
   return {
     path: '/etc/cni/net.d/10-provisioner.conflist',
     content: `${JSON.stringify({
       cniVersion: '1.0.0', name: 'provisioner', plugins: [
-        { type: 'bridge', bridge: 'cni0', isGateway: true, ipMasq: true, hairpinMode: true, ipam: { type: 'host-local', ranges: [[{ subnet: `10.244.${index}.0/24` }]], routes: [{ dst: '0.0.0.0/0' }] } },
+        { type: 'bridge', bridge: 'cni0', isGateway: true, ipMasq: true, hairpinMode: true, ipam: { type: 'host-local', ranges: [[{ subnet: `198.19.${index}.0/24` }]], routes: [{ dst: '0.0.0.0/0' }] } },
         { type: 'portmap', capabilities: { portMappings: true } },
       ],
     }, null, 2)}\n`,
@@ -180,8 +180,8 @@ etcd:
   local:
     imageTag: ${served('node/images/etcd.tar').ref!.split(':').pop()}
 networking:
-  podSubnet: 10.244.0.0/16
-  serviceSubnet: 10.96.0.0/12
+  podSubnet: ${testClusterNetworking.podCIDR}
+  serviceSubnet: ${testClusterNetworking.serviceCIDR}
 `;
     const started = Date.now();
     const apply = await lab.applyPlan(h0, 'node', {

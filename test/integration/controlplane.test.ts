@@ -37,7 +37,7 @@ function cluster(name: string, spec: Record<string, unknown>): KubeObject {
   return { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name, namespace }, spec };
 }
 
-const clusterNetwork = { pods: { cidrBlocks: ['192.168.0.0/16'] }, services: { cidrBlocks: ['10.128.0.0/12'] } };
+const clusterNetwork = { pods: { cidrBlocks: ['198.19.0.0/17'] }, services: { cidrBlocks: ['198.19.128.0/20'] } };
 const validCluster = cluster(clusterName, {
   clusterNetwork,
   controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: `${clusterName}-cp` },

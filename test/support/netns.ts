@@ -5,11 +5,14 @@
  *
  * ```
  *   hub       a bridge `br0` and one veth end per member (`veth-m`, `veth-h0`, …)
- *   machine   eth0 198.18.0.1/15: runs the provisioner control plane (its loopback is its own)
- *   h<i>      eth0 198.18.0.<10+i>/15: one host each, running a real provisioner-agent
+ *   machine   eth0 198.18.0.1/16: runs the provisioner control plane (its loopback is its own)
+ *   h<i>      eth0 198.18.0.<10+i>/16: one host each, running a real provisioner-agent
  * ```
  *
- * Addresses come from 198.18.0.0/15 (RFC 2544, benchmarking), and every link is inside a
+ * Addresses come from 198.18.0.0/15 (RFC 2544, benchmarking): the hosts' link is its lower
+ * half, 198.18.0.0/16, and a test cluster's pod and Service blocks are carved from the upper
+ * half (`testClusterNetworking`), so no packet of a test is ever addressed elsewhere. Every
+ * link is inside a
  * namespace of the run: nothing is created, changed or routed in the machine's own network
  * namespace — no bridge, veth end, address or route there — so traffic goes only to
  * loopback and between these namespaces.
@@ -34,7 +37,8 @@
  * Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), iproute2 and util-linux (nsenter, unshare);
  * with `runtime`, containerd, runc and the CNI plugins (Debian: containerd, runc,
  * containernetworking-plugins). Creating a host makes the empty mount points of
- * `hostDirectories` on the machine (mkdir -p), nothing else outside the run's directory.
+ * `hostDirectories` and `hostFiles` on the machine where they are missing (mkdir -p, touch),
+ * nothing else outside the run's directory.
  */
 import { execFileSync, spawn as spawnChild } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,9 +49,14 @@ import { execa, type Options, type ResultPromise } from 'execa';
 
 /** Every namespace and scratch directory of a run starts with this and the run's pid. */
 const runPrefix = 'provisioner-test-';
-/** The test network: 198.18.0.0/15; the machine is .1, host i is .10+i. */
+/** The hosts' link: 198.18.0.0/16; the machine is .1, host i is .10+i. */
 export const machineAddress = '198.18.0.1';
-const networkPrefixLength = 15;
+const networkPrefixLength = 16;
+/**
+ * A test cluster's pod and Service blocks, from the other half of 198.18.0.0/15 than the
+ * hosts' link: pods 198.19.0.0/17 (a /24 per node), Services 198.19.128.0/20.
+ */
+export const testClusterNetworking = { podCIDR: '198.19.0.0/17', serviceCIDR: '198.19.128.0/20' } as const;
 const hostAddress = (index: number) => `198.18.${Math.floor((10 + index) / 256)}.${(10 + index) % 256}`;
 /** Time a namespace's processes get to die after SIGKILL before the namespace is deleted anyway. */
 const killWaitMs = 5_000;
@@ -71,15 +80,27 @@ export interface TestHost {
  * Directories a node's runtime, kubelet and kubeadm write, each a bind mount of the host's
  * own `<dir>/root/<path>` inside its mount namespace. /run/netns holds containerd's pod
  * network namespace pins (machine-wide otherwise); /usr/local/bin is where plans put the
- * kubelet and kubeadm; /run/kubeadm and /run/cluster-api are Cluster API's bootstrap files.
+ * kubelet and kubeadm, /usr/local/lib/provisioner the kubelet's run script; /run/kubeadm and
+ * /run/cluster-api are Cluster API's bootstrap files; /run/flannel is where the pod network's
+ * daemon leaves the node's subnet for its CNI plugin; /opt/cni/bin is where a CNI's DaemonSet
+ * installs its plugin (filled with links to the machine's plugins at creation); /lib/modules is
+ * mounted by kube-proxy's DaemonSet and this machine has none.
  */
 export const hostDirectories = [
   '/etc/kubernetes', '/etc/cni/net.d', '/etc/containerd', '/var/lib/kubelet', '/var/lib/etcd', '/var/lib/containerd',
   '/var/lib/provisioner', '/var/log/pods', '/var/log/containers', '/run/containerd', '/run/provisioner', '/run/netns',
-  '/run/kubeadm', '/run/cluster-api',
-  '/usr/local/bin',
+  '/run/kubeadm', '/run/cluster-api', '/run/flannel',
+  '/usr/local/bin', '/usr/local/lib/provisioner', '/opt/cni/bin', '/lib/modules',
 ] as const;
-/** Debian's containernetworking-plugins install here; hosts see them at /opt/cni/bin too (bind mount, read-only). */
+/**
+ * Files a node writes or reads that must be the host's own, each a bind mount of
+ * `<dir>/root/<path>`: /etc/resolv.conf names a nameserver on the test network (the machine
+ * namespace's address, where nothing answers), so the cluster's DNS never forwards a query to
+ * the machine's own resolver; /run/xtables.lock is mounted by kube-proxy's and the CNI's
+ * DaemonSets (created on the machine otherwise).
+ */
+export const hostFiles = { '/etc/resolv.conf': `nameserver ${machineAddress}\n`, '/run/xtables.lock': '' } as const;
+/** Debian's containernetworking-plugins install here; each host's /opt/cni/bin links to them. */
 export const cniBinDir = '/usr/lib/cni';
 /** The sandbox (pause) image every host's containerd uses. */
 export const defaultSandboxImage = 'provisioner.local/pause:3.10.2';
@@ -99,7 +120,7 @@ state = "/run/containerd"
   sandbox_image = "${sandboxImage}"
   restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "${cniBinDir}"
+    bin_dir = "/opt/cni/bin"
     conf_dir = "/etc/cni/net.d"
   [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
     runtime_type = "io.containerd.runc.v2"
@@ -331,13 +352,16 @@ const joinCgroup = 'cg=$1; shift; for f in /sys/fs/cgroup/"$cg"/cgroup.procs /sy
 
 /**
  * The holder, inside a fresh mount namespace (private propagation: nothing mounted here
- * reaches the machine's): binds the host's own directories over `hostDirectories`, the CNI
- * plugins read-only at /opt/cni/bin, writes the ready file and sleeps until killed.
+ * reaches the machine's): binds the host's own directories over `hostDirectories` and its own
+ * files over `hostFiles`, links the machine's CNI plugins into its /opt/cni/bin, writes the
+ * ready file and sleeps until killed.
  */
 const holdScript = [
   'set -e', 'root=$1; ready=$2; shift 2',
   'for d in "$@"; do mkdir -p "$root$d" "$d"; mount --bind "$root$d" "$d"; done',
-  `mkdir -p /opt/cni/bin; mount --bind ${cniBinDir} /opt/cni/bin; mount -o remount,bind,ro /opt/cni/bin`,
+  ...Object.entries(hostFiles).map(([file, content]) =>
+    `mkdir -p "$(dirname "$root${file}")"; printf '${content}' > "$root${file}"; [ -e ${file} ] || touch ${file}; mount --bind "$root${file}" ${file}`),
+  `for p in ${cniBinDir}/*; do ln -sf "$p" /opt/cni/bin/; done`,
   // The machine-wide sysctls a kubelet sets at start (vm.overcommit_memory=1, kernel.panic=10, …) read as
   // already set: a test host must not change the machine's; writing them fails (read-only files).
   'mkdir -p "$root/.sysctl"',

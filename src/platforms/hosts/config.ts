@@ -12,6 +12,9 @@ export const hostsName = 'hosts';
 /** The port kube-apiserver listens on on a control-plane host (kubeadm's default). */
 export const hostsApiServerPort = 6443;
 
+/** The longest pod block prefix the bundled pod network takes: two /24 node subnets. */
+const maxPodBlockPrefix = 23;
+
 const hostPattern = /^(([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]{0,61}[a-zA-Z0-9])\.)*([a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]{0,61}[a-zA-Z0-9])$/;
 
 const matchLabels = s.map(
@@ -76,15 +79,19 @@ const rules: Rule[] = [
     },
   },
   {
-    // Each node's bridge takes the /24 of the pod block numbered by its address's last byte (node-settings.ts).
+    // The bundled pod network gives each node a /24 of the pod block (kube-controller-manager's node CIDR size), so the block must hold two at least.
     name: 'hosts-pod-network',
     reads: ['platform', 'networking'],
     check(config, report) {
-      if (!platformSection(config, hostsSectionRef)) return;
+      if (!platformSection(config, hostsSectionRef) || config.networking.cni === 'none') return;
       const first = config.networking.podCIDRs[0];
       const parsed = first === undefined ? undefined : parseCidr(first);
-      if (parsed?.ok && (parsed.cidr.family !== 4 || parsed.cidr.prefix > 16 || config.networking.podCIDRs.length > 1)) {
-        report.error(['networking', 'podCIDRs'], `the hosts platform needs one IPv4 pod block of prefix /16 or shorter (each node's bridge takes a /24 of it); got ${config.networking.podCIDRs.join(', ')}`, 'use one block such as 192.168.0.0/16 (the default)');
+      if (parsed?.ok && (parsed.cidr.family !== 4 || parsed.cidr.prefix > maxPodBlockPrefix || config.networking.podCIDRs.length > 1)) {
+        report.error(
+          ['networking', 'podCIDRs'],
+          `the bundled pod network needs one IPv4 pod block of prefix /${maxPodBlockPrefix} or shorter (each node takes a /24 of it); got ${config.networking.podCIDRs.join(', ')}`,
+          'use one block such as 192.168.0.0/16 (the default), or set networking.cni to none and bring a CNI that supports it',
+        );
       }
     },
   },

@@ -1,7 +1,3 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { execa } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { renderNewInstallConfig } from '../../assets/index.js';
@@ -9,7 +5,6 @@ import { validateInstallConfigText, type InstallConfig } from '../../config/inde
 import { ConfigError, InfrastructureError, MachinesError } from '../../errors.js';
 import { generateManifests, installConfigSchema } from '../index.js';
 import { hostArtifacts } from './artifacts.js';
-import { writeCniConfig } from './node-settings.js';
 import { assignHosts, hostView, planFailure, poolDemands, supplyLine, type HostView } from './registration.js';
 
 const base = `apiVersion: provisioner.dev/v1alpha1
@@ -193,22 +188,45 @@ describe('what the hosts download', () => {
 });
 
 describe('the pod network on hosts', () => {
-  it('refuses a pod block the node bridges cannot be cut from', () => {
-    const error = configError(withListen.replace('platform:\n  hosts: {}', 'networking:\n  podCIDRs: [10.244.0.0/20]\nplatform:\n  hosts: {}'));
+  it('refuses a pod block too small for two node subnets, naming the field, unless the user brings the CNI', () => {
+    const small = withListen.replace('platform:\n  hosts: {}', 'networking:\n  podCIDRs: [198.19.0.0/24]\nplatform:\n  hosts: {}');
+    const error = configError(small);
     expect(error.problems.map((p) => p.path)).toEqual(['networking.podCIDRs']);
+    expect(error.problems[0]!.message).toContain('/23 or shorter');
+    expect(load(small.replace('podCIDRs: [198.19.0.0/24]', 'podCIDRs: [198.19.0.0/24]\n  cni: none')).networking.cni).toBe('none');
   });
 
-  it('gives each node the /24 numbered by its address\'s last byte', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-cni-'));
-    try {
-      const file = path.join(dir, 'conflist');
-      const command = writeCniConfig('192.168.0.0/16').replace('{{ ds.meta_data.local_ipv4 }}', '198.18.0.11').replace('/etc/cni/net.d/10-provisioner.conflist', file).replace('mkdir -p /etc/cni/net.d', `mkdir -p ${dir}`);
-      await execa('/bin/sh', ['-c', command]);
-      const conflist = JSON.parse(await readFile(file, 'utf8')) as { plugins: { type: string; ipam?: { ranges: { subnet: string }[][] } }[] };
-      expect(conflist.plugins.map((p) => p.type)).toEqual(['bridge', 'portmap']);
-      expect(conflist.plugins[0]!.ipam!.ranges[0]![0]!.subnet).toBe('192.168.11.0/24');
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+  it('applies the bundled flannel by a ClusterResourceSet that selects the cluster, with the pod block and the imported image', () => {
+    const config = load(withListen.replace('platform:\n  hosts: {}', 'networking:\n  podCIDRs: [198.19.0.0/17]\n  serviceCIDRs: [198.19.128.0/20]\nplatform:\n  hosts: {}'));
+    const set = generateManifests(config);
+    const resources = set.manifests.find((m) => m.role === 'pod-network-resources')!.object as unknown as { metadata: { name: string }; data: Record<string, string> };
+    const resourceSet = set.manifests.find((m) => m.role === 'pod-network')!.object as unknown as { spec: { clusterSelector: { matchLabels: Record<string, string> }; resources: { kind: string; name: string }[]; strategy: string } };
+    expect(resourceSet.spec.clusterSelector.matchLabels).toEqual({ 'cluster.x-k8s.io/cluster-name': 'demo' });
+    expect(resourceSet.spec.resources).toEqual([{ kind: 'ConfigMap', name: resources.metadata.name }]);
+    const objects = resources.data['flannel.yaml']!.split('\n---\n').map((doc) => JSON.parse(doc) as { kind: string; data?: Record<string, string>; spec?: { template: { spec: { containers: { image: string; imagePullPolicy: string; args: string[] }[] } } } });
+    expect(objects.map((o) => o.kind)).toEqual(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'DaemonSet']);
+    expect(JSON.parse(objects[4]!.data!['net-conf.json']!)).toMatchObject({ Network: '198.19.0.0/17', Backend: { Type: 'host-gw' } });
+    const daemon = objects[5]!.spec!.template.spec.containers[0]!;
+    expect(daemon.image).toMatch(/^provisioner\.local\/flannel:v\d+\.\d+\.\d+$/);
+    expect(daemon.imagePullPolicy).toBe('Never');
+    expect(daemon.args).toContain('--iface=$(POD_IP)');
+    // cni: none: nothing of the pod network in the manifests, and no node-local bridge either.
+    const none = generateManifests(load(withListen.replace('platform:\n  hosts: {}', 'networking:\n  cni: none\nplatform:\n  hosts: {}')));
+    expect(none.manifests.map((m) => m.role)).not.toContain('pod-network');
+    expect(JSON.stringify(none.manifests)).not.toContain('/etc/cni/net.d');
+  });
+
+  it('runs kubeadm\'s kube-proxy and CoreDNS add-ons: no skipped phase, every add-on image imported on workers', () => {
+    const set = generateManifests(load(withListen));
+    const text = JSON.stringify(set.manifests);
+    expect(text).not.toContain('skipPhases');
+    expect(text).toContain('kube-proxy.tar');
+    expect(text).toContain('coredns.tar');
+  });
+
+  it('refuses the bundled flannel on a platform whose nodes pull images, naming networking.cni', () => {
+    const error = configError('apiVersion: provisioner.dev/v1alpha1\nkind: InstallConfig\nmetadata:\n  name: demo\nnetworking:\n  cni: flannel\nmachinePools:\n  - name: control-plane\n    quantity: 1\n    roles: [etcd, controlPlane]\n');
+    expect(error.problems.map((p) => p.path)).toEqual(['networking.cni']);
+    expect(error.problems[0]!.hint).toContain('none');
   });
 });

@@ -116,10 +116,10 @@ export const hostsPlatform: Platform = {
     return { apiVersion: hostsApiVersion, kind: 'HostMachineTemplate', spec: { template: { spec: { hostSelector: poolSelector(pool) } } } };
   },
 
-  kubeadm(config: InstallConfig, role: TemplateRole): PlatformKubeadm {
+  kubeadm(_config: InstallConfig, role: TemplateRole): PlatformKubeadm {
     const controlPlane = role === 'controlPlane';
     return {
-      ...(controlPlane ? { clusterConfiguration: { imageRepository: node.imageRepository }, skipPhases: [...node.skippedInitPhases], advertiseAddress: node.hostAddress } : {}),
+      ...(controlPlane ? { clusterConfiguration: node.clusterConfiguration(), advertiseAddress: node.hostAddress } : {}),
       nodeRegistration: {
         name: node.hostName,
         criSocket: `unix://${node.containerdSocket}`,
@@ -128,12 +128,16 @@ export const hostsPlatform: Platform = {
         kubeletExtraArgs: node.kubeletExtraArgs.map((a) => ({ ...a })),
       },
       files: kubeadmFiles.map((f) => ({ ...f })),
-      // A worker's half-done join undone, images (kubeadm's preflight looks for them, and nothing is pulled), the pod network, then the kubelet's supervisor.
-      preKubeadmCommands: [...(controlPlane ? [] : [node.undoUnfinishedJoin]), node.importImages(role), node.writeCniConfig(config.networking.podCIDRs[0]!), node.startKubelet],
+      // A worker's half-done join undone, images (kubeadm's preflight looks for them, and nothing is pulled), then the kubelet's
+      // supervisor. The pod network comes with the cluster's add-ons (networking.cni), not from the node.
+      preKubeadmCommands: [...(controlPlane ? [] : [node.undoUnfinishedJoin]), node.importImages(role), node.startKubelet],
     };
   },
 
   controllers: [...coreControllers(), agentController()],
+
+  // Nodes import the bundle's images (never pull), so the bundled pod network runs here.
+  bundledAddons: { flannelImage: node.flannelImage },
 
   credentialFiles() {
     // The agents authenticate with credentials the manager issues at registration; nothing is read from a file here.

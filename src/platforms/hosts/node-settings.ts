@@ -11,7 +11,11 @@
  * the namespace test hosts put their own `--cgroup-root` there, since several kubelets
  * share one kernel's cgroups.
  */
-import type { KubeletArg } from '../types.js';
+import { corednsImageTag, flannelImageRef, kubeadmCorednsTag } from '../../nodeartifacts/node-images.js';
+import type { ClusterConfiguration, KubeletArg } from '../types.js';
+
+/** The bundled pod network's image, imported on every node (`importedArchives`). */
+export const flannelImage = flannelImageRef;
 
 /** Registry name of the images built from the bundle's binaries; nothing is pulled from it. */
 export const imageRepository = 'provisioner.local';
@@ -20,11 +24,14 @@ export const imageRepository = 'provisioner.local';
 export const containerdSocket = '/run/containerd/containerd.sock';
 
 /**
- * Addon phases `kubeadm init` skips: CoreDNS (its module is not one the bundle builds, so
- * there is no image of it) and kube-proxy (not proven on the test hosts; IPVS is not in
- * this kernel).
+ * The cluster configuration of every hosts cluster: images from `imageRepository` (kubeadm
+ * names CoreDNS `<repository>/coredns:<tag>` there), and CoreDNS at the tag the bundle builds
+ * when it is not the one kubeadm defaults to. kubeadm's add-on phases both run: kube-proxy
+ * (iptables mode; its image carries iptables) and CoreDNS.
  */
-export const skippedInitPhases = ['addon/coredns', 'addon/kube-proxy'];
+export function clusterConfiguration(): ClusterConfiguration {
+  return { imageRepository, ...(corednsImageTag === kubeadmCorednsTag ? {} : { dns: { imageTag: corednsImageTag } }) };
+}
 
 /** Preflight checks reported as warnings: SystemVerification refuses cgroup v1; the only one proven necessary. */
 export const ignoredPreflightErrors = ['SystemVerification'];
@@ -56,12 +63,17 @@ export const kubeletExtraArgs: KubeletArg[] = [
 /** Where the HostMachine controller's plan downloads the image archives (one OCI archive per image). */
 export const imageArchiveDirectory = '/var/lib/provisioner/images';
 
-/** What each role imports: control-plane hosts every archive (static pods and etcd), workers the pod sandbox only. */
-export const importedArchives = { controlPlane: '*.tar', worker: 'pause.tar' } as const;
+/**
+ * What each role imports: control-plane hosts every archive (static pods, etcd, and the add-ons
+ * any node may run), workers the pod sandbox and the add-ons: kube-proxy (kubeadm's DaemonSet on
+ * every node), the pod network's DaemonSet, and CoreDNS (its Deployment runs where it fits).
+ */
+export const importedArchives = { controlPlane: ['*.tar'], worker: ['pause.tar', 'kube-proxy.tar', 'flannel.tar', 'coredns.tar'] } as const;
 
 /** Imports the role's image archives into containerd's k8s.io namespace (where the kubelet looks), failing on the first that does not import. */
 export function importImages(role: keyof typeof importedArchives): string {
-  return `for f in ${imageArchiveDirectory}/${importedArchives[role]}; do ctr --address ${containerdSocket} -n k8s.io images import "$f" || exit 1; done`;
+  const files = importedArchives[role].map((file) => `${imageArchiveDirectory}/${file}`).join(' ');
+  return `for f in ${files}; do ctr --address ${containerdSocket} -n k8s.io images import "$f" || exit 1; done`;
 }
 
 /**
@@ -137,20 +149,3 @@ export const undoUnfinishedJoin =
   `elif [ -f ${successMarker} ] || ${joinLeftovers.map((f) => `[ -f ${f} ]`).join(' || ')}; then echo "undoing an unfinished join"; ` +
   `${agent} supervise stop --name ${kubeletSupervisedName}; kubeadm reset -f --cri-socket unix://${containerdSocket} && rm -f ${successMarker} ${kubeadmRecord}; fi`;
 
-/**
- * The pod network: a node-local bridge (the CNI plugins the host provides), which is what
- * makes the node Ready; pods reach pods of their own node. Each node takes the /24 of the
- * pod block numbered by the last byte of its address, so pod addresses differ between
- * nodes (cross-node routes are not set up). The reset plan removes the file.
- */
-export const cniConfigPath = '/etc/cni/net.d/10-provisioner.conflist';
-
-/** Writes the CNI config for an IPv4 pod block of prefix /16 or shorter: `<a>.<b>.<last byte of the host address>.0/24`. */
-export function writeCniConfig(podCidr: string): string {
-  const [a, b] = podCidr.split('.');
-  const subnet = `${a}.${b}.$n.0/24`;
-  const conflist =
-    `{"cniVersion":"1.0.0","name":"provisioner","plugins":[{"type":"bridge","bridge":"cni0","isGateway":true,"ipMasq":true,"hairpinMode":true,` +
-    `"ipam":{"type":"host-local","ranges":[[{"subnet":"${subnet}"}]],"routes":[{"dst":"0.0.0.0/0"}]}},{"type":"portmap","capabilities":{"portMappings":true}}]}`;
-  return `ip=${hostAddress}; n=\${ip##*.}; mkdir -p /etc/cni/net.d && printf '%s\\n' "${conflist.replace(/"/g, '\\"')}" >${cniConfigPath}`;
-}
