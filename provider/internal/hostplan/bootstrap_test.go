@@ -290,7 +290,7 @@ func TestResetStopsKubeletFirst(t *testing.T) {
 		all = append(all, strings.Join(ins.Args, " "))
 	}
 	joined := strings.Join(all, "\n")
-	for _, want := range []string{"kubeadm reset -f", "containers rm", "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd", "/etc/cni/net.d", "iptables-restore", "ip route del", "images rm", "/opt/cni/bin/flannel"} {
+	for _, want := range []string{"kubeadm reset -f", "containers rm", "/etc/kubernetes", "/var/lib/kubelet", "/var/lib/etcd", "/etc/cni/net.d", "$cmd-restore", "ip route del", "images rm", "/opt/cni/bin/flannel"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("the reset plan does not do %q", want)
 		}
