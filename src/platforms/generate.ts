@@ -164,8 +164,9 @@ export function generateManifests(config: InstallConfig): ManifestSet {
     kind: 'Namespace',
     metadata: { name: namespace, labels: sortKeys({ ...ownership.labels }), annotations: sortKeys({ ...ownership.annotations }) },
   };
+  const namespaceManifest: GeneratedManifest = { file: fixedFileNames.namespace, role: 'namespace', object: ns };
   const manifests: GeneratedManifest[] = [
-    { file: fixedFileNames.namespace, role: 'namespace', object: ns },
+    namespaceManifest,
     ...(config.manifests.layout === 'topology' ? topologyLayout(context) : classicLayout(context)),
     ...podNetwork(context),
   ].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));

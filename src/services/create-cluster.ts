@@ -31,11 +31,11 @@ import { KubeApiError, KubeClient, apiRequestsMade, describeRef, type KubeObject
 import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
 import { Journal } from '../lifecycle/journal.js';
 import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
-import { platformFor, prunableKinds, type KindRef, type Platform, type PlatformHookContext } from '../platforms/index.js';
+import { effectiveCni, platformFor, prunableKinds, type KindRef, type Platform, type PlatformHookContext } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
 import { writeFileAtomic } from '../process/fs.js';
 import { capiCoreApiVersion, capiGroups } from '../capi.js';
-import { clusterKinds, clusterReady, infrastructureReady, stallError } from '../wait/capi.js';
+import { clusterKinds, clusterReady, clusterRegistered, infrastructureReady, stallError } from '../wait/capi.js';
 import { waitForReadyNodes } from '../wait/nodes.js';
 import { waitFor } from '../wait/waiter.js';
 import { applyObjects, dryRunObjects } from './apply-objects.js';
@@ -176,7 +176,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
     if (external) keepRunning = false;
     const noProgressTimeoutMs = request.noProgressTimeoutMs;
-    const healthy = { clusterName, namespace, expectedMachines, sink, signal, ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}) };
+    const healthy = { clusterName, namespace, expectedMachines, podNetwork: effectiveCni(config) !== 'none', sink, signal, ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}) };
     const pivotTo = request.pivotTo ? path.resolve(request.pivotTo) : undefined;
     const pendingPivot = await readPivotJournal(dir);
     if (pivotTo && external && path.resolve(external) !== pivotTo) {
@@ -368,6 +368,8 @@ export interface HealthyWait {
   fatal?: Promise<never>;
   /** Time without any observable change before the wait fails. Default 10 min. */
   noProgressTimeoutMs?: number;
+  /** The cluster gets a pod network (networking.cni), so its nodes become Ready; false: they register and stay NotReady, which is what is waited for. Default true. */
+  podNetwork?: boolean;
 }
 
 /**
@@ -379,11 +381,12 @@ export interface HealthyWait {
  */
 export async function waitHealthy(management: KubeClient, wait: HealthyWait): Promise<void> {
   const { what, sink, signal } = wait;
+  const podNetwork = wait.podNetwork ?? true;
   const limits = wait.noProgressTimeoutMs ? { noProgressTimeoutMs: wait.noProgressTimeoutMs } : {};
   await waitFor(management, {
     what,
     kinds: clusterKinds(wait.namespace),
-    evaluate: clusterReady(wait.clusterName, wait.expectedMachines),
+    evaluate: podNetwork ? clusterReady(wait.clusterName, wait.expectedMachines) : clusterRegistered(wait.clusterName, wait.expectedMachines),
     onStall: (last, ms) => stallError(what, last, ms, 'machines'),
     events: sink,
     signal,
@@ -392,7 +395,10 @@ export async function waitHealthy(management: KubeClient, wait: HealthyWait): Pr
   });
   const workload = KubeClient.fromText(await workloadKubeconfig(management, wait.clusterName, wait.namespace));
   try {
-    await waitForReadyNodes(workload, wait.expectedMachines, { sink, signal, ...limits });
+    await waitForReadyNodes(workload, wait.expectedMachines, { sink, signal, ready: podNetwork, ...limits });
+    if (!podNetwork) {
+      log(sink, 'warn', `The ${wait.expectedMachines} node(s) registered and stay NotReady until a pod network runs: networking.cni is none. Apply your CNI's manifest to the cluster (kubectl --kubeconfig auth/kubeconfig apply -f <your CNI manifest>); nodes become Ready once it runs.`);
+    }
   } finally {
     workload.close();
   }

@@ -163,6 +163,20 @@ export function clusterReady(clusterName: string, expectedMachines: number): (sn
   };
 }
 
+/**
+ * Without a pod network (networking.cni: none) nodes register and stay NotReady: the
+ * control plane initialized and `expectedMachines` machines each with a node.
+ */
+export function clusterRegistered(clusterName: string, expectedMachines: number): (snapshot: Snapshot) => Verdict {
+  return (snapshot) => {
+    const v = clusterView(snapshot, clusterName);
+    if (v.failed) return { state: 'failed', objects: v.objects, error: v.failed };
+    const registered = v.machines.filter((m) => Boolean(m.status?.nodeRef)).length;
+    const done = Boolean(v.cluster && isTrue(v.cluster, 'ControlPlaneInitialized')) && registered >= expectedMachines;
+    return { state: done ? 'done' : 'waiting', objects: v.objects };
+  };
+}
+
 /** Every object of the cluster gone. */
 export function clusterDeleted(clusterName: string): (snapshot: Snapshot) => Verdict {
   return (snapshot) => {

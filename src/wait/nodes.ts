@@ -18,24 +18,28 @@ export interface ReadyNodesOptions {
   noProgressTimeoutMs?: number;
   /** Pause between two looks. Default 1 s. */
   pollMs?: number;
+  /** Count nodes that are Ready; false: nodes that exist at all (a cluster without a pod network). Default true. */
+  ready?: boolean;
 }
 
 type NodeObject = KubeObject & { status?: { conditions?: { type: string; status: string }[] } };
 
-/** Until the workload cluster's API lists `expected` Ready nodes. */
+/** Until the workload cluster's API lists `expected` Ready nodes (or registered ones, with `ready: false`). */
 export async function waitForReadyNodes(workload: KubeClient, expected: number, options: ReadyNodesOptions): Promise<void> {
+  const requireReady = options.ready ?? true;
+  const state = requireReady ? 'Ready' : 'registered';
   const look = async (): Promise<Observation<number>> => {
     try {
       const nodes = await workload.list<NodeObject>('v1', 'Node');
-      const ready = nodes.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
-      return { state: ready >= expected ? 'done' : 'waiting', value: ready, progress: `${ready} of ${expected} node(s) Ready` };
+      const ready = nodes.filter((n) => !requireReady || n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
+      return { state: ready >= expected ? 'done' : 'waiting', value: ready, progress: `${ready} of ${expected} node(s) ${state}` };
     } catch (error) {
       // Not answering yet is something to wait through, not a failure: the stall deadline bounds it.
       return { state: 'waiting', value: 0, progress: `the workload cluster's API at ${workload.server} does not answer: ${messageOf(error)}` };
     }
   };
   const ready = await until(polling(look, options.pollMs ?? 1000), {
-    what: `${expected} Ready node(s) in the workload cluster`,
+    what: `${expected} ${state} node(s) in the workload cluster`,
     signal: options.signal,
     ...(options.noProgressTimeoutMs !== undefined ? { noProgressTimeoutMs: options.noProgressTimeoutMs } : {}),
     onProgress: (seen) => {
@@ -46,5 +50,5 @@ export async function waitForReadyNodes(workload: KubeClient, expected: number, 
         hint: "Run `provisioner gather bootstrap` and read the infrastructure provider's log; then run the same command again to resume.",
       }),
   });
-  log(options.sink, 'info', `The workload cluster's API answers with ${ready} Ready node(s)`);
+  log(options.sink, 'info', `The workload cluster's API answers with ${ready} ${state} node(s)`);
 }
