@@ -165,20 +165,20 @@ export async function prepareNodeArtifacts(
     const binary = binaries[name];
     if (!binary) continue;
     const rel = `node/bin/${name}`;
-    await place(binary.path, path.join(artifactsDir, rel));
+    await placeArtifact(binary.path, path.join(artifactsDir, rel));
     const size = (await stat(binary.path)).size;
     artifacts.push({ path: rel, sha256: binary.sha256 ?? (await sha256OfFile(binary.path)), size });
   }
   for (const image of images) {
     const rel = `node/images/${image.name}.tar`;
-    await place(image.file, path.join(artifactsDir, rel));
+    await placeArtifact(image.file, path.join(artifactsDir, rel));
     artifacts.push({ path: rel, sha256: image.sha256, size: image.size, ref: image.ref, refs: image.refs });
   }
   return artifacts;
 }
 
 /** `target` becomes `source`'s content: a hard link, or a copy across file systems. */
-async function place(source: string, target: string): Promise<void> {
+async function placeArtifact(source: string, target: string): Promise<void> {
   await rm(target, { force: true });
   try {
     await link(source, target);

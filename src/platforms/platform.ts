@@ -190,6 +190,12 @@ export interface PlatformHooks {
    * Cluster API object of them is gone (e.g. report what the provider released).
    */
   clusterDeletion?(context: PlatformHookContext & { clusterName: string; namespace: string }): Promise<() => Promise<void>>;
+  /**
+   * `images load`: puts `images` (image archives the local control plane serves) onto every
+   * node of the cluster, and onto nodes that join later. Absent: the platform's nodes pull
+   * from registries, and the command is refused.
+   */
+  loadImages?(context: PlatformHookContext, images: readonly ServedArtifact[]): Promise<void>;
 }
 
 /**

@@ -10,6 +10,7 @@ import { loadBinaryCatalog } from '../embedded/catalog.js';
 import { EnvironmentError } from '../errors.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { readListenRecord } from '../controlplane/local-controlplane.js';
+import { loadedImages } from '../nodeartifacts/loaded-images.js';
 import { ensureNodeImages, nodeBinaryNames, nodeImageNames, prepareNodeArtifacts, type NodeArtifact, type NodeBinary } from '../nodeartifacts/node-images.js';
 
 export interface NodeArtifactsRequest extends Pick<CacheOptions, 'sink' | 'signal' | 'cacheDir' | 'env'> {
@@ -40,7 +41,8 @@ export async function prepareNodeArtifactsFor(request: NodeArtifactsRequest): Pr
   const binary = (name: string): NodeBinary => ({ path: paths[name]!, version: catalog.binary(name).version });
   const images = await ensureNodeImages(Object.fromEntries(nodeImageNames.map((n) => [n, binary(n)])), { cacheDir: resolveCacheDir(request), architecture: arch });
   const layout = controlPlaneLayout(request.dir);
-  const artifacts = await prepareNodeArtifacts(layout.artifactsDir, Object.fromEntries(nodeBinaryNames.map((n) => [n, binary(n)])), images);
+  // The images users loaded (`images load`) stay part of what every node gets.
+  const artifacts = [...(await prepareNodeArtifacts(layout.artifactsDir, Object.fromEntries(nodeBinaryNames.map((n) => [n, binary(n)])), images)), ...(await loadedImages(layout.artifactsDir))];
   const base = (await readListenRecord(request.dir))?.artifactsUrl;
   return artifacts.map((a) => ({ ...a, url: base === undefined ? undefined : `${base}/${a.path}` }));
 }

@@ -26,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBinaryCatalog, packageRoot } from '../../src/embedded/catalog.js';
 import { kubeadmPauseTag } from '../../src/nodeartifacts/node-images.js';
 import { GiveUp, waitFor } from '../integration/support/controlplane.js';
-import type { TestHost } from '../support/netns.js';
+import { testClusterNetworking, type TestHost } from '../support/netns.js';
 import { cliPath, ensureBuilt } from './support/cli.js';
 import { HostsLab, hostsInstallConfig, type RunningAgent } from './support/hosts-lab.js';
 
@@ -405,6 +405,9 @@ kind: InstallConfig
 metadata:
   name: bare
 kubernetesVersion: v1.36.3
+networking:
+  podCIDRs: [${testClusterNetworking.podCIDR}]
+  serviceCIDRs: [${testClusterNetworking.serviceCIDR}]
 machinePools:
   - name: control-plane
     quantity: 1

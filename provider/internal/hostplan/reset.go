@@ -12,12 +12,8 @@ import (
 // containerd, see the preflight check).
 const containerdAddress = "/run/containerd/containerd.sock"
 
-// imageRepository names every image a bootstrap imports (the hosts platform's kubeadm
-// imageRepository); imageArchives is where it downloads their archives.
-const (
-	imageRepository = "provisioner.local"
-	imageArchives   = "/var/lib/provisioner/images"
-)
+// imageArchives is where a bootstrap downloads the image archives it imports.
+const imageArchives = "/var/lib/provisioner/images"
 
 // ourChains matches the iptables-save lines of the chains the cluster's networking made:
 // their declarations, their rules and the jumps to them.
@@ -72,10 +68,12 @@ for link in cni0 flannel.1; do ! ip link show "$link" >/dev/null 2>&1 || ip link
 rm -f /opt/cni/bin/flannel /run/flannel/subnet.env
 rm -rf /var/lib/cni/networks/cbr0 /var/lib/cni/flannel
 exit 0`),
-			sh("remove-images", `rm -f `+imageArchives+`/*.tar
+			// Every image of containerd's k8s.io namespace (the kubelet's): the bundle's, the
+			// ones a user loaded, and whatever the cluster's pods pulled.
+			sh("remove-images", `rm -f `+imageArchives+`/*.tar; rm -rf `+imageArchives+`/loaded
 if ! command -v ctr >/dev/null 2>&1 || [ ! -S `+containerdAddress+` ]; then echo "no containerd: no images"; exit 0; fi
 ctr="ctr --address `+containerdAddress+` -n k8s.io"
-for i in $($ctr images ls -q | grep -E '^`+imageRepository+`/'); do $ctr images rm "$i" >/dev/null || exit 1; done
+for i in $($ctr images ls -q); do $ctr images rm "$i" >/dev/null || exit 1; done
 exit 0`),
 			// The directories' contents, not the directories: on a host they may be mount
 			// points (the namespace test hosts bind each one), which rm cannot remove.

@@ -6,6 +6,7 @@ import { registerDiff } from './diff.js';
 import { registerExplain } from './explain.js';
 import { registerGather } from './gather.js';
 import { registerHosts, registerPlan } from './hosts.js';
+import { registerImages } from './images.js';
 import { registerImport } from './import.js';
 import { registerManagement } from './management.js';
 import { registerPivot } from './pivot.js';
@@ -32,5 +33,6 @@ export function registerCommands(program: Command, run: Runner): void {
   registerImport(program, run);
   registerHosts(program, run);
   registerPlan(program, run);
+  registerImages(program, run);
   registerVersion(program, run);
 }

@@ -10,7 +10,7 @@
 import { InfrastructureError } from '../../errors.js';
 import type { KubeClient } from '../../kube/client.js';
 import type { ServedArtifact } from '../platform.js';
-import { imageArchiveDirectory } from './node-settings.js';
+import { imageArchiveDirectory, loadedArchiveDirectory } from './node-settings.js';
 
 /** Where the provider reads the artifacts list (the agent provider's namespace: one list per management cluster, like its bundle). */
 export const artifactsConfigMap = { namespace: 'provisioner-agent-system', name: 'node-artifacts', key: 'artifacts.json' } as const;
@@ -26,12 +26,12 @@ export interface HostArtifact {
   mode: string;
 }
 
-/** The served node files as host downloads: `node/bin/<name>` → /usr/local/bin/<name> (0755), `node/images/<name>.tar` → the image archive directory (0644); anything else is not for hosts. */
+/** The served node files as host downloads: `node/bin/<name>` → /usr/local/bin/<name> (0755), `node/images/<name>.tar` → the image archive directory and `node/loaded/<sha256>.tar` (images a user loaded) below it (0644); anything else is not for hosts. */
 export function hostArtifacts(served: readonly ServedArtifact[]): HostArtifact[] {
   const out: HostArtifact[] = [];
   for (const artifact of served) {
     const binary = /^node\/bin\/([^/]+)$/.exec(artifact.path);
-    const image = /^node\/images\/([^/]+\.tar)$/.exec(artifact.path);
+    const image = /^node\/(images|loaded)\/([^/]+\.tar)$/.exec(artifact.path);
     if (!binary && !image) continue;
     if (artifact.url === undefined) {
       throw new InfrastructureError(`The local control plane serves ${artifact.path} on no address the hosts reach`, {
@@ -39,7 +39,7 @@ export function hostArtifacts(served: readonly ServedArtifact[]): HostArtifact[]
       });
     }
     out.push({
-      path: binary ? `${binaryDirectory}/${binary[1]}` : `${imageArchiveDirectory}/${image![1]}`,
+      path: binary ? `${binaryDirectory}/${binary[1]}` : image![1] === 'images' ? `${imageArchiveDirectory}/${image![2]}` : `${loadedArchiveDirectory}/${image![2]}`,
       url: artifact.url,
       digest: `sha256:${artifact.sha256}`,
       mode: binary ? '0755' : '0644',

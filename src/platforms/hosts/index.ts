@@ -14,6 +14,7 @@ import { controlPlanePool, listenAddressSchema, machineSection, platformSection,
 import { agentController, coreControllers, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
 import type { InfrastructureCluster, InfrastructureClusterTemplate, InfrastructureMachineTemplate, UnnamedObject } from '../types.js';
 import { hostsConfig, hostsName, hostsPlatformSchema, type HostsMachine } from './config.js';
+import { loadImagesOnHosts } from './images.js';
 import { destroyHostsCluster, waitForHosts, watchHostPlans } from './registration.js';
 import * as node from './node-settings.js';
 
@@ -149,5 +150,6 @@ export const hostsPlatform: Platform = {
     preProvision: waitForHosts,
     machineFailures: watchHostPlans,
     clusterDeletion: destroyHostsCluster,
+    loadImages: loadImagesOnHosts,
   },
 };

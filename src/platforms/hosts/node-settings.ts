@@ -70,10 +70,19 @@ export const imageArchiveDirectory = '/var/lib/provisioner/images';
  */
 export const importedArchives = { controlPlane: ['*.tar'], worker: ['pause.tar', 'kube-proxy.tar', 'flannel.tar', 'coredns.tar'] } as const;
 
-/** Imports the role's image archives into containerd's k8s.io namespace (where the kubelet looks), failing on the first that does not import. */
+/** Where the images a user loaded (`provisioner images load`) are downloaded: every node imports them. */
+export const loadedArchiveDirectory = `${imageArchiveDirectory}/loaded`;
+
+/** Imports an image archive into containerd's k8s.io namespace (where the kubelet looks). */
+export const importArchive = (file: string) => `ctr --address ${containerdSocket} -n k8s.io images import "${file}"`;
+
+/**
+ * Imports the role's image archives and the loaded ones, failing on the first that does not
+ * import (a loaded pattern that matches nothing is skipped).
+ */
 export function importImages(role: keyof typeof importedArchives): string {
-  const files = importedArchives[role].map((file) => `${imageArchiveDirectory}/${file}`).join(' ');
-  return `for f in ${files}; do ctr --address ${containerdSocket} -n k8s.io images import "$f" || exit 1; done`;
+  const files = [...importedArchives[role].map((file) => `${imageArchiveDirectory}/${file}`), `${loadedArchiveDirectory}/*.tar`].join(' ');
+  return `for f in ${files}; do [ -e "$f" ] || continue; ${importArchive('$f')} || exit 1; done`;
 }
 
 /**

@@ -23,7 +23,7 @@ export const claimedByLabel = 'infrastructure.provisioner.dev/claimed-by';
 export const endpointOfLabel = 'infrastructure.provisioner.dev/endpoint-of';
 /** The reason of a HostMachine condition that says the host's plan failed for good. */
 export const planFailedReason = 'PlanFailed';
-const infrastructureApiVersion = 'infrastructure.provisioner.dev/v1alpha1';
+export const infrastructureApiVersion = 'infrastructure.provisioner.dev/v1alpha1';
 
 /** Role strings of Host.spec.roles; empty roles offer both. */
 export type HostRole = 'control-plane' | 'worker';
@@ -177,7 +177,7 @@ export async function waitForHosts(context: PlatformHookContext): Promise<void> 
 }
 
 /** Publishes what the hosts download before kubeadm (./artifacts.ts); first, so that a problem with it shows before anyone sets up hosts. */
-async function offerArtifacts(context: PlatformHookContext): Promise<void> {
+export async function offerArtifacts(context: PlatformHookContext): Promise<void> {
   if (!context.nodeArtifacts) {
     context.log('This management cluster serves no node artifacts: the hosts must already have kubelet, kubeadm and the control-plane images');
     return;
@@ -277,7 +277,7 @@ async function printCommands(client: KubeClient, context: PlatformHookContext, s
   });
 }
 
-interface HostMachineObject extends KubeObject {
+export interface HostMachineObject extends KubeObject {
   status?: { hostRef?: { name?: string }; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
 }
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { ResultPromise } from 'execa';
 import { ensureBinaries } from '../../../src/embedded/cache.js';
 import { packageRoot } from '../../../src/embedded/catalog.js';
-import { createTestNetwork, type TestHost, type TestNetwork } from '../../support/netns.js';
+import { createTestNetwork, testClusterNetworking, type TestHost, type TestNetwork } from '../../support/netns.js';
 import { cliPath } from './cli.js';
 
 export interface CommandRun {
@@ -169,15 +169,19 @@ export class HostsLab {
 
 /**
  * An install config for the hosts platform as a user writes it by hand: one control-plane
- * host, `workers` worker hosts, the control plane listening on `listenAddress` for them.
+ * host, `workers` worker hosts, the control plane listening on `listenAddress` for them, the
+ * pod and Service blocks carved from the test range (the bundled pod network by default).
  */
-export function hostsInstallConfig(name: string, listenAddress: string, workers: number): string {
+export function hostsInstallConfig(name: string, listenAddress: string, workers: number, cni?: 'flannel' | 'none'): string {
   return `apiVersion: provisioner.dev/v1alpha1
 kind: InstallConfig
 metadata:
   name: ${name}
 kubernetesVersion: v1.36.3
-machinePools:
+networking:
+  podCIDRs: [${testClusterNetworking.podCIDR}]
+  serviceCIDRs: [${testClusterNetworking.serviceCIDR}]
+${cni ? `  cni: ${cni}\n` : ''}machinePools:
   - name: control-plane
     quantity: 1
     roles: [etcd, controlPlane]
