@@ -261,7 +261,10 @@ function versionFlags(recipe: BinaryRecipe, info: ModuleInfo): string[] {
   const commit = info.Origin?.Hash ?? '';
   const date = info.Time ? new Date(info.Time).toISOString().replace(/\.\d{3}Z$/, 'Z') : '';
   const vars = { gitVersion: v, gitMajor: m?.[1] ?? '', gitMinor: m?.[2] ?? '', gitCommit: commit, gitTreeState: 'clean', buildDate: date };
-  return recipe.versionPackages.flatMap((pkg) => Object.entries(vars).filter(([, value]) => value !== '').map(([name, value]) => `-X ${pkg}.${name}=${value}`));
+  const packageFlags = recipe.versionPackages.flatMap((pkg) => Object.entries(vars).filter(([, value]) => value !== '').map(([name, value]) => `-X ${pkg}.${name}=${value}`));
+  // A variable named for a commit gets the commit; any other, the version.
+  const variableFlags = (recipe.versionVariables ?? []).map((variable) => `-X ${variable}=${/Commit$/.test(variable) ? commit : v}`);
+  return [...packageFlags, ...variableFlags];
 }
 
 interface BuiltBinary {
