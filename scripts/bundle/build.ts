@@ -33,7 +33,7 @@ import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type Bund
 import { buildKey, patchedReplace, readModuleInputs, readWrapperInputs, type WrapperInput } from './build-key.js';
 import { assembleComponents } from './components.js';
 import { addedFiles, sourcePatches } from './patches.js';
-import { binaryRecipes, componentRecipes, hostTarget, parseTarget, targetPlatform, type BinaryRecipe, type ComponentsRecipe, type Target } from './recipe.js';
+import { binaryRecipes, builtFor, componentRecipes, hostTarget, parseTarget, targetPlatform, type BinaryRecipe, type ComponentsRecipe, type Target } from './recipe.js';
 import { buildUserlandLayer, dpkgArchitecture } from './userland.js';
 
 /** The name `--only` selects the userland layer by. */
@@ -87,7 +87,7 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
     const unknown = [...only].filter((n) => n !== userlandLayerName && !binaryRecipes.some((r) => r.name === n));
     if (unknown.length) throw new Error(`unknown binary ${unknown.join(', ')}; known: ${binaryRecipes.map((r) => r.name).join(', ')}, ${userlandLayerName} (the layer)`);
   }
-  const selected = binaryRecipes.filter((r) => (!only || only.has(r.name)) && (!options.shippedOnly || r.shipped));
+  const selected = binaryRecipes.filter((r) => (!only || only.has(r.name)) && (!options.shippedOnly || r.shipped) && builtFor(r, target));
   const outDir = path.resolve(options.outDir);
 
   log(`provisioner bundle: ${goVersion}, target ${target.goos}/${target.goarch}, cache ${cacheRoot}`);
