@@ -9,8 +9,11 @@
  * an unchanged recipe rebuilds nothing. The cache lives outside the work tree and its
  * keys name no path, so fresh clones and second checkouts reuse it.
  *
+ * It also builds the userland layer of the kube-proxy and flannel images from Debian's
+ * packages (userland.ts; Linux targets of this machine's architecture, where apt exists).
+ *
  * Usage: tsx scripts/bundle/build.ts [--only name,name] [--release] [--target os/arch] [--out dir]
- *   --only     build just these binaries (default: all)
+ *   --only     build just these binaries, and the userland layer if `userland` is named (default: all)
  *   --release  leave out the development tools (clusterctl, kubectl); default: include them
  *   --target   Go target, e.g. darwin/arm64 (default: this machine's); see recipe.ts releaseTargets
  *   --out      bundle directory (default: <repo>/bundle)
@@ -26,11 +29,15 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createGzip } from 'node:zlib';
 import { execa } from 'execa';
-import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type BundledComponents } from '../../src/embedded/manifest.js';
+import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type BundledComponents, type BundledLayer } from '../../src/embedded/manifest.js';
 import { buildKey, patchedReplace, readModuleInputs, readWrapperInputs, type WrapperInput } from './build-key.js';
 import { assembleComponents } from './components.js';
 import { addedFiles, sourcePatches } from './patches.js';
-import { binaryRecipes, componentRecipes, hostTarget, parseTarget, targetPlatform, type BinaryRecipe, type ComponentsRecipe, type Target } from './recipe.js';
+import { binaryRecipes, builtFor, componentRecipes, hostTarget, parseTarget, targetPlatform, type BinaryRecipe, type ComponentsRecipe, type Target } from './recipe.js';
+import { buildUserlandLayer, dpkgArchitecture } from './userland.js';
+
+/** The name `--only` selects the userland layer by. */
+const userlandLayerName = 'userland';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const modulesDir = path.join(repoRoot, 'embedded/modules');
@@ -77,10 +84,10 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
   const cacheRoot = options.cacheRoot ?? defaultBuildCache();
   const { only } = options;
   if (only) {
-    const unknown = [...only].filter((n) => !binaryRecipes.some((r) => r.name === n));
-    if (unknown.length) throw new Error(`unknown binary ${unknown.join(', ')}; known: ${binaryRecipes.map((r) => r.name).join(', ')}`);
+    const unknown = [...only].filter((n) => n !== userlandLayerName && !binaryRecipes.some((r) => r.name === n));
+    if (unknown.length) throw new Error(`unknown binary ${unknown.join(', ')}; known: ${binaryRecipes.map((r) => r.name).join(', ')}, ${userlandLayerName} (the layer)`);
   }
-  const selected = binaryRecipes.filter((r) => (!only || only.has(r.name)) && (!options.shippedOnly || r.shipped));
+  const selected = binaryRecipes.filter((r) => (!only || only.has(r.name)) && (!options.shippedOnly || r.shipped) && builtFor(r, target));
   const outDir = path.resolve(options.outDir);
 
   log(`provisioner bundle: ${goVersion}, target ${target.goos}/${target.goarch}, cache ${cacheRoot}`);
@@ -130,9 +137,18 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
     log(`  components ${recipe.provider.padEnd(22)} ${info.Version}: ${assembled.crdNames.length} CRDs, ${assembled.webhookConfigurations} webhook configurations`);
   }
 
+  const layers: BundledLayer[] = [];
+  if (!only || only.has(userlandLayerName)) {
+    const layer = await userlandLayer(target, cacheRoot, outDir);
+    if (layer) layers.push(layer);
+  }
+
   // --only rebuilds some binaries into an existing bundle: carry the others over from its
   // manifest (when their archives are still there), so a partial rebuild never prunes them.
-  if (only) binaries.splice(0, binaries.length, ...(await withUnselectedCarriedOver(binaries, outDir, target)));
+  if (only) {
+    binaries.splice(0, binaries.length, ...(await withUnselectedCarriedOver(binaries, outDir, target)));
+    if (!only.has(userlandLayerName)) layers.push(...(await previousLayers(outDir, target)));
+  }
 
   const manifest: BundleManifest = {
     schemaVersion: bundleSchemaVersion,
@@ -142,6 +158,7 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
     createdAt: new Date().toISOString(),
     binaries,
     components,
+    ...(layers.length ? { layers } : {}),
   };
   // Remove archives of binaries no longer in the bundle, so the directory matches the manifest.
   const keep = new Set(binaries.map((b) => path.basename(b.archive)));
@@ -152,6 +169,49 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
   const compressed = timings.reduce((a, t) => a + t.compressed, 0);
   log(`bundle ready in ${((Date.now() - started) / 1000).toFixed(1)}s at ${outDir}: ${binaries.length} binaries, ${mib(total)} -> ${mib(compressed)} (${(100 * (1 - compressed / total)).toFixed(0)}% deflation), ${components.length} component manifests`);
   return manifest;
+}
+
+/**
+ * Builds (or takes from the cache) the userland layer and copies its gzip into
+ * `<out>/layers/`. Undefined, with a note, where it cannot be built: not a Linux target,
+ * another architecture than this machine's, or no Debian (dpkg) here.
+ */
+async function userlandLayer(target: Target, cacheRoot: string, outDir: string): Promise<BundledLayer | undefined> {
+  const architecture = await dpkgArchitecture();
+  if (target.goos !== 'linux' || architecture !== target.goarch) {
+    log(`  layer ${userlandLayerName}: not built (${architecture === undefined ? 'no dpkg on this machine' : `apt gives ${architecture} packages`}, target ${target.goos}/${target.goarch}); the kube-proxy and flannel images need it`);
+    return undefined;
+  }
+  const t0 = Date.now();
+  const built = await buildUserlandLayer(cacheRoot, architecture);
+  const archive = `layers/${userlandLayerName}.tar.gz`;
+  await mkdir(path.join(outDir, 'layers'), { recursive: true });
+  await copyFile(built.archivePath, path.join(outDir, archive));
+  log(`  layer ${userlandLayerName.padEnd(24)} ${built.cached ? 'cached' : 'built '} ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)}s  ${mib(built.size)} -> ${mib(built.compressedSize)}  ${built.packages.map((p) => `${p.name} ${p.version}`).join(', ')}`);
+  return {
+    name: userlandLayerName,
+    archive,
+    sha256: built.sha256,
+    archiveSha256: built.archiveSha256,
+    size: built.size,
+    compressedSize: built.compressedSize,
+    architecture,
+    packages: built.packages,
+  };
+}
+
+/** The existing bundle's layers whose archives are still there (for `--only` without the layer). */
+async function previousLayers(outDir: string, target: Target): Promise<BundledLayer[]> {
+  let previous: BundleManifest | undefined;
+  try {
+    previous = JSON.parse(await readFile(path.join(outDir, 'manifest.json'), 'utf8')) as BundleManifest;
+  } catch {
+    return []; // no bundle yet
+  }
+  if (previous.schemaVersion !== bundleSchemaVersion || previous.platform !== targetPlatform(target)) return [];
+  const kept: BundledLayer[] = [];
+  for (const layer of previous.layers ?? []) if (await exists(path.join(outDir, layer.archive))) kept.push(layer);
+  return kept;
 }
 
 /** The built binaries plus the existing bundle's entries for every other recipe, in recipe order. */
@@ -261,7 +321,10 @@ function versionFlags(recipe: BinaryRecipe, info: ModuleInfo): string[] {
   const commit = info.Origin?.Hash ?? '';
   const date = info.Time ? new Date(info.Time).toISOString().replace(/\.\d{3}Z$/, 'Z') : '';
   const vars = { gitVersion: v, gitMajor: m?.[1] ?? '', gitMinor: m?.[2] ?? '', gitCommit: commit, gitTreeState: 'clean', buildDate: date };
-  return recipe.versionPackages.flatMap((pkg) => Object.entries(vars).filter(([, value]) => value !== '').map(([name, value]) => `-X ${pkg}.${name}=${value}`));
+  const packageFlags = recipe.versionPackages.flatMap((pkg) => Object.entries(vars).filter(([, value]) => value !== '').map(([name, value]) => `-X ${pkg}.${name}=${value}`));
+  // A variable named for a commit gets the commit; any other, the version.
+  const variableFlags = (recipe.versionVariables ?? []).map((variable) => `-X ${variable}=${/Commit$/.test(variable) ? commit : v}`);
+  return [...packageFlags, ...variableFlags];
 }
 
 interface BuiltBinary {

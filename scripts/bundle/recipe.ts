@@ -66,8 +66,21 @@ interface BinaryRecipeCommon {
   versionModule: string;
   /** Go packages whose version variables the linker sets (see `stamps`). */
   versionPackages: readonly string[];
+  /**
+   * Other string variables (`<package path>.<Name>`) the linker sets to the version, for
+   * binaries that keep it in one variable of their own (flannel's `version.Version`).
+   * Default: none.
+   */
+  versionVariables?: readonly string[];
   /** False for test and benchmark tools: built for development, never shipped in a release bundle. */
   shipped: boolean;
+  /** The operating systems it is built for (node-only binaries that do not compile elsewhere). Default: every release target's. */
+  oses?: readonly Target['goos'][];
+}
+
+/** Whether a recipe is built for `target` (see `oses`). */
+export function builtFor(recipe: BinaryRecipe, target: Target): boolean {
+  return recipe.oses?.includes(target.goos) ?? true;
 }
 
 /** A third-party binary, built through a wrapper module that pins its version. */
@@ -98,6 +111,15 @@ export const binaryRecipes: readonly BinaryRecipe[] = [
   { name: 'kube-controller-manager', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-controller-manager', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
   { name: 'kube-scheduler', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-scheduler', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
   { name: 'kube-proxy', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-proxy', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
+  // The cluster add-ons of hosts-platform clusters, run there from images built from them (src/nodeartifacts):
+  // CoreDNS with our plugin set (embedded/modules/coredns/main.go; `-version` prints its constant CoreVersion,
+  // the commit is stamped), flanneld (flannel's main.go less the cgo udp and the tencentvpc backends) and the
+  // flannel CNI plugin, which flannel's DaemonSet copies to each host's /opt/cni/bin. Both flannel binaries are Linux
+  // only (the CNI plugin's add/del exist for Linux alone; flanneld is Linux and Windows upstream), so a darwin bundle
+  // or release has neither; nodes are Linux.
+  { name: 'coredns', wrapper: 'coredns', package: '.', versionModule: 'github.com/coredns/coredns', versionPackages: stamps.none, versionVariables: ['github.com/coredns/coredns/coremain.GitCommit'], shipped: true },
+  { name: 'flanneld', wrapper: 'flannel', package: '.', versionModule: 'github.com/flannel-io/flannel', versionPackages: stamps.none, versionVariables: ['github.com/flannel-io/flannel/pkg/version.Version'], shipped: true, oses: ['linux'] },
+  { name: 'flannel', wrapper: 'flannel-cni', package: 'github.com/containernetworking/plugins/plugins/meta/flannel', versionModule: 'github.com/containernetworking/plugins', versionPackages: stamps.none, versionVariables: ['github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion'], shipped: true, oses: ['linux'] },
   // Cluster API's core, kubeadm bootstrap, kubeadm control-plane and development (in-memory) providers in one
   // process: the wrapper's own main (embedded/modules/capi/main.go), run with --providers naming those installed.
   { name: 'capi-manager', wrapper: 'capi', package: '.', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
@@ -114,6 +136,8 @@ export const binaryRecipes: readonly BinaryRecipe[] = [
   { name: 'vcsim', wrapper: 'vcsim', package: '.', versionModule: 'github.com/vmware/govmomi', versionPackages: ['main'], shipped: false },
   { name: 'clusterctl', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/cmd/clusterctl', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: false },
   { name: 'kubectl', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kubectl', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: false },
+  // Kubernetes' e2e test server (DNS, HTTP, netexec...), for tests of Services and DNS on hosts-platform clusters.
+  { name: 'agnhost', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/test/images/agnhost', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: false },
 ];
 
 export type ProviderType = 'CoreProvider' | 'BootstrapProvider' | 'ControlPlaneProvider' | 'InfrastructureProvider';

@@ -15,6 +15,7 @@ import {
   cacheDirEnv,
   cacheError,
   ensureBinaries,
+  ensureLayer,
   entryPaths,
   hashFile,
   inspectCache,
@@ -22,7 +23,7 @@ import {
   resolveCacheDir,
   type VerificationRecord,
 } from './cache.js';
-import { loadCatalog, packageRoot } from './catalog.js';
+import { loadCatalog, MissingLayerError, packageRoot } from './catalog.js';
 import type { BundledBinary, BundleManifest } from './manifest.js';
 
 const run = promisify(execFile);
@@ -411,5 +412,43 @@ describe('ensureBinaries', () => {
       await ensureBinaries(['d'], { bundleDir, cacheDir });
       expect((await readFile(paths.d!)).equals(blobs[3]!.content)).toBe(true);
     });
+  });
+});
+
+describe('ensureLayer', () => {
+  let root: string;
+  beforeEach(async () => {
+    root = await mkdtemp(path.join(os.tmpdir(), 'provisioner-layer-'));
+  });
+  afterEach(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('extracts a bundle layer into the cache, checked by sha256, and names a bundle without one', async () => {
+    const bundleDir = path.join(root, 'bundle');
+    await writeFakeBundle(bundleDir, [fake('kube-proxy')]);
+    const tar = randomBytes(20_000);
+    const gz = gzipSync(tar);
+    await mkdir(path.join(bundleDir, 'layers'));
+    await writeFile(path.join(bundleDir, 'layers', 'userland.tar.gz'), gz);
+    const manifest = JSON.parse(await readFile(path.join(bundleDir, 'manifest.json'), 'utf8')) as BundleManifest;
+    const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+    const layer = { name: 'userland', archive: 'layers/userland.tar.gz', sha256: sha(tar), archiveSha256: sha(gz), size: tar.length, compressedSize: gz.length, architecture: 'amd64', packages: [{ name: 'iptables', version: '1.8.9-2' }] };
+    await writeFile(path.join(bundleDir, 'manifest.json'), JSON.stringify({ ...manifest, layers: [layer] }));
+    const catalog = await loadCatalog({ bundleDir });
+    const cacheDir = path.join(root, 'cache');
+    const cached = await ensureLayer(catalog, 'userland', { catalog, cacheDir });
+    expect(cached.path).toBe(entryPaths(cacheDir, { name: 'userland.tar', sha256: layer.sha256 }).file);
+    expect(Buffer.compare(await readFile(cached.path), tar)).toBe(0);
+    expect(cached.layer.packages).toEqual(layer.packages);
+
+    // A damaged archive is refused, not used.
+    await writeFile(path.join(bundleDir, 'manifest.json'), JSON.stringify({ ...manifest, layers: [{ ...layer, sha256: sha(randomBytes(8)) }] }));
+    const damaged = await loadCatalog({ bundleDir });
+    await expect(ensureLayer(damaged, 'userland', { catalog: damaged, cacheDir })).rejects.toThrow(EnvironmentError);
+
+    await writeFile(path.join(bundleDir, 'manifest.json'), JSON.stringify(manifest));
+    const without = await loadCatalog({ bundleDir });
+    await expect(ensureLayer(without, 'userland', { catalog: without, cacheDir })).rejects.toThrow(MissingLayerError);
   });
 });

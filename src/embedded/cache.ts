@@ -58,7 +58,7 @@ import { EnvironmentError, ProvisionerError } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import { tryLockFile, type LockAttempt } from '../process/lock.js';
 import { buildBundleHint, loadBinaryCatalog, type BinaryCatalog, type BundleCatalog, type CatalogOptions } from './catalog.js';
-import type { BundledBinary } from './manifest.js';
+import type { BundledBinary, BundledLayer } from './manifest.js';
 import type { ReleaseCatalog } from './release.js';
 
 /** Environment variable naming the cache directory. */
@@ -170,6 +170,28 @@ export async function releaseSource(catalog: ReleaseCatalog, name: string): Prom
     fileSize: build.fileSize,
     hint: `The installed ${build.package} is damaged: reinstall provisioner (or run npm install ${build.package}@${catalog.manifest.version}).`,
   };
+}
+
+/** A node-image layer ready to use: its uncompressed tar in the cache, checked against the bundle's sha256. */
+export interface CachedLayer {
+  /** The tar file. */
+  path: string;
+  layer: BundledLayer;
+}
+
+/**
+ * Extracts a bundle's layer (e.g. `userland`) into the cache the way binaries are
+ * (`<cache>/bin/<sha256>/<name>.tar`: streamed gunzip, sha256 check, lock). A bundle
+ * without it, or an installed release, is MissingLayerError.
+ */
+export async function ensureLayer(catalog: BinaryCatalog, name: string, options: CacheOptions = {}): Promise<CachedLayer> {
+  if (catalog.kind === 'release') return catalog.layer(name);
+  const layer = catalog.layer(name);
+  const file = await ensureSource(
+    { name: `${layer.name}.tar`, sha256: layer.sha256, size: layer.size, file: catalog.layerArchivePath(layer), format: 'gzip', fileSize: layer.compressedSize, hint: buildBundleHint(catalog.dir) },
+    options,
+  );
+  return { path: file, layer };
 }
 
 /** The source of every named binary in `catalog`. */

@@ -3,8 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EnvironmentError } from '../errors.js';
-import { bundleDirEnv, loadCatalog, packageRoot, resolveBundleDir, validateManifest } from './catalog.js';
-import type { BundleManifest } from './manifest.js';
+import { BundleCatalog, bundleDirEnv, loadCatalog, MissingLayerError, packageRoot, resolveBundleDir, validateManifest } from './catalog.js';
+import type { BundledLayer, BundleManifest, ReleaseManifest } from './manifest.js';
+import { ReleaseCatalog } from './release.js';
 
 const sha = (c: string) => c.repeat(64);
 
@@ -165,5 +166,49 @@ describe('validateManifest', () => {
     const ok = manifest();
     delete ok.components[0]!.binary;
     expect(validateManifest(ok, '/b/manifest.json').components[0]?.provider).toBe('cluster-api');
+  });
+});
+
+describe('layers', () => {
+  const userland = (): BundledLayer => ({
+    name: 'userland',
+    archive: 'layers/userland.tar.gz',
+    sha256: sha('1'),
+    archiveSha256: sha('2'),
+    size: 7_702_016,
+    compressedSize: 3_086_626,
+    architecture: 'amd64',
+    packages: [{ name: 'iptables', version: '1.8.9-2' }],
+  });
+
+  it('validates a bundle layer and finds it by name', () => {
+    const ok = { ...manifest(), layers: [userland()] };
+    const catalog = new BundleCatalog('/b', validateManifest(ok, '/b/manifest.json'));
+    expect(catalog.layer('userland').sha256).toBe(sha('1'));
+    expect(catalog.layerArchivePath(catalog.layer('userland'))).toBe(path.join('/b', 'layers/userland.tar.gz'));
+  });
+
+  it('lists a malformed layer’s problems', () => {
+    const bad = { ...manifest(), layers: [{ ...userland(), archive: '../x.tar.gz', sha256: 'nope', packages: [{ name: 'iptables' }] }] };
+    try {
+      validateManifest(bad, '/b/manifest.json');
+      expect.unreachable();
+    } catch (error) {
+      expect((error as EnvironmentError).details).toEqual([
+        'layers[0].sha256: must be 64 lower-case hex digits',
+        'layers[0].archive: "../x.tar.gz" points outside the bundle',
+        'layers[0].packages: must be an array of { name, version }',
+      ]);
+    }
+  });
+
+  it('is a MissingLayerError with the way out for a bundle without it and for an installed release', () => {
+    const catalog = new BundleCatalog('/b', manifest());
+    expect(() => catalog.layer('userland')).toThrow(MissingLayerError);
+    expect(() => catalog.layer('userland')).toThrow(/bundle in \/b has no "userland" layer/);
+    // Only the version is read: releases carry no layers.
+    const release = new ReleaseCatalog('/r', { version: '0.1.0', binaries: [], components: [] } as unknown as ReleaseManifest, 'linux-x64', '/r');
+    expect(() => release.layer('userland')).toThrow(MissingLayerError);
+    expect(() => release.layer('userland')).toThrow(/release provisioner 0\.1\.0 has no "userland" layer/);
   });
 });

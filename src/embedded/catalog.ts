@@ -19,8 +19,10 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EnvironmentError } from '../errors.js';
-import { bundleSchemaVersion, releaseDirName, type BundledBinary, type BundledComponents, type BundleManifest } from './manifest.js';
-import { hostPlatform, loadReleaseCatalog, type ReleaseCatalog } from './release.js';
+import { bundleSchemaVersion, releaseDirName, type BundledBinary, type BundledComponents, type BundledLayer, type BundleManifest } from './manifest.js';
+import { hostPlatform, loadReleaseCatalog, MissingLayerError, type ReleaseCatalog } from './release.js';
+
+export { MissingLayerError };
 
 /** Environment variable naming the bundle directory. */
 export const bundleDirEnv = 'PROVISIONER_BUNDLE_DIR';
@@ -111,6 +113,20 @@ export class BundleCatalog {
       });
     }
     return found;
+  }
+
+  /** The layer called `name` (e.g. `userland`); MissingLayerError when the bundle has none. */
+  layer(name: string): BundledLayer {
+    const found = this.manifest.layers?.find((l) => l.name === name);
+    if (!found) {
+      throw new MissingLayerError(name, `bundle in ${this.dir}`, `Rebuild the bundle with \`npm run bundle\` in ${packageRoot} on a Debian or Ubuntu machine of the nodes' architecture (it downloads the layer's packages with apt-get).`);
+    }
+    return found;
+  }
+
+  /** Absolute path of a layer's archive. */
+  layerArchivePath(layer: BundledLayer): string {
+    return path.join(this.dir, layer.archive);
   }
 
   /** The components of provider `provider` (e.g. `cluster-api`), or undefined. */
@@ -232,6 +248,19 @@ export function validateManifest(value: unknown, source: string, bundleDir: stri
         if (providers.has(c.provider)) problems.push(`${at}.provider: "${c.provider}" appears twice`);
         providers.add(c.provider);
       }
+    });
+  if (value.layers !== undefined && !Array.isArray(value.layers)) problems.push('layers: must be an array when present');
+  else
+    (value.layers ?? []).forEach((l: unknown, i) => {
+      const at = `layers[${i}]`;
+      if (!isRecord(l)) return void problems.push(`${at}: must be an object`);
+      for (const f of ['name', 'archive', 'architecture'] as const) requireString(l, f, `${at}.${f}`, problems);
+      for (const f of ['sha256', 'archiveSha256'] as const) requireSha256(l, f, `${at}.${f}`, problems);
+      for (const f of ['size', 'compressedSize'] as const) requireSize(l, f, `${at}.${f}`, problems);
+      if (typeof l.name === 'string' && !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(l.name)) problems.push(`${at}.name: "${l.name}" is not a plain file name`);
+      if (typeof l.archive === 'string') requireInside(l.archive, `${at}.archive`, problems);
+      if (!Array.isArray(l.packages) || !l.packages.every((p: unknown) => isRecord(p) && typeof p.name === 'string' && typeof p.version === 'string'))
+        problems.push(`${at}.packages: must be an array of { name, version }`);
     });
   if (problems.length > 0) return fail(`The bundle manifest is malformed: ${source}`);
   // Every field the type names was checked above.

@@ -57,6 +57,37 @@ export interface BundledComponents {
   sha256: string;
 }
 
+/** A Debian package a layer was built from. */
+export interface BundledLayerPackage {
+  name: string;
+  /** Debian version, e.g. `1.8.9-2`. */
+  version: string;
+}
+
+/**
+ * A file-system layer of node images, stored as a gzip stream of an uncompressed tar:
+ * `userland`, Debian's nft iptables and busybox for the kube-proxy and flannel images
+ * (scripts/bundle/userland.ts).
+ */
+export interface BundledLayer {
+  /** Layer name, e.g. `userland`. */
+  name: string;
+  /** Archive file, relative to the bundle directory, e.g. `layers/userland.tar.gz`. */
+  archive: string;
+  /** sha256 (hex) of the uncompressed tar: the cache key, the integrity check and the image's diff_id. */
+  sha256: string;
+  /** sha256 (hex) of the archive file as shipped. */
+  archiveSha256: string;
+  /** Uncompressed size in bytes. */
+  size: number;
+  /** Archive size in bytes. */
+  compressedSize: number;
+  /** Debian architecture of its executables, e.g. `amd64`. */
+  architecture: string;
+  /** The packages and versions its files come from. */
+  packages: BundledLayerPackage[];
+}
+
 export interface BundleManifest {
   schemaVersion: typeof bundleSchemaVersion;
   /** Hash of the build recipe (embedded/ inputs, Go version, flags) this bundle was built from. */
@@ -68,6 +99,8 @@ export interface BundleManifest {
   createdAt: string;
   binaries: BundledBinary[];
   components: BundledComponents[];
+  /** Layers of node images; absent in bundles built before them or on a machine without Debian's apt. */
+  layers?: BundledLayer[];
 }
 
 /** An OS and CPU in Node's names (`process.platform`-`process.arch`), e.g. `linux-x64`. */

@@ -48,6 +48,22 @@ export class MissingPlatformPackageError extends EnvironmentError {
   }
 }
 
+/**
+ * A node-image layer (the `userland` layer of the kube-proxy and flannel images) that the
+ * bundle or release in use does not hold: a bundle built before layers, or on a machine
+ * without Debian's apt, or an installed release (releases do not carry layers yet).
+ */
+export class MissingLayerError extends EnvironmentError {
+  constructor(
+    readonly layer: string,
+    /** Where it was looked for: the bundle directory, or `release <version>`. */
+    readonly source: string,
+    hint: string,
+  ) {
+    super(`The ${source} has no "${layer}" layer, which the kube-proxy and flannel node images are built on`, { hint });
+  }
+}
+
 /** One binary's build for this platform, and where its installed package keeps it. */
 export interface LocatedBinary {
   binary: ReleasedBinary;
@@ -97,6 +113,14 @@ export class ReleaseCatalog {
   /** The providers whose controllers run in `binary`. */
   providersOf(binary: string): BundledComponents[] {
     return this.manifest.components.filter((c) => c.binary === binary);
+  }
+
+  /**
+   * Node-image layers are not packed into releases yet (scripts/release/pack.ts): always
+   * MissingLayerError, so the kube-proxy and flannel images fail with a clear cause.
+   */
+  layer(name: string): never {
+    throw new MissingLayerError(name, `release provisioner ${this.manifest.version}`, 'Use a development bundle (`npm run bundle` on Debian or Ubuntu) and point PROVISIONER_BUNDLE_DIR at it: releases do not carry the userland layer yet.');
   }
 
   /** Absolute path of a provider's components YAML. */

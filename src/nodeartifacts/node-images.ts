@@ -11,24 +11,92 @@
  *    3.6.8; with another etcd, ClusterConfiguration etcd.local.imageTag names this tag;
  *  - pause: our own binary's version (package.json's, e.g. `v0.1.0`), and the same image
  *    also as `kubeadmPauseTag`, the pause tag kubeadm's image preflight and config name,
- *    so containerd's sandbox_image can use either and kubeadm finds what it lists.
+ *    so containerd's sandbox_image can use either and kubeadm finds what it lists;
+ *  - coredns: CoreDNS's version, e.g. `v1.14.2` (`corednsImageTag`), the form kubeadm
+ *    names `<imageRepository>/coredns:<CoreDNSVersion>` in;
+ *  - flannel: flanneld's version, e.g. `v0.28.10` (`flannelImageRef`);
+ *  - agnhost (tests only, `ensureAgnhostImage`): the Kubernetes version it is built at.
+ *
+ * kube-proxy and flannel sit on the `userland` layer (Debian's nft iptables and busybox,
+ * scripts/bundle/userland.ts): kube-proxy's iptables mode and flanneld run iptables, and
+ * flannel's init containers run `cp`. The others are one binary each.
  *
  * Archives are cached under `<cache>/images/<key>/` where the key is a hash of the
- * binary's sha256, the refs, the platform and this writer's revision: a second cluster
- * with the same binaries rebuilds nothing.
+ * binaries' sha256, the layer's, the refs, the platform and the image's writer revision:
+ * a second cluster with the same binaries rebuilds nothing.
  */
 import { createHash } from 'node:crypto';
 import { copyFile, link, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../files.js';
-import { sha256OfFile, writeImageArchive, type ImageSpec, type WrittenImage } from './oci-image.js';
+import { sha256OfFile, writeImageArchive, type BaseLayer, type ImageFile, type ImageSpec, type WrittenImage } from './oci-image.js';
 
 /** kubeadm's imageRepository for every node image. */
 export const imageRepository = 'provisioner.local';
 
-/** The images a node needs, by the bundled binary each is built from. */
-export const nodeImageNames = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'etcd', 'pause'] as const;
-export type NodeImageName = (typeof nodeImageNames)[number];
+/** The images a node gets (see `nodeImageBinaries` for the bundled binaries each is built from). */
+export const nodeImageNames = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy', 'etcd', 'pause', 'coredns', 'flannel'] as const;
+/** Images built only for tests, never part of what nodes get by default. */
+export const testImageNames = ['agnhost'] as const;
+export type NodeImageName = (typeof nodeImageNames)[number] | (typeof testImageNames)[number];
+
+/**
+ * The CoreDNS version the bundle builds (embedded/modules/coredns/go.mod; a unit test
+ * keeps them equal) and so the coredns image's tag. kubeadm v1.36.3 expects the same
+ * (constants.CoreDNSVersion), so ClusterConfiguration `dns.imageTag` is only needed if
+ * they ever differ.
+ */
+export const corednsImageTag = 'v1.14.2';
+/** The CoreDNS tag kubeadm v1.36.3 names (cmd/kubeadm/app/constants CoreDNSVersion). */
+export const kubeadmCorednsTag = 'v1.14.2';
+/** `provisioner.local/coredns:v1.14.2`. */
+export const corednsImageRef = `${imageRepository}/coredns:${corednsImageTag}`;
+/** The flannel version the bundle builds (embedded/modules/flannel/go.mod) and the flannel image's tag. */
+export const flannelImageTag = 'v0.28.10';
+/** `provisioner.local/flannel:v0.28.10`: flanneld at /opt/bin/flanneld (Entrypoint), the CNI plugin at /flannel, on the userland layer. */
+export const flannelImageRef = `${imageRepository}/flannel:${flannelImageTag}`;
+
+/** The name of the bundle's layer under kube-proxy and flannel (Debian's nft iptables, busybox). */
+export const userlandLayerName = 'userland';
+
+/** How an image is made from bundled binaries. */
+interface ImageRecipe {
+  /** Bundled binaries by name and where each goes; the first one's version tags the image. */
+  files: readonly { binary: string; path: string }[];
+  /** Entrypoint. Default: the first file's path. */
+  entrypoint?: readonly string[];
+  /** Built on the userland layer. Default: false. */
+  userland?: boolean;
+  /** Bumped when the image's content or layout changes, so cached archives are rebuilt. */
+  revision: string;
+}
+
+const atUsrLocalBin = (name: string) => ({ files: [{ binary: name, path: `/usr/local/bin/${name}` }], revision: '1' });
+
+const imageRecipes: Record<NodeImageName, ImageRecipe> = {
+  'kube-apiserver': atUsrLocalBin('kube-apiserver'),
+  'kube-controller-manager': atUsrLocalBin('kube-controller-manager'),
+  'kube-scheduler': atUsrLocalBin('kube-scheduler'),
+  // kubeadm's DaemonSet runs /usr/local/bin/kube-proxy; iptables mode runs iptables(-save/-restore) from PATH (/usr/sbin).
+  'kube-proxy': { files: [{ binary: 'kube-proxy', path: '/usr/local/bin/kube-proxy' }], userland: true, revision: '2' },
+  etcd: atUsrLocalBin('etcd'),
+  pause: atUsrLocalBin('pause'),
+  // kubeadm's Deployment passes only args (-conf /etc/coredns/Corefile): the Entrypoint is the binary, as upstream's image.
+  coredns: { files: [{ binary: 'coredns', path: '/coredns' }], revision: '1' },
+  // Upstream's layout: flanneld at /opt/bin/flanneld, the CNI plugin at /flannel (its DaemonSet's init container copies it to the host's /opt/cni/bin).
+  flannel: { files: [{ binary: 'flanneld', path: '/opt/bin/flanneld' }, { binary: 'flannel', path: '/flannel' }], userland: true, revision: '1' },
+  agnhost: { files: [{ binary: 'agnhost', path: '/agnhost' }], revision: '1' },
+};
+
+/** The bundled binaries an image is built from, e.g. `flannel` → flanneld and flannel (the CNI plugin). */
+export function nodeImageBinaries(name: NodeImageName): string[] {
+  return imageRecipes[name].files.map((f) => f.binary);
+}
+
+/** Whether an image is built on the userland layer (kube-proxy, flannel). */
+export function nodeImageNeedsUserland(name: NodeImageName): boolean {
+  return imageRecipes[name].userland ?? false;
+}
 
 /** The binaries a host downloads and runs outside containers. */
 export const nodeBinaryNames = ['kubelet', 'kubeadm'] as const;
@@ -38,16 +106,6 @@ export const nodeBinaryNames = ['kubelet', 'kubeadm'] as const;
  * PauseVersion, v1.36.3); the integration test compares it with `kubeadm config images list`.
  */
 export const kubeadmPauseTag = '3.10.2';
-
-/** The CoreDNS tag kubeadm v1.36.3 names (cmd/kubeadm/app/constants CoreDNSVersion). */
-export const kubeadmCorednsTag = 'v1.14.2';
-/** The tag of the CoreDNS image built from the bundle. */
-export const corednsImageTag = 'v1.14.2';
-/** The bundled pod network's image (flanneld, the flannel CNI plugin, cp). */
-export const flannelImageRef = `${imageRepository}/flannel:v0.28.10`;
-
-/** Bumped when the archive layout changes, so cached archives are rebuilt. */
-const writerRevision = '1';
 
 /** The tag of a node image for the binary's version (see the module comment). */
 export function nodeImageTag(name: NodeImageName, version: string): string {
@@ -92,26 +150,66 @@ export interface NodeImagesOptions {
   architecture: ImageSpec['architecture'];
 }
 
-/** Builds (or takes from the cache) the archive of every image in `binaries`. */
-export async function ensureNodeImages(binaries: Partial<Record<NodeImageName, NodeBinary>>, options: NodeImagesOptions): Promise<NodeImageArchive[]> {
+/** A layer for the images that need one: an uncompressed tar (the bundle's, extracted into the cache; see embedded/cache.ts ensureLayer). */
+export interface NodeLayer {
+  /** The tar file. */
+  path: string;
+  /** sha256 (hex) of the tar. */
+  sha256: string;
+  /** What it holds, for the image history, e.g. `userland: iptables 1.8.9-2, busybox-static 1:1.35.0-4`. */
+  description: string;
+}
+
+/**
+ * Builds (or takes from the cache) the archive of every node image (`nodeImageNames`)
+ * whose binaries are all in `binaries` (by binary name) and, for kube-proxy and flannel,
+ * when `options.userland` is given; the others are left out.
+ */
+export async function ensureNodeImages(binaries: Partial<Record<string, NodeBinary>>, options: NodeImagesOptions & { userland?: NodeLayer }): Promise<NodeImageArchive[]> {
   const result: NodeImageArchive[] = [];
   for (const name of nodeImageNames) {
-    const binary = binaries[name];
-    if (binary) result.push(await ensureNodeImage(name, binary, options));
+    const files = nodeImageBinaries(name).map((b) => binaries[b]);
+    if (files.some((f) => f === undefined) || (nodeImageNeedsUserland(name) && !options.userland)) continue;
+    result.push(await ensureImage(name, files as NodeBinary[], options.userland, options));
   }
   return result;
+}
+
+/** The agnhost test image (`provisioner.local/agnhost:<version>`, /agnhost as Entrypoint), for tests of Services and DNS; not a node image. */
+export function ensureAgnhostImage(agnhost: NodeBinary, options: NodeImagesOptions): Promise<NodeImageArchive> {
+  return ensureImage('agnhost', [agnhost], undefined, options);
 }
 
 interface CacheRecord extends Omit<WrittenImage, 'file'> {
   file: string;
 }
 
-/** One image archive, from the cache when its record and file agree, else written now. */
-export async function ensureNodeImage(name: NodeImageName, binary: NodeBinary, options: NodeImagesOptions): Promise<NodeImageArchive> {
-  const ref = nodeImageRef(name, binary.version);
-  const refs = nodeImageRefs(name, binary.version);
-  const binarySha256 = binary.sha256 ?? (await sha256OfFile(binary.path));
-  const key = createHash('sha256').update(JSON.stringify({ writerRevision, binarySha256, name, refs, os: 'linux', architecture: options.architecture })).digest('hex');
+/**
+ * One single-binary image archive (every node image but kube-proxy and flannel, which
+ * need the userland layer: `ensureNodeImages`), from the cache or written now.
+ */
+export function ensureNodeImage(name: NodeImageName, binary: NodeBinary, options: NodeImagesOptions): Promise<NodeImageArchive> {
+  if (imageRecipes[name].files.length !== 1 || nodeImageNeedsUserland(name)) throw new Error(`image ${name} is not built from one binary alone; use ensureNodeImages`);
+  return ensureImage(name, [binary], undefined, options);
+}
+
+/** One image archive, from the cache when its record and file agree, else written now. `binaries` follow the recipe's files. */
+async function ensureImage(name: NodeImageName, binaries: readonly NodeBinary[], userland: NodeLayer | undefined, options: NodeImagesOptions): Promise<NodeImageArchive> {
+  const recipe = imageRecipes[name];
+  if (recipe.userland && !userland) throw new Error(`image ${name} needs the ${userlandLayerName} layer`);
+  const version = binaries[0]!.version;
+  const ref = nodeImageRef(name, version);
+  const refs = nodeImageRefs(name, version);
+  const files: ImageFile[] = recipe.files.map((f, i) => ({ sourcePath: binaries[i]!.path, path: f.path }));
+  const sha256s: string[] = [];
+  for (const b of binaries) sha256s.push(b.sha256 ?? (await sha256OfFile(b.path)));
+  const baseLayers: BaseLayer[] = recipe.userland && userland ? [{ tarPath: userland.path, sha256: userland.sha256, description: userland.description }] : [];
+  // A single binary at /usr/local/bin without layers keeps the key it always had, so its cached archives stay valid.
+  const plain = recipe.files.length === 1 && recipe.files[0]!.path === `/usr/local/bin/${name}` && baseLayers.length === 0 && recipe.entrypoint === undefined;
+  const keyInput = plain
+    ? { writerRevision: recipe.revision, binarySha256: sha256s[0], name, refs, os: 'linux', architecture: options.architecture }
+    : { writerRevision: recipe.revision, files: files.map((f, i) => ({ path: f.path, sha256: sha256s[i] })), layers: baseLayers.map((l) => [l.sha256, l.description]), entrypoint: recipe.entrypoint, name, refs, os: 'linux', architecture: options.architecture };
+  const key = createHash('sha256').update(JSON.stringify(keyInput)).digest('hex');
   const dir = path.join(options.cacheDir, 'images', key);
   const recordFile = path.join(dir, 'record.json');
   const file = path.join(dir, `${name}.tar`);
@@ -120,7 +218,8 @@ export async function ensureNodeImage(name: NodeImageName, binary: NodeBinary, o
     return { ...record, file, name, ref, cached: true };
   }
   await mkdir(dir, { recursive: true });
-  const written = await writeImageArchive({ binaryPath: binary.path, name, refs, os: 'linux', architecture: options.architecture }, file);
+  const spec: ImageSpec = { name, files, ...(recipe.entrypoint ? { entrypoint: recipe.entrypoint } : {}), baseLayers, refs, os: 'linux', architecture: options.architecture };
+  const written = await writeImageArchive(spec, file);
   await writeFileAtomic(recordFile, JSON.stringify({ ...written, file: path.basename(file) } satisfies CacheRecord, null, 2));
   return { ...written, name, ref, cached: false };
 }

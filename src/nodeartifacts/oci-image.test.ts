@@ -1,12 +1,26 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm, utimes, writeFile, chmod } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, utimes, writeFile, chmod } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import * as tar from 'tar';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readArchiveMember, tagOf, writeImageArchive, type ImageSpec } from './oci-image.js';
-import { ensureNodeImage, nodeImageRef, nodeImageRefs, prepareNodeArtifacts } from './node-images.js';
+import {
+  corednsImageRef,
+  corednsImageTag,
+  ensureAgnhostImage,
+  ensureNodeImage,
+  ensureNodeImages,
+  flannelImageRef,
+  flannelImageTag,
+  nodeImageBinaries,
+  nodeImageNames,
+  nodeImageRef,
+  nodeImageRefs,
+  prepareNodeArtifacts,
+  type NodeLayer,
+} from './node-images.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -125,7 +139,131 @@ describe('writeImageArchive', () => {
   });
 });
 
+/** A small base layer tar (what the userland layer is: an uncompressed tar with a symlink). */
+async function fakeBaseLayer(): Promise<NodeLayer> {
+  const tree = path.join(dir, 'base-tree');
+  await mkdir(path.join(tree, 'usr/sbin'), { recursive: true });
+  await writeFile(path.join(tree, 'usr/sbin/xtables-nft-multi'), 'nft');
+  await symlink('xtables-nft-multi', path.join(tree, 'usr/sbin/iptables'));
+  const file = path.join(dir, 'base.tar');
+  await tar.c({ file, cwd: tree, portable: true, noMtime: true }, ['usr']);
+  return { path: file, sha256: sha256(await readFile(file)), description: 'userland: test' };
+}
+
+/** Every member of an uncompressed tar, with content. */
+async function tarMembers(file: string): Promise<{ path: string; type: string; mode: number; linkpath: string; content: Buffer }[]> {
+  const members: { path: string; type: string; mode: number; linkpath: string; content: Buffer }[] = [];
+  await tar.t({
+    file,
+    onReadEntry: (e) => {
+      const chunks: Buffer[] = [];
+      e.on('data', (c: Buffer) => chunks.push(c));
+      e.on('end', () => members.push({ path: e.path, type: e.type, mode: e.mode ?? -1, linkpath: e.linkpath ?? '', content: Buffer.concat(chunks) }));
+    },
+  });
+  return members;
+}
+
+describe('writeImageArchive with layers and several files', () => {
+  it('puts the base layer first and the binaries at their paths last, in the manifest, diff_ids and history, the same bytes every time', async () => {
+    const base = await fakeBaseLayer();
+    const flanneld = await fakeBinary('flanneld', 'f');
+    const cni = await fakeBinary('flannel', 'c');
+    const flannelSpec: ImageSpec = {
+      name: 'flannel',
+      files: [{ sourcePath: flanneld, path: '/opt/bin/flanneld' }, { sourcePath: cni, path: '/flannel' }],
+      baseLayers: [{ tarPath: base.path, sha256: base.sha256, description: base.description }],
+      refs: ['provisioner.local/flannel:v0.28.10'],
+      os: 'linux',
+      architecture: 'amd64',
+    };
+    const archive = path.join(dir, 'flannel.tar');
+    const written = await writeImageArchive(flannelSpec, archive);
+    const again = await writeImageArchive(flannelSpec, path.join(dir, 'flannel-again.tar'));
+    expect(again.sha256).toBe(written.sha256);
+    expect(Buffer.compare(await readFile(archive), await readFile(path.join(dir, 'flannel-again.tar')))).toBe(0);
+
+    const index = JSON.parse((await readArchiveMember(archive, 'index.json'))!.toString()) as { manifests: { digest: string }[] };
+    const blob = async (digest: string) => (await readArchiveMember(archive, `blobs/sha256/${digest.replace('sha256:', '')}`))!;
+    const manifest = JSON.parse((await blob(index.manifests[0]!.digest)).toString()) as { config: { digest: string }; layers: { digest: string; size: number }[] };
+    const config = JSON.parse((await blob(manifest.config.digest)).toString()) as {
+      config: { Entrypoint: string[]; Env: string[] };
+      rootfs: { diff_ids: string[] };
+      history: { created_by: string }[];
+    };
+    expect(manifest.layers).toHaveLength(2);
+    const layerTars = await Promise.all(manifest.layers.map(async (l) => gunzipSync(await blob(l.digest))));
+    // diff_ids in layer order: the base tar as given (its sha256 is the diff_id), then the binary layer.
+    expect(config.rootfs.diff_ids).toEqual([`sha256:${base.sha256}`, `sha256:${sha256(layerTars[1]!)}`]);
+    expect(Buffer.compare(layerTars[0]!, await readFile(base.path))).toBe(0);
+    expect(config.config.Entrypoint).toEqual(['/opt/bin/flanneld']);
+    expect(config.config.Env[0]).toMatch(/^PATH=.*\/usr\/sbin/);
+    expect(config.history.map((h) => h.created_by)).toEqual(['provisioner: userland: test', 'provisioner: /opt/bin/flanneld /flannel']);
+    const docker = JSON.parse((await readArchiveMember(archive, 'manifest.json'))!.toString()) as { Layers: string[] }[];
+    expect(docker[0]!.Layers).toEqual(manifest.layers.map((l) => `blobs/sha256/${l.digest.slice(7)}`));
+
+    const binaryLayer = path.join(dir, 'binary-layer.tar');
+    await writeFile(binaryLayer, layerTars[1]!);
+    const members = await tarMembers(binaryLayer);
+    expect(members.map((m) => [m.path, m.mode.toString(8)])).toEqual([
+      ['flannel', '755'],
+      ['opt/', '755'],
+      ['opt/bin/', '755'],
+      ['opt/bin/flanneld', '755'],
+    ]);
+    expect(Buffer.compare(members[0]!.content, await readFile(cni))).toBe(0);
+    expect(Buffer.compare(members[3]!.content, await readFile(flanneld))).toBe(0);
+  });
+
+  it('refuses a base layer whose content is not the sha256 given', async () => {
+    const base = await fakeBaseLayer();
+    const binary = await fakeBinary('kube-proxy', 'a');
+    await expect(
+      writeImageArchive({ ...spec(binary), baseLayers: [{ tarPath: base.path, sha256: '0'.repeat(64), description: 'x' }] }, path.join(dir, 'x.tar')),
+    ).rejects.toThrow(/expected 0{64}/);
+  });
+});
+
 describe('node images', () => {
+  it('builds kube-proxy and flannel on the userland layer, coredns and agnhost at the root with their binary as Entrypoint', async () => {
+    const userland = await fakeBaseLayer();
+    const options = { cacheDir: path.join(dir, 'cache'), architecture: 'amd64' as const };
+    const binaries = Object.fromEntries(
+      await Promise.all(['kube-proxy', 'coredns', 'flanneld', 'flannel'].map(async (n) => [n, { path: await fakeBinary(n, n), version: n === 'kube-proxy' ? 'v1.36.3' : n === 'coredns' ? 'v1.14.2' : 'v0.28.10' }] as const)),
+    );
+    const images = await ensureNodeImages(binaries, { ...options, userland });
+    expect(images.map((i) => [i.name, i.ref])).toEqual([
+      ['kube-proxy', 'provisioner.local/kube-proxy:v1.36.3'],
+      ['coredns', corednsImageRef],
+      ['flannel', flannelImageRef],
+    ]);
+    const configOf = async (archive: string) => {
+      const index = JSON.parse((await readArchiveMember(archive, 'index.json'))!.toString()) as { manifests: { digest: string }[] };
+      const manifest = JSON.parse((await readArchiveMember(archive, `blobs/sha256/${index.manifests[0]!.digest.slice(7)}`))!.toString()) as { config: { digest: string }; layers: unknown[] };
+      const config = JSON.parse((await readArchiveMember(archive, `blobs/sha256/${manifest.config.digest.slice(7)}`))!.toString()) as { config: { Entrypoint: string[] } };
+      return { layers: manifest.layers.length, entrypoint: config.config.Entrypoint };
+    };
+    expect(await configOf(images[0]!.file)).toEqual({ layers: 2, entrypoint: ['/usr/local/bin/kube-proxy'] });
+    expect(await configOf(images[1]!.file)).toEqual({ layers: 1, entrypoint: ['/coredns'] });
+    expect(await configOf(images[2]!.file)).toEqual({ layers: 2, entrypoint: ['/opt/bin/flanneld'] });
+    // Without the layer, the images that need it are left out.
+    expect((await ensureNodeImages(binaries, options)).map((i) => i.name)).toEqual(['coredns']);
+
+    const agnhost = await ensureAgnhostImage({ path: await fakeBinary('agnhost', 'g'), version: 'v1.36.3' }, options);
+    expect(agnhost.ref).toBe('provisioner.local/agnhost:v1.36.3');
+    expect(await configOf(agnhost.file)).toEqual({ layers: 1, entrypoint: ['/agnhost'] });
+    expect(nodeImageNames).not.toContain('agnhost');
+    expect(nodeImageBinaries('flannel')).toEqual(['flanneld', 'flannel']);
+  });
+
+  it('names the CoreDNS and flannel versions the wrappers pin', async () => {
+    const goMod = (wrapper: string) => readFile(path.join(import.meta.dirname, '../../embedded/modules', wrapper, 'go.mod'), 'utf8');
+    const requires = (text: string, module: string) => text.split('\n').some((line) => line.trim() === `require ${module}` || line.trim() === module);
+    expect(requires(await goMod('coredns'), `github.com/coredns/coredns ${corednsImageTag}`)).toBe(true);
+    expect(requires(await goMod('flannel'), `github.com/flannel-io/flannel ${flannelImageTag}`)).toBe(true);
+    expect(nodeImageRef('coredns', 'v1.14.2')).toBe('provisioner.local/coredns:v1.14.2');
+  });
+
   it('tags Kubernetes images with the version, etcd in kubeadm’s form, and reads tags back', () => {
     expect(nodeImageRef('kube-apiserver', 'v1.36.3')).toBe('provisioner.local/kube-apiserver:v1.36.3');
     expect(nodeImageRef('etcd', 'v3.6.8')).toBe('provisioner.local/etcd:3.6.8-0');

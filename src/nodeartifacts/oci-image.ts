@@ -1,5 +1,5 @@
 /**
- * Writes a single-binary container image as an OCI image layout in a tar archive, the
+ * Writes a container image as an OCI image layout in a tar archive, the
  * input of `ctr -n k8s.io images import` (containerd 1.6 and later) — no registry, no
  * Docker. The archive holds:
  *
@@ -9,11 +9,13 @@
  *                                    io.containerd.image.name (the full ref containerd names the image by)
  *   manifest.json                    the docker-save form of the same image (Config, RepoTags, Layers),
  *                                    for importers that read that instead
- *   blobs/sha256/<digest>            config, manifest and one gzip layer
+ *   blobs/sha256/<digest>            config, manifest and the gzip layers
  *
- * The layer is `/usr/local/bin/<name>` (0755) under its parent directories (0755), every
- * entry owned by 0:0 with mtime 0; the config's Entrypoint is that path and Env sets
- * PATH. Nothing depends on the clock, the user, the file system or the machine, so the
+ * The last layer holds the binaries: by default one, `/usr/local/bin/<name>`, else the
+ * `files` at their paths, each 0755 under its parent directories (0755), every entry
+ * owned by 0:0 with mtime 0. Before it come the `baseLayers`, uncompressed tars given
+ * whole (the userland layer), gzipped the same way. The config's Entrypoint is the first
+ * file's path unless given and Env sets PATH. Nothing depends on the clock, the user, the file system or the machine, so the
  * same binary and spec give the same archive, byte for byte (and the same digests):
  * the gzip header's OS byte is fixed too (zlib writes 3 on Linux and 19 on macOS).
  * Output depends on Node's bundled zlib, so two Node versions may compress differently;
@@ -29,12 +31,36 @@ import { Readable, Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 
+/** A file of an image's binary layer. */
+export interface ImageFile {
+  /** File to ship, e.g. a cache path of flanneld. */
+  sourcePath: string;
+  /** Absolute path inside the image, e.g. `/opt/bin/flanneld`; mode 0755. */
+  path: string;
+}
+
+/** A layer given as an uncompressed tar, put below the binary layer as it is. */
+export interface BaseLayer {
+  /** The tar file. */
+  tarPath: string;
+  /** sha256 (hex) the tar must have (its diff_id); checked while it is read. */
+  sha256: string;
+  /** What the image history says the layer is, e.g. `userland: iptables 1.8.9-2, busybox-static ...`. */
+  description: string;
+}
+
 /** The image to write. */
 export interface ImageSpec {
-  /** Binary to ship, e.g. a cache path of kube-apiserver. */
-  binaryPath: string;
-  /** Name inside the image: the file is /usr/local/bin/<name>. */
+  /** Name of the image, e.g. `kube-proxy`; with `binaryPath`, the file is /usr/local/bin/<name>. */
   name: string;
+  /** The one binary of a single-binary image. Either this or `files`. */
+  binaryPath?: string;
+  /** The binary layer's files, in the order the history lists them. Default: `binaryPath` at /usr/local/bin/<name>. */
+  files?: readonly ImageFile[];
+  /** The config's Entrypoint. Default: the first file's path. */
+  entrypoint?: readonly string[];
+  /** Layers below the binary layer, bottom first. Default: none. */
+  baseLayers?: readonly BaseLayer[];
   /** Full image references, e.g. `provisioner.local/kube-apiserver:v1.36.3`; at least one. */
   refs: readonly string[];
   /** OCI platform of the binary (Go's names). */
@@ -66,27 +92,44 @@ const gzipOsUnknown = 255;
  */
 export async function writeImageArchive(spec: ImageSpec, file: string): Promise<WrittenImage> {
   if (spec.refs.length === 0) throw new Error(`image ${spec.name}: no reference to name it by`);
-  const binary = await stat(spec.binaryPath);
-  if (!binary.isFile()) throw new Error(`image ${spec.name}: ${spec.binaryPath} is not a regular file`);
+  const files = spec.files ?? (spec.binaryPath === undefined ? [] : [{ sourcePath: spec.binaryPath, path: `/usr/local/bin/${spec.name}` }]);
+  if (files.length === 0) throw new Error(`image ${spec.name}: no file to put in it`);
+  const sized: SizedFile[] = [];
+  for (const f of files) {
+    if (!f.path.startsWith('/') || f.path.endsWith('/')) throw new Error(`image ${spec.name}: ${f.path} is not an absolute file path`);
+    const info = await stat(f.sourcePath);
+    if (!info.isFile()) throw new Error(`image ${spec.name}: ${f.sourcePath} is not a regular file`);
+    sized.push({ ...f, size: info.size });
+  }
+  const baseLayers = spec.baseLayers ?? [];
 
   const temp = `${file}.${process.pid}.partial`;
-  const layerTemp = `${file}.${process.pid}.layer.partial`;
+  const layerTemps = [...baseLayers, undefined].map((_, i) => `${file}.${process.pid}.layer${i}.partial`);
   try {
-    const layer = await writeLayer(spec, binary.size, layerTemp);
+    const layers: WrittenLayer[] = [];
+    for (const [i, base] of baseLayers.entries()) {
+      const layer = await writeLayer(spec.name, baseLayerTar(spec.name, base), layerTemps[i]!);
+      if (layer.diffId !== base.sha256) throw new Error(`image ${spec.name}: ${base.tarPath} has sha256 ${layer.diffId}, expected ${base.sha256}`);
+      layers.push(layer);
+    }
+    layers.push(await writeLayer(spec.name, binaryLayerTar(spec.name, sized), layerTemps[baseLayers.length]!));
     const config = json({
       architecture: spec.architecture,
       os: spec.os,
-      config: { Entrypoint: [`/usr/local/bin/${spec.name}`], Env: [`PATH=${imagePath}`] },
-      rootfs: { type: 'layers', diff_ids: [`sha256:${layer.diffId}`] },
+      config: { Entrypoint: [...(spec.entrypoint ?? [sized[0]!.path])], Env: [`PATH=${imagePath}`] },
+      rootfs: { type: 'layers', diff_ids: layers.map((l) => `sha256:${l.diffId}`) },
       // No `created` and no history timestamps: they would make every build differ.
-      history: [{ created_by: `provisioner: /usr/local/bin/${spec.name}` }],
+      history: [
+        ...baseLayers.map((b) => ({ created_by: `provisioner: ${b.description}` })),
+        { created_by: `provisioner: ${sized.map((f) => f.path).join(' ')}` },
+      ],
     });
     const configDigest = sha256(config);
     const manifest = json({
       schemaVersion: 2,
       mediaType: 'application/vnd.oci.image.manifest.v1+json',
       config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: `sha256:${configDigest}`, size: config.length },
-      layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: `sha256:${layer.digest}`, size: layer.size }],
+      layers: layers.map((l) => ({ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: `sha256:${l.digest}`, size: l.size })),
     });
     const manifestDigest = sha256(manifest);
     const index = json({
@@ -100,7 +143,7 @@ export async function writeImageArchive(spec: ImageSpec, file: string): Promise<
         annotations: { 'io.containerd.image.name': ref, 'org.opencontainers.image.ref.name': tagOf(ref) },
       })),
     });
-    const dockerManifest = json([{ Config: `blobs/sha256/${configDigest}`, RepoTags: [...spec.refs], Layers: [`blobs/sha256/${layer.digest}`] }]);
+    const dockerManifest = json([{ Config: `blobs/sha256/${configDigest}`, RepoTags: [...spec.refs], Layers: layers.map((l) => `blobs/sha256/${l.digest}`) }]);
 
     const out = createWriteStream(temp, { mode: 0o644 });
     const hash = createHash('sha256');
@@ -112,17 +155,23 @@ export async function writeImageArchive(spec: ImageSpec, file: string): Promise<
       yield* memberOf('manifest.json', dockerManifest);
       yield* memberOf(`blobs/sha256/${configDigest}`, config);
       yield* memberOf(`blobs/sha256/${manifestDigest}`, manifest);
-      yield tarHeader(`blobs/sha256/${layer.digest}`, layer.size, 'file');
-      for await (const chunk of createReadStream(layerTemp)) yield chunk as Buffer;
-      yield padding(layer.size);
-      yield Buffer.alloc(2 * blockSize); // end of archive
+      // A layer shared by two entries (the same tar twice) is stored once.
+      const stored = new Set<string>();
+      for (const [i, layer] of layers.entries()) {
+        if (stored.has(layer.digest)) continue;
+        stored.add(layer.digest);
+        yield tarHeader(`blobs/sha256/${layer.digest}`, layer.size, 'file');
+        for await (const chunk of createReadStream(layerTemps[i]!)) yield chunk as Buffer;
+        yield padding(layer.size);
+      }
+      yield tarEndOfArchive();
     };
     await pipeline(Readable.from(entries()), tap(hash, (n) => (size += n)), out);
     await rename(temp, file);
     return { file, sha256: hash.digest('hex'), size, manifestDigest: `sha256:${manifestDigest}`, refs: spec.refs };
   } finally {
     await rm(temp, { force: true });
-    await rm(layerTemp, { force: true });
+    for (const layerTemp of layerTemps) await rm(layerTemp, { force: true });
   }
 }
 
@@ -133,23 +182,60 @@ export function tagOf(ref: string): string {
   return colon === -1 ? 'latest' : ref.slice(colon + 1);
 }
 
-/** Writes the gzip layer to `file`; returns the digests of the compressed (digest) and uncompressed (diffId) tar. */
-async function writeLayer(spec: ImageSpec, binarySize: number, file: string): Promise<{ digest: string; diffId: string; size: number }> {
-  const diffId = createHash('sha256');
-  const digest = createHash('sha256');
-  let size = 0;
-  const tar = async function* (): AsyncGenerator<Buffer> {
-    for (const dir of ['usr/', 'usr/local/', 'usr/local/bin/']) yield tarHeader(dir, 0, 'directory');
-    yield tarHeader(`usr/local/bin/${spec.name}`, binarySize, 'file');
+interface SizedFile extends ImageFile {
+  size: number;
+}
+
+interface WrittenLayer {
+  /** sha256 (hex) of the gzip stream. */
+  digest: string;
+  /** sha256 (hex) of the uncompressed tar. */
+  diffId: string;
+  size: number;
+}
+
+/**
+ * The binary layer: every parent directory (0755) and file (0755), sorted by path. For
+ * one file at /usr/local/bin/<name> these are the bytes the single-binary writer always wrote.
+ */
+async function* binaryLayerTar(image: string, files: readonly SizedFile[]): AsyncGenerator<Buffer> {
+  const members = new Map<string, SizedFile | undefined>();
+  for (const f of files) {
+    const relative = f.path.slice(1);
+    for (let dir = path.posix.dirname(relative); dir !== '.'; dir = path.posix.dirname(dir)) members.set(`${dir}/`, undefined);
+    if (members.has(relative)) throw new Error(`image ${image}: ${f.path} given twice`);
+    members.set(relative, f);
+  }
+  for (const name of [...members.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const f = members.get(name);
+    if (!f) {
+      yield tarEntryHeader({ path: name, type: 'directory', mode: 0o755, size: 0 });
+      continue;
+    }
+    yield tarEntryHeader({ path: name, type: 'file', mode: 0o755, size: f.size });
     let read = 0;
-    for await (const chunk of createReadStream(spec.binaryPath)) {
+    for await (const chunk of createReadStream(f.sourcePath)) {
       read += (chunk as Buffer).length;
       yield chunk as Buffer;
     }
-    if (read !== binarySize) throw new Error(`image ${spec.name}: ${spec.binaryPath} changed while it was read`);
-    yield padding(binarySize);
-    yield Buffer.alloc(2 * blockSize);
-  };
+    if (read !== f.size) throw new Error(`image ${image}: ${f.sourcePath} changed while it was read`);
+    yield padding(f.size);
+  }
+  yield tarEndOfArchive();
+}
+
+/** A base layer's tar as it is. */
+async function* baseLayerTar(image: string, base: BaseLayer): AsyncGenerator<Buffer> {
+  const info = await stat(base.tarPath).catch(() => undefined);
+  if (!info?.isFile()) throw new Error(`image ${image}: layer ${base.tarPath} is not a regular file`);
+  for await (const chunk of createReadStream(base.tarPath)) yield chunk as Buffer;
+}
+
+/** Writes a gzip layer of `tar` to `file`; returns the digests of the compressed (digest) and uncompressed (diffId) tar. */
+async function writeLayer(image: string, tar: AsyncIterable<Buffer>, file: string): Promise<WrittenLayer> {
+  const diffId = createHash('sha256');
+  const digest = createHash('sha256');
+  let size = 0;
   let headerFixed = false;
   const fixOsByte = new Transform({
     transform(chunk: Buffer, _encoding, callback: TransformCallback) {
@@ -162,14 +248,14 @@ async function writeLayer(spec: ImageSpec, binarySize: number, file: string): Pr
     },
   });
   await pipeline(
-    Readable.from(tar()),
+    Readable.from(tar),
     tap(diffId),
     createGzip({ level: 6 }),
     fixOsByte,
     tap(digest, (n) => (size += n)),
     createWriteStream(file, { mode: 0o644 }),
   );
-  if (!headerFixed) throw new Error(`image ${spec.name}: the gzip stream had no header`);
+  if (!headerFixed) throw new Error(`image ${image}: the gzip stream had no header`);
   return { digest: digest.digest('hex'), diffId: diffId.digest('hex'), size };
 }
 
@@ -191,22 +277,46 @@ function* memberOf(name: string, content: Buffer): Generator<Buffer> {
 }
 
 /**
- * A ustar header: mode 0755 for directories and 0644 for files except executables under
- * bin/ (0755), owner 0:0 without names, mtime 0. Names are short (< 100 bytes), so no
- * prefix field or pax records are needed.
+ * A ustar header of the archive's own members: mode 0755 for directories and 0644 for
+ * files except executables under bin/ (0755).
  */
 function tarHeader(name: string, size: number, type: 'file' | 'directory'): Buffer {
-  if (Buffer.byteLength(name) >= 100) throw new Error(`tar member name too long: ${name}`);
-  const header = Buffer.alloc(blockSize);
   const mode = type === 'directory' || /(^|\/)bin\/[^/]+$/.test(name) ? 0o755 : 0o644;
+  return tarEntryHeader({ path: name, type, mode, size });
+}
+
+/** A member of a tar written here. */
+export interface TarEntry {
+  /** Path without a leading slash; a directory's ends in `/`. */
+  path: string;
+  type: 'file' | 'directory' | 'symlink';
+  /** Permission bits, e.g. 0o755. */
+  mode: number;
+  /** Content size: 0 for directories and symlinks. */
+  size: number;
+  /** A symlink's target. */
+  linkname?: string;
+}
+
+/**
+ * A ustar header: owner 0:0 without names, mtime 0. Names and link targets are short
+ * (< 100 bytes), so no prefix field or pax records are needed.
+ */
+export function tarEntryHeader(entry: TarEntry): Buffer {
+  const name = entry.path;
+  if (Buffer.byteLength(name) >= 100) throw new Error(`tar member name too long: ${name}`);
+  if (entry.linkname !== undefined && Buffer.byteLength(entry.linkname) >= 100) throw new Error(`tar link target too long: ${entry.linkname}`);
+  const { type, size } = entry;
+  const header = Buffer.alloc(blockSize);
   header.write(name, 0, 100, 'utf8');
-  writeOctal(header, 100, 8, mode);
+  writeOctal(header, 100, 8, entry.mode);
   writeOctal(header, 108, 8, 0); // uid
   writeOctal(header, 116, 8, 0); // gid
   writeOctal(header, 124, 12, size);
   writeOctal(header, 136, 12, 0); // mtime
   header.fill(0x20, 148, 156); // checksum is computed with its own field as spaces
-  header.write(type === 'directory' ? '5' : '0', 156, 1, 'ascii');
+  header.write({ file: '0', symlink: '2', directory: '5' }[type], 156, 1, 'ascii');
+  if (type === 'symlink') header.write(entry.linkname ?? '', 157, 100, 'utf8');
   header.write('ustar\u000000', 257, 8, 'ascii'); // magic "ustar\0" and version "00"
   let sum = 0;
   for (const byte of header) sum += byte;
@@ -222,6 +332,14 @@ function writeOctal(header: Buffer, offset: number, length: number, value: numbe
 
 function padding(size: number): Buffer {
   return Buffer.alloc((blockSize - (size % blockSize)) % blockSize);
+}
+
+/** The zeros after a member of `size` bytes, up to the next 512-byte block. */
+export const tarPadding = padding;
+
+/** Two zero blocks: the end of a tar. */
+export function tarEndOfArchive(): Buffer {
+  return Buffer.alloc(2 * blockSize);
 }
 
 function json(value: unknown): Buffer {

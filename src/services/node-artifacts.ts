@@ -1,17 +1,26 @@
 /**
  * Prepares what machines download to become nodes: kubelet and kubeadm, and the image
- * archives of the control-plane images and pause, built from the bundled binaries at
+ * archives of the control-plane images, pause, CoreDNS and flannel, built from the bundled binaries (and the userland layer) at
  * `create cluster` time (the npm package carries each binary once). They land in the
  * control plane's artifacts directory, which its forwarder serves read-only on the
  * listen address; each comes back with the URL and sha256 a NodePlan contentRef names.
  */
-import { resolveCacheDir, ensureBinaries, type CacheOptions } from '../embedded/cache.js';
+import { resolveCacheDir, ensureBinaries, ensureLayer, type CacheOptions } from '../embedded/cache.js';
 import { loadBinaryCatalog } from '../embedded/catalog.js';
 import { EnvironmentError } from '../errors.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { readListenRecord } from '../controlplane/local-controlplane.js';
 import { loadedImages } from '../nodeartifacts/loaded-images.js';
-import { ensureNodeImages, nodeBinaryNames, nodeImageNames, prepareNodeArtifacts, type NodeArtifact, type NodeBinary } from '../nodeartifacts/node-images.js';
+import {
+  ensureNodeImages,
+  nodeBinaryNames,
+  nodeImageBinaries,
+  nodeImageNames,
+  prepareNodeArtifacts,
+  userlandLayerName,
+  type NodeArtifact,
+  type NodeBinary,
+} from '../nodeartifacts/node-images.js';
 
 export interface NodeArtifactsRequest extends Pick<CacheOptions, 'sink' | 'signal' | 'cacheDir' | 'env'> {
   /** Install directory whose control plane serves the artifacts. */
@@ -36,10 +45,16 @@ export async function prepareNodeArtifactsFor(request: NodeArtifactsRequest): Pr
     });
   }
   const catalog = await loadBinaryCatalog(request);
-  const names = [...nodeBinaryNames, ...nodeImageNames];
-  const paths = await ensureBinaries(names, { ...request, catalog });
+  const imageBinaries = [...new Set(nodeImageNames.flatMap((n) => nodeImageBinaries(n)))];
+  const paths = await ensureBinaries([...nodeBinaryNames, ...imageBinaries], { ...request, catalog });
   const binary = (name: string): NodeBinary => ({ path: paths[name]!, version: catalog.binary(name).version });
-  const images = await ensureNodeImages(Object.fromEntries(nodeImageNames.map((n) => [n, binary(n)])), { cacheDir: resolveCacheDir(request), architecture: arch });
+  // MissingLayerError (exit as an EnvironmentError) for a bundle or release without it: kube-proxy needs iptables.
+  const userland = await ensureLayer(catalog, userlandLayerName, { ...request, catalog });
+  const images = await ensureNodeImages(Object.fromEntries(imageBinaries.map((n) => [n, binary(n)])), {
+    cacheDir: resolveCacheDir(request),
+    architecture: arch,
+    userland: { path: userland.path, sha256: userland.layer.sha256, description: `${userlandLayerName}: ${userland.layer.packages.map((p) => `${p.name} ${p.version}`).join(', ')}` },
+  });
   const layout = controlPlaneLayout(request.dir);
   // The images users loaded (`images load`) stay part of what every node gets.
   const artifacts = [...(await prepareNodeArtifacts(layout.artifactsDir, Object.fromEntries(nodeBinaryNames.map((n) => [n, binary(n)])), images)), ...(await loadedImages(layout.artifactsDir))];

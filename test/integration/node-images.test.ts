@@ -2,7 +2,10 @@
  * The node images, built from the real bundled binaries and imported into a real
  * containerd (Debian's containerd and runc; .ci/run installs them): every archive imports
  * under its refs, the refs are the ones the bundled kubeadm asks for, and the images run
- * (a static binary alone in its image; pause exits 0 on SIGTERM).
+ * (a static binary alone in its image; pause exits 0 on SIGTERM; CoreDNS, flanneld, the
+ * flannel CNI plugin and agnhost report themselves; the nft iptables of the userland
+ * layer works in the kube-proxy and flannel images, each in a network namespace of the
+ * test's own).
  *
  * The containerd is the test's own: its own root, state, socket and runc root under a
  * temporary directory, CRI off; it is stopped at the end. Fails (never skips) when the
@@ -15,10 +18,20 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ensureBinaries } from '../../src/embedded/cache.js';
+import { ensureBinaries, ensureLayer } from '../../src/embedded/cache.js';
 import { loadCatalog, packageRoot } from '../../src/embedded/catalog.js';
 import { messageOf } from '../../src/errors.js';
-import { ensureNodeImages, imageRepository, nodeImageNames, type NodeImageArchive } from '../../src/nodeartifacts/node-images.js';
+import {
+  corednsImageTag,
+  ensureAgnhostImage,
+  ensureNodeImages,
+  flannelImageTag,
+  imageRepository,
+  nodeImageBinaries,
+  nodeImageNames,
+  userlandLayerName,
+  type NodeImageArchive,
+} from '../../src/nodeartifacts/node-images.js';
 
 const arch = ({ x64: 'amd64', arm64: 'arm64' } as const)[process.arch as 'x64' | 'arm64'];
 
@@ -28,6 +41,7 @@ describe('node images in a real containerd', () => {
   let containerd: ChildProcess | undefined;
   let containerdLog = '';
   let images: NodeImageArchive[] = [];
+  let agnhost: NodeImageArchive | undefined;
   let kubeadm = '';
   let setupError: Error | undefined;
 
@@ -47,7 +61,8 @@ describe('node images in a real containerd', () => {
       setupError = new Error(`No usable bundle (${messageOf(error)}). Run \`npm run bundle\` in ${packageRoot} first.`);
       return;
     }
-    const names = [...nodeImageNames, 'kubeadm'];
+    const imageBinaries = [...new Set(nodeImageNames.flatMap((n) => nodeImageBinaries(n)))];
+    const names = [...imageBinaries, 'kubeadm', 'agnhost'];
     const missing = names.filter((n) => !catalog.findBinary(n));
     if (missing.length > 0) {
       setupError = new Error(`The bundle lacks ${missing.join(', ')}: run \`npm run bundle\` in ${packageRoot}.`);
@@ -56,10 +71,14 @@ describe('node images in a real containerd', () => {
     scratch = await mkdtemp(path.join(os.tmpdir(), 'provisioner-node-images-'));
     const paths = await ensureBinaries(names, { catalog });
     kubeadm = paths.kubeadm!;
-    images = await ensureNodeImages(
-      Object.fromEntries(nodeImageNames.map((n) => [n, { path: paths[n]!, version: catalog.binary(n).version }])),
-      { cacheDir: path.join(scratch, 'cache'), architecture: arch! },
-    );
+    const userland = await ensureLayer(catalog, userlandLayerName, { catalog, cacheDir: path.join(scratch, 'cache') });
+    const binary = (n: string) => ({ path: paths[n]!, version: catalog.binary(n).version });
+    const options = { cacheDir: path.join(scratch, 'cache'), architecture: arch! };
+    images = await ensureNodeImages(Object.fromEntries(imageBinaries.map((n) => [n, binary(n)])), {
+      ...options,
+      userland: { path: userland.path, sha256: userland.layer.sha256, description: `${userlandLayerName}: test` },
+    });
+    agnhost = await ensureAgnhostImage(binary('agnhost'), options);
 
     const config = path.join(scratch, 'config.toml');
     socket = path.join(scratch, 'containerd.sock');
@@ -109,13 +128,15 @@ describe('node images in a real containerd', () => {
   });
 
   it('imports every archive under its refs, with the manifest digest the writer computed', async () => {
-    for (const image of images) {
+    expect(images.map((i) => i.name)).toEqual([...nodeImageNames]);
+    const all = [...images, agnhost!];
+    for (const image of all) {
       const imported = await ctr('images', 'import', image.file);
       expect(imported.exitCode, imported.stdout + imported.stderr).toBe(0);
     }
     const listed = (await ctr('images', 'ls')).stdout;
     const rows = listed.split('\n').slice(1).filter(Boolean).map((line) => line.split(/\s+/));
-    for (const image of images) {
+    for (const image of all) {
       for (const ref of image.refs) {
         const row = rows.find((r) => r[0] === ref);
         expect(row, `${ref} in ctr images ls:\n${listed}`).toBeDefined();
@@ -127,11 +148,12 @@ describe('node images in a real containerd', () => {
     expect((await ctr('images', 'ls')).stdout.split('\n').filter(Boolean).length).toBe(listed.split('\n').filter(Boolean).length);
   });
 
-  it('covers what the bundled kubeadm lists for its version, except CoreDNS (not built)', async () => {
+  it('covers what the bundled kubeadm lists for its version, CoreDNS included', async () => {
     const version = images.find((i) => i.name === 'kube-apiserver')!.ref.split(':')[1]!;
     const listed = await execa(kubeadm, ['config', 'images', 'list', '--kubernetes-version', version, '--image-repository', imageRepository]);
-    const wanted = listed.stdout.split('\n').map((l) => l.trim()).filter((l) => l && !l.includes('/coredns'));
-    expect(wanted.length).toBe(6);
+    const wanted = listed.stdout.split('\n').map((l) => l.trim()).filter(Boolean);
+    expect(wanted.length).toBe(7);
+    expect(wanted).toContain(`${imageRepository}/coredns:${corednsImageTag}`);
     const ours = images.flatMap((i) => i.refs);
     expect(wanted.filter((ref) => !ours.includes(ref)), `kubeadm lists:\n${listed.stdout}`).toEqual([]);
   });
@@ -157,5 +179,54 @@ describe('node images in a real containerd', () => {
     expect((await ctr('containers', 'ls', '-q')).stdout.trim()).toBe('');
     // The images were written into the test's cache; the layer is small next to the binary.
     expect((await stat(pause.file)).size).toBe(pause.size);
+  });
+
+  it('runs CoreDNS, flanneld, the flannel CNI plugin and agnhost, which report themselves', async () => {
+    const runcRoot = path.join(scratch, 'runc');
+    await mkdir(runcRoot, { recursive: true });
+    const run = async (name: string, id: string, ...args: string[]) => {
+      const image = [...images, agnhost!].find((i) => i.name === name)!;
+      const ran = await execa('ctr', ['--address', socket, '--namespace', 'k8s.io', 'run', '--rm', '--runc-root', runcRoot, '--cgroup', '', image.ref, id, ...args], { timeout: 120_000, reject: false });
+      return { exitCode: ran.exitCode, output: `${ran.stdout}\n${ran.stderr}` };
+    };
+    const coredns = await run('coredns', 'provisioner-it-coredns', '/coredns', '-version');
+    expect(coredns).toMatchObject({ exitCode: 0, output: expect.stringContaining(`CoreDNS-${corednsImageTag.replace(/^v/, '')}`) });
+    const flanneld = await run('flannel', 'provisioner-it-flanneld', '/opt/bin/flanneld', '--version');
+    expect(flanneld).toMatchObject({ exitCode: 0, output: expect.stringContaining(flannelImageTag) });
+    // No CNI_COMMAND: the plugin prints what it is and exits 0.
+    const plugin = await run('flannel', 'provisioner-it-flannel-cni', '/flannel');
+    expect(plugin).toMatchObject({ exitCode: 0, output: expect.stringMatching(/CNI flannel plugin v\d/) });
+    const test = await run('agnhost', 'provisioner-it-agnhost', '/agnhost', '--help');
+    expect(test).toMatchObject({ exitCode: 0, output: expect.stringContaining('netexec') });
+  });
+
+  it('runs nft iptables from the userland layer in the kube-proxy and flannel images, in a network namespace of its own', async () => {
+    const runcRoot = path.join(scratch, 'runc');
+    await mkdir(runcRoot, { recursive: true });
+    const namespace = `provisioner-test-${process.pid}-iptables`;
+    await execa('ip', ['netns', 'add', namespace]);
+    try {
+      // Privileged for CAP_NET_ADMIN, but only in the namespace made here: the host's rules are never touched.
+      const run = (name: string, id: string, script: string) =>
+        execa(
+          'ctr',
+          ['--address', socket, '--namespace', 'k8s.io', 'run', '--rm', '--runc-root', runcRoot, '--cgroup', '', '--privileged', '--with-ns', `network:/var/run/netns/${namespace}`, images.find((i) => i.name === name)!.ref, id, '/bin/sh', '-c', script],
+          { timeout: 120_000, reject: false },
+        );
+      // kube-proxy's calls: iptables (nft) makes a chain, iptables-save shows it.
+      const proxy = await run('kube-proxy', 'provisioner-it-proxy-iptables', 'iptables -t nat -N PROVISIONER-TEST && iptables-save -t nat && ip6tables-save -t nat >/dev/null && iptables-restore --version');
+      expect(proxy.exitCode, proxy.stderr).toBe(0);
+      expect(proxy.stdout).toMatch(/# Generated by iptables-save v1\.8\.\d+ \(nf_tables\)/);
+      expect(proxy.stdout).toContain(':PROVISIONER-TEST - [0:0]');
+      expect(proxy.stdout).toMatch(/iptables-restore v1\.8\.\d+ \(nf_tables\)/);
+      // flannel's: iptables -t nat -L, and the busybox cp its init container runs (into a hostPath mount there; a new directory here).
+      const flannel = await run('flannel', 'provisioner-it-flannel-iptables', 'iptables -t nat -L -n && mkdir -p /host/opt/cni/bin && cp -f /flannel /host/opt/cni/bin/flannel && ls /host/opt/cni/bin/flannel');
+      expect(flannel.exitCode, flannel.stderr).toBe(0);
+      expect(flannel.stdout).toContain('Chain POSTROUTING (policy ACCEPT)');
+      expect(flannel.stdout).toContain('PROVISIONER-TEST'); // the same namespace: the chain kube-proxy's image made
+      expect(flannel.stdout).toContain('/host/opt/cni/bin/flannel');
+    } finally {
+      await execa('ip', ['netns', 'del', namespace], { reject: false });
+    }
   });
 });
