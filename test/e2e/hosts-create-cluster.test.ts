@@ -11,8 +11,13 @@
  * runs `kubeadm join` (as soon as the join runs, then in the retry once the kubelet has done its
  * TLS bootstrap, the join frozen there) and restarted each time with the same command: the join
  * dies with the agent, the plan records both interrupted attempts, and the third takes the
- * second's join as done; `destroy cluster` exits 0 and leaves no kubelet, container or
- * NodePlan on any host. Then a host without containerd: its bootstrap plan
+ * second's join as done; then issue 29's working cluster on those 1 + 2 nodes: kube-proxy and the
+ * bundled flannel Running on every node and CoreDNS Running, agnhost (built from the bundle) put on
+ * every node by `images load`, a 2-replica Deployment spread over both workers behind a ClusterIP
+ * Service answering from both replicas by its DNS name to a pod on the control-plane node, cluster
+ * names resolving from every pod, the ClusterIP from a host and a NodePort from the machine's side
+ * of the hosts' bridge; `destroy cluster` exits 0 and leaves no kubelet, container, NodePlan,
+ * iptables rule, pod route, CNI interface or image on any host. Then a host without containerd: its bootstrap plan
  * fails the containerd-socket check, `create cluster` exits 6 naming it, and `destroy cluster`
  * still exits 0. Per-stage timings, as this test sees them, are printed.
  * The only thing a test host needs beyond a real one is its own kubelet cgroup root (several
@@ -23,8 +28,9 @@ import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBinaries, resolveCacheDir } from '../../src/embedded/cache.js';
 import { loadBinaryCatalog, packageRoot } from '../../src/embedded/catalog.js';
-import { kubeadmPauseTag } from '../../src/nodeartifacts/node-images.js';
+import { ensureAgnhostImage, kubeadmPauseTag } from '../../src/nodeartifacts/node-images.js';
 import { GiveUp, waitFor } from '../integration/support/controlplane.js';
 import { testClusterNetworking, type TestHost } from '../support/netns.js';
 import { cliPath, ensureBuilt } from './support/cli.js';
@@ -159,7 +165,7 @@ afterAll(async () => {
   if (!labRemoved) await lab?.remove();
 }, 900_000);
 
-describe('issue 16 acceptance: create cluster on hosts, a pod on the worker, destroy', () => {
+describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the worker, Services, DNS and a pod network across nodes, destroy', () => {
   it('create cluster waits for a control-plane and a worker host, then ends with 2 Ready nodes at the bundled kubelet version', async () => {
     const [h0, h1] = lab.hosts as [TestHost, TestHost];
     await mkdir(dir, { recursive: true });
@@ -239,8 +245,10 @@ describe('issue 16 acceptance: create cluster on hosts, a pod on the worker, des
     expect(running.spec.nodeName).toBe(h1.name);
     expect(running.spec.containers[0]!.image).toBe('provisioner.local/pause:3.10.2');
     expect(running.status.containerStatuses?.[0]?.state.running, JSON.stringify(running.status)).toBeDefined();
-    // The worker's node-local bridge: the /24 of the default pod block 192.168.0.0/16 numbered by its address's last byte.
-    expect(running.status.podIP).toMatch(new RegExp(`^192\\.168\\.${h1.address.split('.')[3]}\\.\\d+$`));
+    // The pod network's subnet of the worker: the /24 kube-controller-manager gave its Node, from the test pod block.
+    const node = await json<{ spec: { podCIDR?: string } }>(workloadKubeconfig(), ['get', 'node', h1.name]);
+    expect(node?.spec.podCIDR).toMatch(/^198\.19\.\d+\.0\/24$/);
+    expect(running.status.podIP?.split('.').slice(0, 3).join('.')).toBe(node!.spec.podCIDR!.split('.').slice(0, 3).join('.'));
     expect(await processesOf(h1)).toEqual(expect.arrayContaining(['kubelet', 'pause']));
   }, 300_000);
 
@@ -334,6 +342,101 @@ describe('issue 16 acceptance: create cluster on hosts, a pod on the worker, des
     expect(nodes!.items.map((n) => n.metadata.name).sort()).toEqual(lab.hosts.map((h) => h.name).sort());
   }, 1_200_000);
 
+  it('a working cluster: kube-proxy, the pod network and CoreDNS run; a Service answers by its DNS name from both workers\' replicas; a NodePort answers from the machine', async () => {
+    const [h0, h1, h2] = lab.hosts as [TestHost, TestHost, TestHost];
+    const kubeconfig = workloadKubeconfig();
+    const started = Date.now();
+    // The add-ons: kube-proxy and the pod network on every node, CoreDNS somewhere, all Running.
+    const addons = await waitFor('kube-proxy and flannel Running on 3 nodes, CoreDNS Running', async () => {
+      const pods = await json<{ items: (PodView & { metadata: { name: string; namespace: string } })[] }>(kubeconfig, ['get', 'pods', '-A']);
+      const running = (prefix: string) => (pods?.items ?? []).filter((p) => p.metadata.name.startsWith(prefix) && p.status.phase === 'Running');
+      const nodesOf = (prefix: string) => new Set(running(prefix).map((p) => p.spec.nodeName));
+      return nodesOf('kube-proxy-').size === 3 && nodesOf('kube-flannel-ds-').size === 3 && running('coredns-').length > 0 ? pods : undefined;
+    }, 300_000);
+    timings['network: add-ons Running (after the scale step)'] = Date.now() - started;
+    expect(addons.items.filter((p) => p.metadata.name.startsWith('kube-flannel-ds-')).every((p) => p.metadata.namespace === 'kube-flannel')).toBe(true);
+
+    // An HTTP server image we built, loaded onto every node without a registry.
+    const catalog = await loadBinaryCatalog();
+    const [agnhostPath] = Object.values(await ensureBinaries(['agnhost'], { catalog }));
+    const agnhost = await ensureAgnhostImage({ path: agnhostPath!, version: catalog.binary('agnhost').version }, { cacheDir: resolveCacheDir({}), architecture: 'amd64' });
+    const loadStarted = Date.now();
+    const load = await lab.cli(['images', 'load', '--dir', dir, agnhost.file], 600_000);
+    timings['network: images load (3 hosts)'] = Date.now() - loadStarted;
+    expect(load.exitCode, `${load.stdout}\n${load.stderr}`).toBe(0);
+    expect(load.stdout).toContain(agnhost.ref);
+    expect(load.stderr).toMatch(/Every host of the cluster imported the images/);
+    // Again: the same plan, found Applied, runs nothing twice.
+    const again = await lab.cli(['images', 'load', '--dir', dir, agnhost.file], 300_000);
+    expect(again.exitCode, again.stderr).toBe(0);
+
+    const netexec = (name: string) => ({ name, image: agnhost.ref, imagePullPolicy: 'Never', args: ['netexec', '--http-port=8080'], ports: [{ containerPort: 8080 }], readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 } });
+    const objects = [
+      {
+        apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: 'default' },
+        spec: {
+          replicas: 2, selector: { matchLabels: { app: 'web' } },
+          template: {
+            metadata: { labels: { app: 'web' } },
+            spec: {
+              // One replica per worker: the Service must reach pods on both.
+              affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: 'web' } }, topologyKey: 'kubernetes.io/hostname' }] } },
+              containers: [netexec('web')],
+            },
+          },
+        },
+      },
+      { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'default' }, spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] } },
+      { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web-nodeport', namespace: 'default' }, spec: { type: 'NodePort', selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] } },
+      {
+        apiVersion: 'v1', kind: 'Pod', metadata: { name: 'client', namespace: 'default', labels: { app: 'client' } },
+        spec: { nodeSelector: { 'kubernetes.io/hostname': h0.name }, tolerations: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }], containers: [netexec('client')] },
+      },
+    ];
+    const applied = await lab.kubectlWith(kubeconfig, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+    expect(applied.exitCode, applied.stderr).toBe(0);
+    interface ReadyPod extends PodView { metadata: { name: string; labels?: Record<string, string> }; status: PodView['status'] & { conditions?: { type: string; status: string }[] } }
+    const podsReady = await waitFor('2 web replicas on the two workers and the client on the control plane, Ready', async () => {
+      const pods = await json<{ items: ReadyPod[] }>(kubeconfig, ['get', 'pods', '-n', 'default', '-l', 'app in (web,client)']);
+      const ready = (pods?.items ?? []).filter((p) => p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      return ready.length === 3 ? ready : undefined;
+    }, 300_000);
+    const web = podsReady.filter((p) => p.metadata.labels?.app === 'web');
+    expect(web.map((p) => p.spec.nodeName).sort()).toEqual([h1.name, h2.name].sort());
+    const client = podsReady.find((p) => p.metadata.labels?.app === 'client')!;
+    expect(client.spec.nodeName).toBe(h0.name);
+
+    // From the client pod on the control-plane node, by the Service's DNS name: both replicas answer (CoreDNS, kube-proxy, pod-to-pod across nodes).
+    const dial = (fromPod: string, host: string, port: number) =>
+      `http://${fromPod}:8080/dial?request=hostname&protocol=http&host=${host}&port=${port}&tries=20`;
+    const answered = await waitFor('the Service answering from both replicas by its DNS name', async () => {
+      const run = await lab.net.run(h0.namespace, 'curl', ['-sS', '--max-time', '30', dial(client.status.podIP!, 'web.default.svc.cluster.local', 80)]);
+      if (run.exitCode !== 0) return undefined;
+      const responses = new Set((JSON.parse(run.stdout) as { responses?: string[] }).responses ?? []);
+      return responses.size === 2 ? [...responses].sort() : undefined;
+    }, 180_000);
+    expect(answered).toEqual(web.map((p) => p.metadata.name).sort());
+    // Every pod resolves cluster names: the API's Service from each replica and the client, and the web Service from each replica.
+    for (const pod of podsReady) {
+      const apiServer = await lab.kubectlWith(kubeconfig, ['exec', '-n', 'default', pod.metadata.name, '--', '/agnhost', 'connect', '--timeout=10s', 'kubernetes.default.svc.cluster.local:443']);
+      expect(apiServer.exitCode, `${pod.metadata.name} on ${pod.spec.nodeName}: ${apiServer.stdout}${apiServer.stderr}`).toBe(0);
+      const service = await lab.kubectlWith(kubeconfig, ['exec', '-n', 'default', pod.metadata.name, '--', '/agnhost', 'connect', '--timeout=10s', 'web.default.svc.cluster.local:80']);
+      expect(service.exitCode, `${pod.metadata.name} on ${pod.spec.nodeName}: ${service.stdout}${service.stderr}`).toBe(0);
+    }
+    // The ClusterIP from a host, and the NodePort from the machine's side of the hosts' bridge, on each worker.
+    const services = await json<{ items: { metadata: { name: string }; spec: { clusterIP: string; ports: { nodePort?: number }[] } }[] }>(kubeconfig, ['get', 'services', '-n', 'default']);
+    const clusterIp = services!.items.find((x) => x.metadata.name === 'web')!.spec.clusterIP;
+    expect(clusterIp.startsWith('198.19.')).toBe(true);
+    const fromHost = await lab.net.run(h0.namespace, 'curl', ['-sS', '--max-time', '10', `http://${clusterIp}/hostname`]);
+    expect(web.map((p) => p.metadata.name), fromHost.stderr).toContain(fromHost.stdout.trim());
+    const nodePort = services!.items.find((x) => x.metadata.name === 'web-nodeport')!.spec.ports[0]!.nodePort!;
+    for (const worker of [h1, h2]) {
+      const answer = await lab.net.run(lab.net.machine.namespace, 'curl', ['-sS', '--max-time', '10', `http://${worker.address}:${nodePort}/hostname`]);
+      expect(web.map((p) => p.metadata.name), `NodePort ${nodePort} on ${worker.name}: ${answer.stderr}`).toContain(answer.stdout.trim());
+    }
+    timings['network: Services, DNS and the NodePort checked'] = Date.now() - started;
+  }, 1_200_000);
+
   it('destroy cluster exits 0 and leaves no kubelet, container or plan on any host', async () => {
     // The control plane stops at the end of destroy: watch the hosts' plan namespaces while it runs.
     const planNamespaces = new Set(lab.hosts.map((h) => `host-${h.name}`));
@@ -370,6 +473,17 @@ describe('issue 16 acceptance: create cluster on hosts, a pod on the worker, des
       const supervised = await lab.net.run(host.namespace, lab.agentPath, ['supervise', 'status', '--name', 'kubelet']);
       expect(supervised.exitCode, `${host.name}: supervise status ${supervised.stdout}`).toBe(1);
       expect(await readdir(path.join(host.rootDir, 'etc/kubernetes')), `${host.name}'s /etc/kubernetes`).toEqual([]);
+      // Nothing of the cluster's networking: no rule, route, interface or image of ours.
+      const rules = await lab.net.run(host.namespace, 'iptables-save', []);
+      expect(rules.exitCode, rules.stderr).toBe(0);
+      expect(rules.stdout.split('\n').filter((line) => /KUBE-|FLANNEL|CNI-/.test(line)), `${host.name}'s iptables rules`).toEqual([]);
+      const routes = await lab.net.run(host.namespace, 'ip', ['-4', 'route', 'show']);
+      expect(routes.stdout.split('\n').filter((line) => line.startsWith('198.19.')), `${host.name}'s routes`).toEqual([]);
+      const links = await lab.net.run(host.namespace, 'ip', ['-o', 'link', 'show']);
+      expect(links.stdout.split('\n').map((line) => line.split(': ')[1]?.split('@')[0] ?? '').filter((link) => /^(cni0|flannel|veth)/.test(link)), `${host.name}'s interfaces`).toEqual([]);
+      const images = await lab.net.run(host.namespace, 'ctr', ['--address', '/run/containerd/containerd.sock', '-n', 'k8s.io', 'images', 'ls', '-q']);
+      expect(images.stdout.trim(), `${host.name}'s images`).toBe('');
+      expect(existsSync(path.join(host.rootDir, 'opt/cni/bin/flannel')), `${host.name}'s flannel CNI plugin`).toBe(false);
     }
   }, 900_000);
 });

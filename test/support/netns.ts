@@ -79,7 +79,8 @@ export interface TestHost {
 /**
  * Directories a node's runtime, kubelet and kubeadm write, each a bind mount of the host's
  * own `<dir>/root/<path>` inside its mount namespace. /run/netns holds containerd's pod
- * network namespace pins (machine-wide otherwise); /usr/local/bin is where plans put the
+ * network namespace pins (machine-wide otherwise); /var/lib/cni the CNI plugins' address
+ * leases and state; /usr/local/bin is where plans put the
  * kubelet and kubeadm, /usr/local/lib/provisioner the kubelet's run script; /run/kubeadm and
  * /run/cluster-api are Cluster API's bootstrap files; /run/flannel is where the pod network's
  * daemon leaves the node's subnet for its CNI plugin; /opt/cni/bin is where a CNI's DaemonSet
@@ -88,7 +89,7 @@ export interface TestHost {
  */
 export const hostDirectories = [
   '/etc/kubernetes', '/etc/cni/net.d', '/etc/containerd', '/var/lib/kubelet', '/var/lib/etcd', '/var/lib/containerd',
-  '/var/lib/provisioner', '/var/log/pods', '/var/log/containers', '/run/containerd', '/run/provisioner', '/run/netns',
+  '/var/lib/provisioner', '/var/lib/cni', '/var/log/pods', '/var/log/containers', '/run/containerd', '/run/provisioner', '/run/netns',
   '/run/kubeadm', '/run/cluster-api', '/run/flannel',
   '/usr/local/bin', '/usr/local/lib/provisioner', '/opt/cni/bin', '/lib/modules',
 ] as const;
