@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InfrastructureError, MachinesError } from '../errors.js';
 import type { KubeObject } from '../kube/client.js';
 import { capiCoreApiVersion, kubeadmControlPlaneApiVersion } from '../capi.js';
-import { clusterDeleted, clusterReady, infrastructureReady, stallError, type Condition } from './capi.js';
+import { clusterDeleted, clusterReady, clusterRegistered, infrastructureReady, stallError, type Condition } from './capi.js';
 import { snapshotKey, type Snapshot, type Verdict } from './waiter.js';
 
 const ns = 'demo-ns';
@@ -99,6 +99,19 @@ describe('infrastructureReady', () => {
     const verdict = evaluate(snapshotOf(cluster({ provisioned: true, host: 'h' }), machine('m1', { phase: 'Failed' })));
     expect(verdict.state).toBe('failed');
     expect(verdict.state === 'failed' && verdict.error).toBeInstanceOf(MachinesError);
+  });
+});
+
+describe('clusterRegistered (a cluster without a pod network)', () => {
+  const initialized: Condition = { type: 'ControlPlaneInitialized', status: 'True' };
+  it('is done when the control plane is initialized and every expected machine has a node, Ready or not', () => {
+    const verdict = clusterRegistered('demo', 2)(snapshotOf(cluster({ conditions: [initialized] }), machine('a', { node: true, ready: false }), machine('b', { node: true, ready: false })));
+    expect(verdict.state).toBe('done');
+  });
+
+  it('waits for a machine without a node, and for an uninitialized control plane', () => {
+    expect(clusterRegistered('demo', 2)(snapshotOf(cluster({ conditions: [initialized] }), machine('a', { node: true }), machine('b', { node: false }))).state).toBe('waiting');
+    expect(clusterRegistered('demo', 1)(snapshotOf(cluster(), machine('a', { node: true }))).state).toBe('waiting');
   });
 });
 
