@@ -10,4 +10,4 @@ export { parseCidr, cidrsOverlap, type Cidr } from './cidr.js';
 export * from './ownership.js';
 export { lookupField, renderExplain, splitExplainPath, typeLabel, type ExplainTarget } from './explain.js';
 export { validateNode, type SchemaNode, type SchemaProblem } from './schema.js';
-export { checkQualifiedName, labelValuePattern } from './names.js';
+export { checkQualifiedName, durationToMs, labelValuePattern } from './names.js';
