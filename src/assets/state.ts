@@ -4,10 +4,11 @@
  * the user; a generated file whose new content differs from the recorded hash is
  * a change of the inputs. Together they tell "keep the edit" from "conflict".
  */
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { EnvironmentError } from '../errors.js';
 import { readJsonFile, type FileKind } from '../input-files.js';
-import { writeFileAtomic } from './files.js';
+import { writeFileAtomic } from '../files.js';
 
 export const stateDirName = '.provisioner';
 export const stateFileName = 'state.json';
@@ -73,5 +74,6 @@ export async function writeState(dir: string, state: StateFile): Promise<void> {
     files: Object.fromEntries(Object.entries(state.files).sort(([a], [b]) => (a < b ? -1 : 1))),
     assets: Object.fromEntries(Object.entries(state.assets).sort(([a], [b]) => (a < b ? -1 : 1))),
   };
+  await mkdir(path.dirname(statePath(dir)), { recursive: true });
   await writeFileAtomic(statePath(dir), JSON.stringify(sorted, null, 2) + '\n', 0o600);
 }

@@ -7,7 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
-import { mapLimit, realSleep, withRetry, type RetryPolicy } from '../concurrency.js';
+import { mapLimit, sleep, withRetry, type RetryPolicy } from '../concurrency.js';
 import { InfrastructureError } from '../errors.js';
 import type { EventSink } from '../events.js';
 import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
@@ -51,7 +51,7 @@ export async function applyAll(client: KubeClient, objects: readonly KubeObject[
       const result = await withRetry(() => client.apply(obj), {
         policy: applyRetryPolicy,
         isRetryable: (error) => error instanceof KubeApiError && (error.isTransient || error.isConflict || error.isNotFound),
-        sleep: realSleep,
+        sleep,
         onRetry: () => client.resetDiscovery(),
         ...(signal ? { signal } : {}),
       });

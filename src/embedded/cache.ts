@@ -46,14 +46,14 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants, createReadStream } from 'node:fs';
-import { access, mkdir, open, type FileHandle, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, type FileHandle, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createGunzip } from 'node:zlib';
-import { mapLimit } from '../concurrency.js';
+import { mapLimit, sleep } from '../concurrency.js';
+import { writeFileAtomic } from '../files.js';
 import { EnvironmentError, ProvisionerError } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import { tryLockFile, type LockAttempt } from '../process/lock.js';
@@ -366,9 +366,7 @@ async function verifiedInPlace(binary: BinarySource, cacheDir: string, verify: b
   const record: InPlaceRecord = { name: binary.name, sha256: binary.sha256, file: binary.file, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, verifiedAt: new Date().toISOString() };
   try {
     await mkdir(path.dirname(recordFile), { recursive: true, mode: 0o755 });
-    const temp = `${recordFile}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
-    await writeFile(temp, JSON.stringify(record, null, 2) + '\n', { mode: 0o644 });
-    await rename(temp, recordFile);
+    await writeFileAtomic(recordFile, JSON.stringify(record, null, 2) + '\n');
   } catch (error) {
     throw cacheError(error, { binary: binary.name, cacheDir, path: recordFile });
   }
@@ -461,9 +459,7 @@ async function writeRecord(entry: EntryPaths, binary: BinarySource, cacheDir: st
       ino: st.ino,
       extractedAt: new Date().toISOString(),
     };
-    const temp = `${entry.record}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
-    await writeFile(temp, JSON.stringify(record, null, 2) + '\n', { mode: 0o644 });
-    await rename(temp, entry.record);
+    await writeFileAtomic(entry.record, JSON.stringify(record, null, 2) + '\n');
   } catch (error) {
     throw cacheError(error, { binary: binary.name, cacheDir, path: entry.record });
   }
@@ -495,7 +491,8 @@ async function acquireLock(
       told = true;
       log(sink, 'info', `Waiting for another provisioner process to extract ${binary.name}`, { binary: binary.name, lock: entry.lock });
     }
-    await sleep(lockPollMs, undefined, signal ? { signal } : {});
+    await sleep(lockPollMs, signal);
+    signal?.throwIfAborted();
     if ((await checkEntry(entry, binary, false)).hit) return 'done-by-other';
   }
 }

@@ -5,7 +5,7 @@
  */
 import https from 'node:https';
 import * as k8s from '@kubernetes/client-node';
-import { realSleep, withRetry, type RetryPolicy } from '../concurrency.js';
+import { sleep, withRetry, type RetryPolicy } from '../concurrency.js';
 import { ExternalError } from '../errors.js';
 
 /** How long the server keeps a watch open before the caller re-lists and watches again. */
@@ -477,7 +477,7 @@ export class KubeClient {
         policy: readRetryPolicy,
         isRetryable: (error) => options.method === 'GET' && error instanceof KubeApiError && [429, 503, 504].includes(error.statusCode),
         retryAfterMs: (error) => (error instanceof KubeApiError && error.retryAfterSeconds ? error.retryAfterSeconds * 1000 : undefined),
-        sleep: realSleep,
+        sleep,
       },
     );
     if (!result.ok) throw result.error;

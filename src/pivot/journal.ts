@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { invalidInput, readJsonFile, type FileKind } from '../input-files.js';
-import { writeFileAtomic } from '../process/fs.js';
+import { writeFileAtomic } from '../files.js';
 import type { ObjectRef } from './graph.js';
 
 /** In order; each is recorded once it is complete. */

@@ -16,7 +16,7 @@ import { groupOf } from '../object-key.js';
 import { ExternalError, InterruptedError, UsageError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { apiRequestsMade, KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
-import { defaultRetryPolicy, mapLimit, realSleep, withRetry } from '../concurrency.js';
+import { defaultRetryPolicy, mapLimit, sleep, withRetry } from '../concurrency.js';
 import { polling, until, type Observation } from '../progress/until.js';
 import {
   clusterctlLabel,
@@ -346,7 +346,7 @@ function asRef(o: ObjectRef): { apiVersion: string; kind: string; metadata: { na
 const isTransient = (error: unknown) => error instanceof KubeApiError && (error.isTransient || error.isConflict);
 
 async function retrying<T>(what: string, op: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-  const result = await withRetry(op, { policy: defaultRetryPolicy, isRetryable: isTransient, sleep: realSleep, ...(signal ? { signal } : {}) });
+  const result = await withRetry(op, { policy: defaultRetryPolicy, isRetryable: isTransient, sleep, ...(signal ? { signal } : {}) });
   if (result.ok) return result.value;
   throw result.error instanceof Error ? result.error : new ExternalError(`${what}: ${messageOf(result.error)}`);
 }

@@ -39,7 +39,8 @@ import {
   type CertificateAndKey,
   type CertificateUsage,
 } from './certificates.js';
-import { keyPairPaths, privateDirMode, privateFileMode, publicFileMode, writeFileAtomic, writeKeyPair, type CertKeyFiles } from './files.js';
+import { writeFileAtomic } from '../files.js';
+import { keyPairPaths, privateDirMode, privateFileMode, publicFileMode, writeKeyPair, type CertKeyFiles } from './files.js';
 import { generateServiceAccountKeyPair, isPublicKeyOf } from './keys.js';
 
 /** Loopback names every local serving cert carries. */

@@ -8,7 +8,8 @@ import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { log, nullSink, type EventSink } from '../events.js';
 import { polling, until, type Observation } from '../progress/until.js';
-import { isErrno, readIfExists, writeFileAtomic } from './fs.js';
+import { readIfExists, writeFileAtomic } from '../files.js';
+import { isErrno } from './fs.js';
 import { isSameProcess } from './proc.js';
 
 export interface PidfileEntry {

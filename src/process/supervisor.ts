@@ -6,7 +6,7 @@
 import { InfrastructureError, InternalError, messageOf } from '../errors.js';
 import { log, nullSink, type EventSink, type ProcessEvent } from '../events.js';
 import { describeExit, ProcessError } from './errors.js';
-import { sleep } from './fs.js';
+import { sleep } from '../concurrency.js';
 import { readLogTail } from './log-file.js';
 import type { ExitInfo, ManagedProcess } from './managed-process.js';
 

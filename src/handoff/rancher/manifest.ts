@@ -9,7 +9,7 @@
  */
 import https from 'node:https';
 import { parseAllDocuments } from 'yaml';
-import { realSleep, withRetry, type RetryPolicy } from '../../concurrency.js';
+import { sleep, withRetry, type RetryPolicy } from '../../concurrency.js';
 import { ExternalError, InterruptedError, messageOf } from '../../errors.js';
 import type { EventSink } from '../../events.js';
 import { KubeApiError, describeRef, type KubeClient, type KubeObject } from '../../kube/client.js';
@@ -184,7 +184,7 @@ export async function createManifestObjects(workload: KubeClient, objects: reado
     const attempt = await withRetry(() => workload.create(obj), {
       policy: createRetryPolicy,
       isRetryable: (error) => error instanceof KubeApiError && error.isTransient,
-      sleep: realSleep,
+      sleep,
       signal: options.signal,
     });
     if (attempt.ok) result.created.push(describeRef(obj));
