@@ -5,8 +5,8 @@
  * what was sent, plus server metadata and whatever others added" (enough for planning:
  * the engine compares only the fields it sets).
  */
-import { KubeApiError, type ApplyOptions, type KubeObject, type ListOptions } from '../kube/client.js';
-import { groupKind, objectKey, type ApplyClient } from './client.js';
+import { KubeApiError, type ApplyOptions, type KubeObject, type ListOptions } from '../../src/kube/client.js';
+import { groupKind, objectKey, type ApplyClient } from '../../src/apply/client.js';
 
 export interface FakeCall {
   op: 'apply' | 'list' | 'delete';
