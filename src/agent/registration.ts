@@ -21,7 +21,7 @@ export const hostLabel = 'agent.provisioner.dev/host';
 export const cancelAnnotation = 'agent.provisioner.dev/cancel';
 
 /** How long a registration token is valid when the caller names no TTL. */
-export const defaultRegistrationTtl = '1h';
+const defaultRegistrationTtl = '1h';
 /** How long to wait for the manager to issue a token while its phase does not change. */
 const tokenIssueTimeoutMs = 60_000;
 const pollIntervalMs = 250;

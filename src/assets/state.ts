@@ -11,8 +11,8 @@ import { readJsonFile, type FileKind } from '../input-files.js';
 import { writeFileAtomic } from '../files.js';
 
 export const stateDirName = '.provisioner';
-export const stateFileName = 'state.json';
-export const stateSchemaVersion = 1;
+const stateFileName = 'state.json';
+const stateSchemaVersion = 1;
 
 export interface GeneratedFileRecord {
   /** Name of the asset that generated the file. */
@@ -35,7 +35,7 @@ export interface StateFile {
   assets: Record<string, AssetRecord>;
 }
 
-export function emptyState(): StateFile {
+function emptyState(): StateFile {
   return { version: stateSchemaVersion, files: {}, assets: {} };
 }
 

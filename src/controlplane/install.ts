@@ -34,7 +34,7 @@ const isWebhookConfiguration = (o: KubeObject) => o.kind === 'MutatingWebhookCon
 const isLate = (o: KubeObject) => isWebhookConfiguration(o) || o.kind === 'Provider';
 
 /** How many objects are applied at once. Default 8: enough to hide round-trips, little load on a 2-core machine. */
-export const applyConcurrency = 8;
+const applyConcurrency = 8;
 
 /**
  * Retries of one object: 10 attempts, 200 ms doubling to 2 s (about 13 s in all), for a

@@ -146,7 +146,7 @@ export interface BinarySource {
 }
 
 /** A bundle binary as a source: its archive. */
-export function bundleSource(catalog: BundleCatalog, binary: BundledBinary): BinarySource {
+function bundleSource(catalog: BundleCatalog, binary: BundledBinary): BinarySource {
   return {
     name: binary.name,
     sha256: binary.sha256,
@@ -159,7 +159,7 @@ export function bundleSource(catalog: BundleCatalog, binary: BundledBinary): Bin
 }
 
 /** An installed release's binary as a source: this platform's file in its platform package (checks the package is installed). */
-export async function releaseSource(catalog: ReleaseCatalog, name: string): Promise<BinarySource> {
+async function releaseSource(catalog: ReleaseCatalog, name: string): Promise<BinarySource> {
   const { build, file } = await catalog.locate(name);
   return {
     name,
@@ -173,7 +173,7 @@ export async function releaseSource(catalog: ReleaseCatalog, name: string): Prom
 }
 
 /** The source of every named binary in `catalog`. */
-export async function catalogSources(catalog: BinaryCatalog, names: readonly string[]): Promise<BinarySource[]> {
+async function catalogSources(catalog: BinaryCatalog, names: readonly string[]): Promise<BinarySource[]> {
   if (catalog.kind === 'bundle') return names.map((name) => bundleSource(catalog, catalog.binary(name)));
   return Promise.all(names.map((name) => releaseSource(catalog, name)));
 }
@@ -238,16 +238,11 @@ export async function findUserBinaries(names: readonly string[], options: Pick<C
   return found;
 }
 
-/** One binary from the bundle, through the cache; returns its absolute path. */
-export function ensureBinary(catalog: BundleCatalog, binary: BundledBinary, options: CacheOptions = {}): Promise<string> {
-  return ensureSource(bundleSource(catalog, binary), options);
-}
-
 /**
  * One binary from its source; returns the absolute path to run. A verified executable
  * in an installed package is that file itself; anything else is the cache's copy.
  */
-export async function ensureSource(binary: BinarySource, options: CacheOptions = {}): Promise<string> {
+async function ensureSource(binary: BinarySource, options: CacheOptions = {}): Promise<string> {
   const sink = options.sink ?? nullSink;
   const cacheDir = resolveCacheDir(options);
   const verify = options.verify ?? false;

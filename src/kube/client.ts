@@ -15,7 +15,7 @@ const watchTimeoutSeconds = 300;
 const readRetryPolicy: RetryPolicy = { maxAttempts: 6, initialDelayMs: 400, maxDelayMs: 5_000 };
 
 /** Field manager recorded on every server-side apply (`kubectl get -o yaml --show-managed-fields` shows it). */
-export const fieldManager = 'provisioner';
+const fieldManager = 'provisioner';
 
 export interface ObjectMeta {
   name: string;
@@ -65,7 +65,7 @@ interface StatusBody {
 }
 
 /** `reason` of a request that got no HTTP answer at all (refused, reset, timed out). */
-export const noAnswerReason = 'ConnectionError';
+const noAnswerReason = 'ConnectionError';
 
 /**
  * The API server's words for an admission webhook that answered "no" (apiserver

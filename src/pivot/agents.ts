@@ -24,9 +24,9 @@ export const agentGroup = 'agent.provisioner.dev';
 /** The Secret in a host's plan namespace that tells its agent to follow (provider: agentv1.HandoverSecret). */
 export const handoverSecret = 'agent-handover';
 /** ConfigMap in the registration namespace naming the URL where hosts reach this API server (`management start --listen-address`). */
-export const agentServerConfigMap = 'agent-server';
+const agentServerConfigMap = 'agent-server';
 /** How long the hand-over waits while no further moved agent follows: 5 minutes (an agent looks at every heartbeat, 30 s by default). */
-export const defaultHandoverTimeoutMs = 5 * 60_000;
+const defaultHandoverTimeoutMs = 5 * 60_000;
 const pollMs = 500;
 /** How long the target's manager may take to issue a follow token while its phase does not change: 60 s. */
 const followTokenIssueTimeoutMs = 60_000;
@@ -101,7 +101,7 @@ export function followTokenName(host: string): string {
 }
 
 /** Where the target's hosts reach it, and its CA pin: the URL its `agent-server` ConfigMap publishes, else its kubeconfig's. */
-export async function agentServerOf(target: KubeClient): Promise<{ server: string; caChecksum: string }> {
+async function agentServerOf(target: KubeClient): Promise<{ server: string; caChecksum: string }> {
   const [published, ca] = await Promise.all([
     target.get<DataObject>({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: agentServerConfigMap, namespace: registrationNamespace } }),
     target.get<DataObject>({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: serverCaConfigMap, namespace: registrationNamespace } }),
@@ -220,7 +220,7 @@ function movedHostNames(journal: PivotJournal): string[] {
 }
 
 /** An agent whose last heartbeat is older than this is taken as not running: 3 minutes (it reports every 30 s by default). */
-export const silentAgentMs = 3 * 60_000;
+const silentAgentMs = 3 * 60_000;
 
 /** The hosts whose agent never reported to the source, or not within `silentAgentMs`. */
 async function silentAgents(source: KubeClient, hosts: readonly string[]): Promise<string[]> {

@@ -48,7 +48,7 @@ const crdApiVersion = 'apiextensions.k8s.io/v1';
  * credential is exempt from priority and fairness, and the server's in-flight limits
  * (400 + 200 by default) are far above it. Not tuned by measurement: 8 was the default before.
  */
-export const defaultConcurrency = 32;
+const defaultConcurrency = 32;
 const inventoryApiVersion = 'clusterctl.cluster.x-k8s.io/v1alpha3';
 
 /** A kind the move takes, from its CRD (or core v1 for Secrets and ConfigMaps). */
@@ -662,7 +662,7 @@ async function forEachTierReversed(entries: readonly JournalObject[], concurrenc
 }
 
 /** Tells CAPI controllers that a deletion is a move, not a teardown (no infrastructure cleanup), as clusterctl does. */
-export const deleteForMoveAnnotation = 'clusterctl.cluster.x-k8s.io/delete-for-move';
+const deleteForMoveAnnotation = 'clusterctl.cluster.x-k8s.io/delete-for-move';
 
 /**
  * Deletes those of `entries` that `client` holds (and `mine` accepts, as it lists them),

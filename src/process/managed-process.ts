@@ -36,19 +36,19 @@ import { processStartTime } from './proc.js';
 import type { ReadinessProbe } from './probes.js';
 
 /** Default time a start may take until the probe passes: 60 s. */
-export const defaultStartTimeoutMs = 60_000;
+const defaultStartTimeoutMs = 60_000;
 /** Default pause between probe attempts: 250 ms. */
-export const defaultProbeIntervalMs = 250;
+const defaultProbeIntervalMs = 250;
 /** Default limit of one probe attempt: 5 s (never more than the time left). */
-export const defaultProbeTimeoutMs = 5_000;
+const defaultProbeTimeoutMs = 5_000;
 /** Default wait after SIGTERM before SIGKILL: 10 s. */
-export const defaultStopGraceMs = 10_000;
+const defaultStopGraceMs = 10_000;
 /** Wait after SIGKILL before reporting the process as unkillable. */
 const killWaitMs = 5_000;
 /** After exit, how long to wait for the last output still in the pipes. */
 const drainWaitMs = 1_000;
 /** Where util-linux installs setpriv on Debian and most distributions. */
-export const setprivPath = '/usr/bin/setpriv';
+const setprivPath = '/usr/bin/setpriv';
 
 export type ProcessState = 'idle' | 'starting' | 'ready' | 'stopping' | 'stopped' | 'exited';
 

@@ -21,7 +21,7 @@ export interface RestartPolicy {
   windowMs: number;
 }
 
-export const defaultRestartPolicy: RestartPolicy = {
+const defaultRestartPolicy: RestartPolicy = {
   initialDelayMs: 1_000,
   maxDelayMs: 30_000,
   maxRestarts: 5,

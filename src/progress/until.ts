@@ -13,7 +13,7 @@ import { sleep } from '../concurrency.js';
 import { InterruptedError } from '../errors.js';
 
 /** Default time without any observable change before a wait fails: 10 minutes. */
-export const defaultNoProgressTimeoutMs = 10 * 60_000;
+const defaultNoProgressTimeoutMs = 10 * 60_000;
 
 /** One look at what is being waited on. */
 export type Observation<T> =

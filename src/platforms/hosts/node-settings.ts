@@ -35,7 +35,7 @@ export const imagePullPolicy = 'Never';
 /** Node name, provider ID and node IP from the Host (the provider fills the cloud-config's variables). */
 export const hostName = '{{ ds.meta_data.hostname }}';
 export const hostAddress = '{{ ds.meta_data.local_ipv4 }}';
-export const providerId = `provisioner-host://${hostName}`;
+const providerId = `provisioner-host://${hostName}`;
 
 /**
  * Kubelet flags. kubeadm's generated config says cgroupDriver systemd and Cluster API's
@@ -57,7 +57,7 @@ export const kubeletExtraArgs: KubeletArg[] = [
 export const imageArchiveDirectory = '/var/lib/provisioner/images';
 
 /** What each role imports: control-plane hosts every archive (static pods and etcd), workers the pod sandbox only. */
-export const importedArchives = { controlPlane: '*.tar', worker: 'pause.tar' } as const;
+const importedArchives = { controlPlane: '*.tar', worker: 'pause.tar' } as const;
 
 /** Imports the role's image archives into containerd's k8s.io namespace (where the kubelet looks), failing on the first that does not import. */
 export function importImages(role: keyof typeof importedArchives): string {
@@ -69,7 +69,7 @@ export function importImages(role: keyof typeof importedArchives): string {
  * present: `/etc/default/kubelet` as kubeadm's systemd unit reads it, then one under
  * /var/lib/provisioner, which namespace test hosts have per host.
  */
-export const hostKubeletFlagsFiles = ['/etc/default/kubelet', '/var/lib/provisioner/kubelet.env'];
+const hostKubeletFlagsFiles = ['/etc/default/kubelet', '/var/lib/provisioner/kubelet.env'];
 
 /** The agent, as plan instructions find it: the agent sets PROVISIONER_AGENT to its own path; else from PATH. */
 const agent = '"${PROVISIONER_AGENT:-provisioner-agent}"';
@@ -143,7 +143,7 @@ export const undoUnfinishedJoin =
  * pod block numbered by the last byte of its address, so pod addresses differ between
  * nodes (cross-node routes are not set up). The reset plan removes the file.
  */
-export const cniConfigPath = '/etc/cni/net.d/10-provisioner.conflist';
+const cniConfigPath = '/etc/cni/net.d/10-provisioner.conflist';
 
 /** Writes the CNI config for an IPv4 pod block of prefix /16 or shorter: `<a>.<b>.<last byte of the host address>.0/24`. */
 export function writeCniConfig(podCidr: string): string {

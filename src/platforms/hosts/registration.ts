@@ -19,11 +19,11 @@ import { artifactsConfigMap, hostArtifacts, publishArtifacts } from './artifacts
 import { hostsConfig } from './config.js';
 
 /** The provider's claim of a Host: `<namespace>.<HostMachine name>` (the shared design; C's controller writes it). */
-export const claimedByLabel = 'infrastructure.provisioner.dev/claimed-by';
+const claimedByLabel = 'infrastructure.provisioner.dev/claimed-by';
 /** The provider's reservation of a Host as a cluster's control-plane endpoint: `<namespace>.<HostCluster name>`; only that cluster's control plane may take it. */
-export const endpointOfLabel = 'infrastructure.provisioner.dev/endpoint-of';
+const endpointOfLabel = 'infrastructure.provisioner.dev/endpoint-of';
 /** The reason of a HostMachine condition that says the host's plan failed for good. */
-export const planFailedReason = 'PlanFailed';
+const planFailedReason = 'PlanFailed';
 const infrastructureApiVersion = 'infrastructure.provisioner.dev/v1alpha1';
 
 /** Role strings of Host.spec.roles; empty roles offer both. */
@@ -34,7 +34,7 @@ const registrationTtl = '24h';
 /** How often the Hosts are listed while waiting. */
 const pollIntervalMs = 1000;
 /** Time without a new usable host before the wait fails, when the caller gives no no-progress timeout. */
-export const defaultRegistrationTimeoutMs = 30 * 60_000;
+const defaultRegistrationTimeoutMs = 30 * 60_000;
 
 /** What a pool needs of the hosts. */
 export interface PoolDemand {
@@ -92,7 +92,7 @@ function claimedBy(host: HostView, cluster: ClusterRef): boolean {
  * cluster's already, not reserved as another cluster's endpoint (this cluster's
  * endpoint host goes to its control plane only), offering the role, carrying the labels.
  */
-export function hostFits(host: HostView, demand: PoolDemand, cluster: ClusterRef): boolean {
+function hostFits(host: HostView, demand: PoolDemand, cluster: ClusterRef): boolean {
   if (!host.registered) return false;
   if (host.claimedBy !== undefined && !claimedBy(host, cluster)) return false;
   if (host.endpointOf !== undefined && (host.endpointOf !== `${cluster.namespace}.${cluster.name}` || demand.role !== 'control-plane')) return false;
@@ -194,7 +194,7 @@ async function offerArtifacts(context: PlatformHookContext): Promise<void> {
 }
 
 /** The wait of `waitForHosts`, without the artifacts. */
-export async function waitForRegisteredHosts(context: PlatformHookContext): Promise<void> {
+async function waitForRegisteredHosts(context: PlatformHookContext): Promise<void> {
   const { config, signal } = context;
   const clusterName = config.metadata.name;
   const cluster = { name: clusterName, namespace: config.metadata.namespace };
