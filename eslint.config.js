@@ -22,8 +22,17 @@ const lazyOnly = {
   allowTypeImports: true,
 };
 
+// Waiting is progress/until's job and spacing attempts is concurrency.ts's `sleep`; a timer
+// imported anywhere else is the start of another hand-rolled loop or another sleep.
+const timerPromisesMessage = 'Wait with progress/until (a deadline and a message), or space attempts with `sleep` from src/concurrency.ts.';
+const noTimerPromises = [
+  { name: 'node:timers/promises', message: timerPromisesMessage },
+  { name: 'timers/promises', message: timerPromisesMessage },
+];
+
 const domainModules = ['addons', 'config', 'assets', 'pki', 'controlplane', 'apply', 'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms', 'progress', 'handoff', 'nodeartifacts', 'agent'];
-const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
+// Every block refuses timers/promises too, but for the two modules that own waiting (`timersAllowed`).
+const restrict = (patterns, { timersAllowed = false } = {}) => ({ 'no-restricted-imports': ['error', { paths: timersAllowed ? [] : noTimerPromises, patterns }] });
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'bundle/**', 'bench-results/**', 'embedded/**', '.cache/**'] },
@@ -54,5 +63,10 @@ export default tseslint.config(
   // config/ is below platforms/: platforms import it, never the other way (its tests may use the registry).
   { files: ['src/config/**/*.ts'], ignores: ['src/config/**/*.test.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noPlatforms]) },
   // process/ knows nothing of Kubernetes at all, nor does progress/ (the one waiting primitive, which process/ uses too).
-  { files: ['src/process/**/*.ts', 'src/progress/**/*.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noKubernetes]) },
+  { files: ['src/process/**/*.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noKubernetes]) },
+  { files: ['src/progress/**/*.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noKubernetes], { timersAllowed: true }) },
+  // concurrency.ts holds the one sleep.
+  { files: ['src/concurrency.ts'], rules: restrict([noKubeClient], { timersAllowed: true }) },
+  // Scripts and tests outside src/ import anything, but timers/promises.
+  { files: ['scripts/**/*.ts', 'test/**/*.ts', '*.ts'], rules: restrict([]) },
 );

@@ -46,7 +46,6 @@ describe('withRetry', () => {
     const controller = new AbortController();
     const sleep: Sleep = async () => {
       controller.abort();
-      throw new Error('aborted');
     };
     const result = await withRetry(async () => { throw new Error('server down'); }, { policy, sleep, signal: controller.signal, isRetryable: () => true });
     expect(result).toMatchObject({ ok: false, attempts: 1 });

@@ -1,8 +1,9 @@
 /**
- * Bounded parallelism and retry with exponential backoff, for any module's requests (the
- * apply engine, pivot, provider install, the extraction cache). Pure helpers: the clock (`sleep`) is injectable so tests run instantly.
+ * Bounded parallelism, retry with exponential backoff and the one `sleep`, for any module's
+ * requests (the apply engine, pivot, provider install, the extraction cache). Pure helpers:
+ * the clock (`sleep`) is injectable so tests run instantly. Waiting for something to happen
+ * is `progress/until`'s job; a sleep here only spaces attempts.
  */
-import { setTimeout as delay } from 'node:timers/promises';
 
 /**
  * Runs `fn` over `items` with at most `limit` at once and answers the results in the items'
@@ -52,12 +53,24 @@ export function backoffDelay(policy: RetryPolicy, attempt: number): number {
   return Math.min(policy.initialDelayMs * 2 ** (attempt - 1), policy.maxDelayMs);
 }
 
+/** Resolves after `ms`, or at once when `signal` aborts; never rejects (the caller checks `signal.aborted`). */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
-/** A timer that an abort cuts short (rejecting). */
-export const realSleep: Sleep = async (ms, signal) => {
-  await delay(ms, undefined, signal ? { signal } : {});
-};
+/**
+ * The one sleep. An abort ends it early instead of rejecting, so every caller treats an abort
+ * the same way: it looks at `signal.aborted` (or `signal.throwIfAborted()`) after the sleep.
+ */
+export const sleep: Sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 
 export type Attempted<T> = { ok: true; value: T; attempts: number } | { ok: false; error: unknown; attempts: number };
 
@@ -80,11 +93,8 @@ export async function withRetry<T>(op: () => Promise<T>, options: RetryOptions):
       if (attempt >= options.policy.maxAttempts || !options.isRetryable(error) || options.signal?.aborted) return { ok: false, error, attempts: attempt };
       const wait = Math.min(options.retryAfterMs?.(error) || backoffDelay(options.policy, attempt), options.policy.maxDelayMs);
       options.onRetry?.(error, attempt, wait);
-      try {
-        await options.sleep(wait, options.signal);
-      } catch {
-        return { ok: false, error, attempts: attempt }; // aborted while waiting: the last error stands
-      }
+      await options.sleep(wait, options.signal);
+      if (options.signal?.aborted) return { ok: false, error, attempts: attempt }; // aborted while waiting: the last error stands
     }
   }
 }

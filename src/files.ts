@@ -4,7 +4,7 @@
  * a part, and a crash never leaves a half-written file under the real name.
  */
 import { randomBytes } from 'node:crypto';
-import { open, readFile, rename, rm } from 'node:fs/promises';
+import { access, open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 /**
@@ -31,6 +31,14 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
     await rm(temp, { force: true });
     throw error;
   }
+}
+
+/** Whether `path` exists (for the install directory's checks and the bundle's build cache); any failure to reach it counts as absent. */
+export async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** File content, or undefined when the file does not exist. */

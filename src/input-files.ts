@@ -30,7 +30,7 @@ export interface FileKind {
 const readChunkBytes = 256 * 1024;
 
 /** yaml's own default: enough for any hand-written reuse, far below what a nested-alias bomb needs. */
-export const defaultMaxAliasCount = 100;
+const defaultMaxAliasCount = 100;
 
 /** One parsed YAML document, with what is needed to point at its nodes' lines. */
 export interface ParsedYaml {

@@ -24,7 +24,7 @@
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../../src/concurrency.js';
 import type { ResultPromise } from 'execa';
 import { cliVersion } from '../../src/version.js';
 import { ensureBuilt } from '../../test/e2e/support/cli.js';

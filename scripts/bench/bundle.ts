@@ -15,7 +15,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../../src/concurrency.js';
 import AdmZip from 'adm-zip';
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { loadCatalog } from '../../src/embedded/catalog.js';

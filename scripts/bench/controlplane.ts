@@ -21,7 +21,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../../src/concurrency.js';
 import { apiServerArgs, apiServerEnv, etcdArgs, goRuntimeEnv, loopback } from '../../src/controlplane/components.js';
 import { lightenCrd } from '../../src/controlplane/crds.js';
 import { loadComponents, type ProviderComponents } from '../../src/controlplane/install.js';

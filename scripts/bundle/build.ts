@@ -29,6 +29,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createGzip } from 'node:zlib';
 import { execa } from 'execa';
+import { exists, writeFileAtomic } from '../../src/files.js';
 import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type BundledComponents, type BundledLayer } from '../../src/embedded/manifest.js';
 import { buildKey, patchedReplace, readModuleInputs, readWrapperInputs, type WrapperInput } from './build-key.js';
 import { assembleComponents } from './components.js';
@@ -124,7 +125,7 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
     const info = await componentsSource(recipe);
     const assembled = await assembleComponents(recipe, info.Dir, info.Version);
     const file = `components/${recipe.provider}.yaml`;
-    await writeAtomically(path.join(outDir, file), assembled.yaml);
+    await writeFileAtomic(path.join(outDir, file), assembled.yaml);
     components.push({
       provider: recipe.provider,
       type: recipe.type,
@@ -163,7 +164,7 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
   // Remove archives of binaries no longer in the bundle, so the directory matches the manifest.
   const keep = new Set(binaries.map((b) => path.basename(b.archive)));
   for (const entry of await readdir(path.join(outDir, 'bin'))) if (!keep.has(entry)) await rm(path.join(outDir, 'bin', entry), { force: true });
-  await writeAtomically(path.join(outDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  await writeFileAtomic(path.join(outDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
 
   const total = timings.reduce((a, t) => a + t.size, 0);
   const compressed = timings.reduce((a, t) => a + t.compressed, 0);
@@ -399,7 +400,7 @@ async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: s
     compressedSize: (await stat(archivePath)).size,
   };
   await rm(binaryPath);
-  await writeAtomically(metaPath, JSON.stringify(meta, null, 2));
+  await writeFileAtomic(metaPath, JSON.stringify(meta, null, 2));
   return { ...meta, archivePath, cached: false };
 }
 
@@ -477,25 +478,10 @@ function preparePatchedWrapper(wrapper: string, cacheRoot: string): Promise<stri
   return pending;
 }
 
-async function exists(file: string): Promise<boolean> {
-  try {
-    await stat(file);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function sha256File(file: string): Promise<string> {
   const hash = createHash('sha256');
   await pipeline(createReadStream(file), hash);
   return hash.digest('hex');
-}
-
-async function writeAtomically(file: string, content: string): Promise<void> {
-  const tmp = `${file}.tmp-${process.pid}`;
-  await writeFile(tmp, content);
-  await rename(tmp, file);
 }
 
 function mib(bytes: number): string {

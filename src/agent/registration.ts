@@ -5,10 +5,10 @@
  * platforms that wait for hosts.
  */
 import { randomBytes, X509Certificate, createHash } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { controlPlaneStatus, forwarderName, readListenRecord } from '../controlplane/local-controlplane.js';
 import { hostPort } from '../controlplane/listen-address.js';
 import { InfrastructureError } from '../errors.js';
+import { polling, until, type Observation } from '../progress/until.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 
 export const agentApiVersion = 'agent.provisioner.dev/v1alpha1';
@@ -21,8 +21,8 @@ export const hostLabel = 'agent.provisioner.dev/host';
 export const cancelAnnotation = 'agent.provisioner.dev/cancel';
 
 /** How long a registration token is valid when the caller names no TTL. */
-export const defaultRegistrationTtl = '1h';
-/** How long to wait for the manager to issue a token. */
+const defaultRegistrationTtl = '1h';
+/** How long to wait for the manager to issue a token while its phase does not change. */
 const tokenIssueTimeoutMs = 60_000;
 const pollIntervalMs = 250;
 
@@ -72,19 +72,22 @@ export async function issueRegistrationCommand(client: KubeClient, request: { di
     spec: { ttl: request.ttl ?? defaultRegistrationTtl },
   });
   const ref = { apiVersion: agentApiVersion, kind: 'RegistrationToken', metadata: { name: tokenName, namespace: registrationNamespace } };
-  const deadline = Date.now() + tokenIssueTimeoutMs;
-  let issued: RegistrationToken | undefined;
-  while (Date.now() < deadline) {
-    issued = await client.get<RegistrationToken>(ref);
-    if (issued?.status?.phase === 'Ready' && issued.status.secretName && issued.status.expiresAt) break;
-    await sleep(pollIntervalMs, undefined, { signal: request.signal });
-  }
-  const status = issued?.status;
-  if (status?.phase !== 'Ready' || !status.secretName || !status.expiresAt) {
-    throw new InfrastructureError(`RegistrationToken ${registrationNamespace}/${tokenName} was not issued within ${tokenIssueTimeoutMs / 1000} s (phase ${status?.phase ?? 'none'})`, {
-      hint: `Check that provisioner-agent-manager runs (\`provisioner management status --dir ${request.dir}\`) and read its log.`,
-    });
-  }
+  // Empty strings until the manager has issued the token (its phase Ready with a Secret and an expiry).
+  const look = async (): Promise<Observation<{ phase: string; secretName: string; expiresAt: string }>> => {
+    const status = (await client.get<RegistrationToken>(ref))?.status;
+    const seen = { phase: status?.phase ?? 'none', secretName: status?.secretName ?? '', expiresAt: status?.expiresAt ?? '' };
+    const issued = seen.phase === 'Ready' && seen.secretName !== '' && seen.expiresAt !== '';
+    return { state: issued ? 'done' : 'waiting', value: seen, progress: `phase ${seen.phase}` };
+  };
+  const status = await until(polling(look, pollIntervalMs), {
+    what: `RegistrationToken ${registrationNamespace}/${tokenName} to be issued`,
+    noProgressTimeoutMs: tokenIssueTimeoutMs,
+    signal: request.signal,
+    onStall: (last) =>
+      new InfrastructureError(`RegistrationToken ${registrationNamespace}/${tokenName} was not issued within ${tokenIssueTimeoutMs / 1000} s (phase ${last?.value.phase ?? 'none'})`, {
+        hint: `Check that provisioner-agent-manager runs (\`provisioner management status --dir ${request.dir}\`) and read its log.`,
+      }),
+  });
   const secret = await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: status.secretName, namespace: registrationNamespace } });
   const token = secret?.data?.token ? Buffer.from(secret.data.token, 'base64').toString('utf8') : '';
   const ca = await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: serverCaConfigMap, namespace: registrationNamespace } });

@@ -15,7 +15,7 @@ import {
   isRefusal,
   isRetryable,
 } from './execute.js';
-import { FakeApplyClient } from './fake-client.js';
+import { FakeApplyClient } from '../../test/support/fake-apply-client.js';
 import { planApply, type DesiredSet } from './plan.js';
 
 const owner: DesiredSetOwner = { setId: 'provisioner-cluster', ownerGvk: 'provisioner.dev/v1alpha1, Kind=InstallConfig', ownerName: 'demo', ownerNamespace: 'demo' };

@@ -16,7 +16,7 @@ import { ConfigError, InfrastructureError, InterruptedError, messageOf, type Fie
 import { log, nullSink, type EventSink } from '../events.js';
 import { KubeApiError, type KubeObject } from '../kube/client.js';
 import { describeObject, type ApplyClient, type ObjectRef } from './client.js';
-import { defaultRetryPolicy, mapLimit, realSleep, withRetry, type RetryPolicy, type Sleep } from '../concurrency.js';
+import { defaultRetryPolicy, mapLimit, sleep as realSleep, withRetry, type RetryPolicy, type Sleep } from '../concurrency.js';
 import { rankName } from './order.js';
 import type { Plan, PlanAction, PlanEntry } from './plan.js';
 
@@ -33,7 +33,7 @@ export interface ExecuteOptions {
   /** Default: events dropped. */
   sink?: EventSink;
   signal?: AbortSignal;
-  /** The backoff clock. Default: real timers (an abort cuts a wait short). Tests inject a fake. */
+  /** The backoff clock. Default: concurrency's `sleep` (an abort cuts a wait short). Tests inject a fake. */
   sleep?: Sleep;
 }
 

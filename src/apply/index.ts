@@ -3,7 +3,7 @@ export { describeObject, groupKind, objectKey, refOf, type ApplyClient, type Obj
 export { appliedHash, appliedHashKey, driftPaths, withAppliedHash } from './compare.js';
 export { backoffDelay, defaultRetryPolicy, type RetryPolicy, type Sleep } from '../concurrency.js';
 export { applyRanks, rankName, rankOf, unknownKindRank, type ApplyRank } from './order.js';
-export { formatPlan, planActions, planApply, summarizeCounts, type DesiredSet, type FormatPlanOptions, type KindRef, type Plan, type PlanAction, type PlanEntry, type PlanOptions } from './plan.js';
+export { formatPlan, planApply, type DesiredSet, type FormatPlanOptions, type KindRef, type Plan, type PlanAction, type PlanEntry, type PlanOptions } from './plan.js';
 export {
   ApplyFailedError,
   ApplyInterruptedError,

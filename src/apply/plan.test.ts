@@ -4,7 +4,7 @@ import { ConfigError } from '../errors.js';
 import type { KubeObject } from '../kube/client.js';
 import { appliedHashKey } from './compare.js';
 import { executePlan } from './execute.js';
-import { FakeApplyClient } from './fake-client.js';
+import { FakeApplyClient } from '../../test/support/fake-apply-client.js';
 import { formatPlan, planApply, type DesiredSet, type Plan } from './plan.js';
 
 const owner: DesiredSetOwner = { setId: 'provisioner-cluster', ownerGvk: 'provisioner.dev/v1alpha1, Kind=InstallConfig', ownerName: 'demo', ownerNamespace: 'demo' };

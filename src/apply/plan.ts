@@ -62,7 +62,7 @@ export interface PlanOptions {
 }
 
 export type PlanAction = 'create' | 'patch' | 'unchanged' | 'delete' | 'conflict';
-export const planActions: readonly PlanAction[] = ['create', 'patch', 'unchanged', 'delete', 'conflict'];
+const planActions: readonly PlanAction[] = ['create', 'patch', 'unchanged', 'delete', 'conflict'];
 
 export interface PlanEntry {
   action: PlanAction;
@@ -304,7 +304,7 @@ function checkDesired(set: DesiredSet): void {
   }
 }
 
-export function summarizeCounts(counts: Record<PlanAction, number>): string {
+function summarizeCounts(counts: Record<PlanAction, number>): string {
   const parts = [`${counts.create} to create`, `${counts.patch} to patch`, `${counts.delete} to delete`, `${counts.unchanged} unchanged`];
   if (counts.conflict > 0) parts.push(`${counts.conflict} in conflict`);
   return parts.join(', ');

@@ -1,8 +1,5 @@
-/** File helpers of the asset store: atomic writes, content hashes, capped reads that tolerate absence. */
+/** File helpers of the asset store: content hashes, capped reads that tolerate absence (atomic writes are src/files.ts's). */
 import { createHash } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
-import { writeFileAtomic as writeAtomically } from '../files.js';
 import { readInputText, type FileKind } from '../input-files.js';
 
 export function sha256(content: string): string {
@@ -23,10 +20,4 @@ export const assetFile: FileKind = {
 /** The file's text, or undefined when it does not exist; a ConfigError past the cap. */
 export function readAssetFile(file: string): Promise<string | undefined> {
   return readInputText(file, assetFile);
-}
-
-/** Writes `file` atomically (src/files.ts), creating its directory first. */
-export async function writeFileAtomic(file: string, content: string, mode = 0o644): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
-  await writeAtomically(file, content, mode);
 }

@@ -35,7 +35,7 @@ export interface LoadedInstallConfig {
 export const schemaCopyPath = `${stateDirName}/install-config.schema.json`;
 
 /** The first line of a written install config: editors with yaml-language-server complete and check it. */
-export const schemaModeline = `# yaml-language-server: $schema=${schemaCopyPath}`;
+const schemaModeline = `# yaml-language-server: $schema=${schemaCopyPath}`;
 
 export function installConfigJsonSchema(): Record<string, unknown> {
   return {

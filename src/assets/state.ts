@@ -4,14 +4,15 @@
  * the user; a generated file whose new content differs from the recorded hash is
  * a change of the inputs. Together they tell "keep the edit" from "conflict".
  */
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { EnvironmentError } from '../errors.js';
 import { readJsonFile, type FileKind } from '../input-files.js';
-import { writeFileAtomic } from './files.js';
+import { writeFileAtomic } from '../files.js';
 
 export const stateDirName = '.provisioner';
-export const stateFileName = 'state.json';
-export const stateSchemaVersion = 1;
+const stateFileName = 'state.json';
+const stateSchemaVersion = 1;
 
 export interface GeneratedFileRecord {
   /** Name of the asset that generated the file. */
@@ -34,7 +35,7 @@ export interface StateFile {
   assets: Record<string, AssetRecord>;
 }
 
-export function emptyState(): StateFile {
+function emptyState(): StateFile {
   return { version: stateSchemaVersion, files: {}, assets: {} };
 }
 
@@ -73,5 +74,6 @@ export async function writeState(dir: string, state: StateFile): Promise<void> {
     files: Object.fromEntries(Object.entries(state.files).sort(([a], [b]) => (a < b ? -1 : 1))),
     assets: Object.fromEntries(Object.entries(state.assets).sort(([a], [b]) => (a < b ? -1 : 1))),
   };
+  await mkdir(path.dirname(statePath(dir)), { recursive: true });
   await writeFileAtomic(statePath(dir), JSON.stringify(sorted, null, 2) + '\n', 0o600);
 }

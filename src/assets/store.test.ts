@@ -1,11 +1,11 @@
-import { mkdtemp, readdir, readFile, rm, stat, writeFile, mkdir } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, EnvironmentError, InternalError, UsageError } from '../errors.js';
 import { RecordingSink } from '../events.js';
 import type { Asset } from './asset.js';
-import { sha256, writeFileAtomic } from './files.js';
+import { sha256 } from './files.js';
 import { clusterApiManifestsAsset } from './manifests.js';
 import { readState, statePath } from './state.js';
 import { AssetStore, type StoreOptions } from './store.js';
@@ -252,15 +252,5 @@ describe('the asset graph', () => {
     const hidden: Asset<number> = { name: 'hidden', dependencies: [], generate: async () => ({ value: 1, files: [] }) };
     const sneaky: Asset<number> = { name: 'sneaky', dependencies: [], generate: async (p) => ({ value: p.get(hidden), files: [] }) };
     await expect((await AssetStore.open({ dir, sink: new RecordingSink() })).fetch(sneaky)).rejects.toBeInstanceOf(InternalError);
-  });
-});
-
-describe('writeFileAtomic', () => {
-  it('replaces the file and leaves no temporary file behind', async () => {
-    await mkdir(file('sub'));
-    await writeFileAtomic(file('sub/a.txt'), 'one');
-    await writeFileAtomic(file('sub/a.txt'), 'two', 0o600);
-    expect(await readFile(file('sub/a.txt'), 'utf8')).toBe('two');
-    expect(await readdir(file('sub'))).toEqual(['a.txt']);
   });
 });

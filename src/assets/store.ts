@@ -18,11 +18,12 @@
  * --keep-edits keeps it as a user file). Files in an asset's directory that it never
  * generated are the user's: reported, never touched.
  */
-import { readdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, InternalError, UsageError, type FieldProblem } from '../errors.js';
 import type { Asset, AssetContext, AssetFile, Generated, Parents } from './asset.js';
-import { readAssetFile, sha256, writeFileAtomic } from './files.js';
+import { writeFileAtomic } from '../files.js';
+import { readAssetFile, sha256 } from './files.js';
 import { readState, statePath, writeState, type StateFile } from './state.js';
 
 export type FileAction =
@@ -261,7 +262,13 @@ export class AssetStore {
     const nextFiles = { ...this.state.files };
     // Each file is replaced atomically on its own, so they can be written together (the fsyncs overlap).
     const toWrite = this.plans.filter((plan) => writes.has(plan.action) && plan.generated !== undefined);
-    await Promise.all(toWrite.map((plan) => writeFileAtomic(path.join(this.dir, plan.path), plan.generated ?? '', plan.mode)));
+    await Promise.all(
+      toWrite.map(async (plan) => {
+        const target = path.join(this.dir, plan.path);
+        await mkdir(path.dirname(target), { recursive: true });
+        await writeFileAtomic(target, plan.generated ?? '', plan.mode);
+      }),
+    );
     report.written.push(...toWrite.map((plan) => plan.path));
     for (const plan of this.plans) {
       const target = path.join(this.dir, plan.path);

@@ -52,7 +52,7 @@ function unwrap(node: SchemaNode): SchemaNode {
   return current;
 }
 
-export function typeLabel(node: SchemaNode): string {
+function typeLabel(node: SchemaNode): string {
   switch (node.kind) {
     case 'string':
       return node.enum ? `enum(${node.enum.join('|')})` : node.format ? `string(${node.format})` : 'string';

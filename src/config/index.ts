@@ -8,6 +8,6 @@ export { machineSection, platformNameOf, platformSection, type InstallConfigSche
 export { computed, defaulted, formatPath, optional, required, s, toJsonSchema, type Infer, type ObjectNode, type PathSegment } from './schema.js';
 export { parseCidr, cidrsOverlap, type Cidr } from './cidr.js';
 export * from './ownership.js';
-export { lookupField, renderExplain, splitExplainPath, typeLabel, type ExplainTarget } from './explain.js';
+export { lookupField, renderExplain, splitExplainPath, type ExplainTarget } from './explain.js';
 export { validateNode, type SchemaNode, type SchemaProblem } from './schema.js';
-export { checkQualifiedName, labelValuePattern } from './names.js';
+export { checkQualifiedName, durationToMs, labelValuePattern } from './names.js';

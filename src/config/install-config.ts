@@ -30,7 +30,7 @@ export const installConfigFile: FileKind = {
   hint: (file) => `fix ${file} (the problem is named above), then rerun; \`provisioner explain install-config\` documents every field`,
 };
 
-export const machineRoles = ['etcd', 'controlPlane', 'worker'] as const;
+const machineRoles = ['etcd', 'controlPlane', 'worker'] as const;
 export type MachineRole = (typeof machineRoles)[number];
 
 export const hookStages = ['preProvision', 'infraReady', 'bootstrapData', 'postProvision'] as const;
@@ -41,7 +41,7 @@ export const hookStages = ['preProvision', 'infraReady', 'bootstrapData', 'postP
  * its templates and a Cluster whose `spec.topology` names it, and Cluster API's topology
  * controller creates the rest.
  */
-export const manifestLayouts = ['classic', 'topology'] as const;
+const manifestLayouts = ['classic', 'topology'] as const;
 
 /**
  * The pod networks `networking.cni` offers: `flannel`, the bundled flannel (host-gw
@@ -52,7 +52,7 @@ export const cniChoices = ['flannel', 'none'] as const;
 export type CniChoice = (typeof cniChoices)[number];
 export type ManifestLayout = (typeof manifestLayouts)[number];
 /** The layout of a config that sets none. */
-export const defaultManifestLayout: ManifestLayout = 'classic';
+const defaultManifestLayout: ManifestLayout = 'classic';
 export type HookStage = (typeof hookStages)[number];
 
 /** Label domains whose labels CAPI copies from Machines to Nodes (besides user domains). */
@@ -345,8 +345,6 @@ export const clusterNameSchema = typedInstallConfigSchema.fields.metadata.node.f
 /** The install config after validation and defaults: every defaulted and computed field is set. */
 export type InstallConfig = Infer<typeof typedInstallConfigSchema>;
 export type MachinePool = InstallConfig['machinePools'][number];
-export type Taint = NonNullable<MachinePool['taints']>[number];
-export type Hook = NonNullable<NonNullable<InstallConfig['hooks']>[HookStage]>[number];
 
 export function hasRole(pool: MachinePool, role: MachineRole): boolean {
   return pool.roles.includes(role);

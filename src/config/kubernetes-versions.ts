@@ -8,11 +8,11 @@
 export const defaultKubernetesVersion = 'v1.36.3';
 
 /** Lowest supported minor (inclusive). */
-export const minKubernetesMinor = { major: 1, minor: 31 } as const;
+const minKubernetesMinor = { major: 1, minor: 31 } as const;
 /** Highest supported minor (inclusive). */
-export const maxKubernetesMinor = { major: 1, minor: 37 } as const;
+const maxKubernetesMinor = { major: 1, minor: 37 } as const;
 
-export const kubernetesVersionPattern = /^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/;
+const kubernetesVersionPattern = /^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/;
 
 /** Returns the problem with `version`, or undefined when it is supported. */
 export function checkKubernetesVersion(version: string): string | undefined {

@@ -28,12 +28,19 @@ export function checkQualifiedName(key: string): string | undefined {
   return undefined;
 }
 
-/** Parses a Go duration into milliseconds (assumes `durationPattern` matched). */
+/** Nanoseconds in one of each unit a Go duration may use. */
+const nanosecondsPer: Record<string, number> = { ns: 1, us: 1e3, µs: 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
+
+/**
+ * Parses a Go duration (`durationPattern`) into milliseconds, fractions kept (`500us` is 0.5).
+ * The one parser: the schema validates with its pattern and the runtime turns the same text
+ * into a deadline with this, so a value the schema accepts never means something else at run time.
+ */
 export function durationToMs(text: string): number {
-  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-  let total = 0;
-  for (const match of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g)) {
-    total += Number(match[1]) * (units[match[2] ?? 's'] ?? 0);
+  if (!durationPattern.test(text)) throw new Error(`${JSON.stringify(text)} is not a duration such as 30s, 5m or 1h30m`);
+  let nanoseconds = 0;
+  for (const [, amount, unit] of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g)) {
+    nanoseconds += Number(amount) * (nanosecondsPer[unit as string] as number);
   }
-  return total;
+  return nanoseconds / 1e6;
 }

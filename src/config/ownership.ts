@@ -18,7 +18,7 @@ export const objectSetOwnerNameKey = 'objectset.rio.cattle.io/owner-name';
 export const objectSetOwnerNamespaceKey = 'objectset.rio.cattle.io/owner-namespace';
 
 /** Our set id: everything generated from one install config. */
-export const provisionerSetId = 'provisioner-cluster';
+const provisionerSetId = 'provisioner-cluster';
 
 export interface DesiredSetOwner {
   setId: string;

@@ -31,7 +31,7 @@ export interface Rule {
 }
 
 /** Longest object name Cluster API accepts where names become label values (MachineDeployment, Cluster). */
-export const maxLabelValueName = 63;
+const maxLabelValueName = 63;
 
 /** Namespaces that belong to Kubernetes or to the core providers; generated objects never go there (nor into a platform's `providerNamespaces`). */
 export const reservedNamespaces = [

@@ -52,7 +52,7 @@ export interface ApiServerPorts {
  * itself needs networking.k8s.io (its Service IP allocator) and discovery.k8s.io, and
  * flowcontrol.apiserver.k8s.io while priority and fairness is on.
  */
-export const servedApiGroups: readonly string[] = [
+const servedApiGroups: readonly string[] = [
   'api/v1',
   'admissionregistration.k8s.io/v1',
   'apiextensions.k8s.io/v1',
@@ -73,7 +73,7 @@ export const servedApiGroups: readonly string[] = [
  * that read the groups it does not serve. What stays: NamespaceLifecycle and the
  * webhook plugins, through which the providers validate and default their objects.
  */
-export const disabledAdmissionPlugins: readonly string[] = [
+const disabledAdmissionPlugins: readonly string[] = [
   'CertificateApproval',
   'CertificateSigning',
   'CertificateSubjectRestriction',
@@ -192,7 +192,7 @@ export function apiServerEnv(): Record<string, string> {
 }
 
 /** Go's garbage-collection target for every child: a new cycle once the heap grows 25 % over the live heap (Go's default: 100 %). */
-export const childGoGc = 25;
+const childGoGc = 25;
 
 /**
  * Go runtime settings of every control-plane process (all are Go programs), under the

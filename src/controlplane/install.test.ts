@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { KubeApiError, type KubeObject } from '../kube/client.js';
-import { answerStatus, servesThings, TestApiServer } from '../kube/test-server.js';
+import { answerStatus, servesThings, TestApiServer } from '../../test/support/test-api-server.js';
 import { applyAll } from './install.js';
 
 const thing: KubeObject = { apiVersion: 'example.com/v1', kind: 'Thing', metadata: { name: 'a', namespace: 'ns' } };

@@ -7,7 +7,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
-import { mapLimit, realSleep, withRetry, type RetryPolicy } from '../concurrency.js';
+import { mapLimit, sleep, withRetry, type RetryPolicy } from '../concurrency.js';
 import { InfrastructureError } from '../errors.js';
 import type { EventSink } from '../events.js';
 import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
@@ -34,7 +34,7 @@ const isWebhookConfiguration = (o: KubeObject) => o.kind === 'MutatingWebhookCon
 const isLate = (o: KubeObject) => isWebhookConfiguration(o) || o.kind === 'Provider';
 
 /** How many objects are applied at once. Default 8: enough to hide round-trips, little load on a 2-core machine. */
-export const applyConcurrency = 8;
+const applyConcurrency = 8;
 
 /**
  * Retries of one object: 10 attempts, 200 ms doubling to 2 s (about 13 s in all), for a
@@ -51,7 +51,7 @@ export async function applyAll(client: KubeClient, objects: readonly KubeObject[
       const result = await withRetry(() => client.apply(obj), {
         policy: applyRetryPolicy,
         isRetryable: (error) => error instanceof KubeApiError && (error.isTransient || error.isConflict || error.isNotFound),
-        sleep: realSleep,
+        sleep,
         onRetry: () => client.resetDiscovery(),
         ...(signal ? { signal } : {}),
       });

@@ -21,7 +21,7 @@ import { KubeClient } from '../kube/client.js';
 import { ensureControlPlanePki, writeKubeconfig, type ControlPlanePki } from '../pki/index.js';
 import { renderArgs, type ArgMap } from '../process/args.js';
 import { ProcessError } from '../process/errors.js';
-import { writeFileAtomic } from '../process/fs.js';
+import { writeFileAtomic } from '../files.js';
 import { ManagedProcess } from '../process/managed-process.js';
 import { findStale, isAlive, readPidfiles, stopStale, type PidfileEntry } from '../process/pidfile.js';
 import { allocatePort, isAddressInUse } from '../process/ports.js';

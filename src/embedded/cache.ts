@@ -46,14 +46,14 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants, createReadStream } from 'node:fs';
-import { access, mkdir, open, type FileHandle, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, type FileHandle, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createGunzip } from 'node:zlib';
-import { mapLimit } from '../concurrency.js';
+import { mapLimit, sleep } from '../concurrency.js';
+import { writeFileAtomic } from '../files.js';
 import { EnvironmentError, ProvisionerError } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import { tryLockFile, type LockAttempt } from '../process/lock.js';
@@ -146,7 +146,7 @@ export interface BinarySource {
 }
 
 /** A bundle binary as a source: its archive. */
-export function bundleSource(catalog: BundleCatalog, binary: BundledBinary): BinarySource {
+function bundleSource(catalog: BundleCatalog, binary: BundledBinary): BinarySource {
   return {
     name: binary.name,
     sha256: binary.sha256,
@@ -159,7 +159,7 @@ export function bundleSource(catalog: BundleCatalog, binary: BundledBinary): Bin
 }
 
 /** An installed release's binary as a source: this platform's file in its platform package (checks the package is installed). */
-export async function releaseSource(catalog: ReleaseCatalog, name: string): Promise<BinarySource> {
+async function releaseSource(catalog: ReleaseCatalog, name: string): Promise<BinarySource> {
   const { build, file } = await catalog.locate(name);
   return {
     name,
@@ -195,7 +195,7 @@ export async function ensureLayer(catalog: BinaryCatalog, name: string, options:
 }
 
 /** The source of every named binary in `catalog`. */
-export async function catalogSources(catalog: BinaryCatalog, names: readonly string[]): Promise<BinarySource[]> {
+async function catalogSources(catalog: BinaryCatalog, names: readonly string[]): Promise<BinarySource[]> {
   if (catalog.kind === 'bundle') return names.map((name) => bundleSource(catalog, catalog.binary(name)));
   return Promise.all(names.map((name) => releaseSource(catalog, name)));
 }
@@ -260,16 +260,11 @@ export async function findUserBinaries(names: readonly string[], options: Pick<C
   return found;
 }
 
-/** One binary from the bundle, through the cache; returns its absolute path. */
-export function ensureBinary(catalog: BundleCatalog, binary: BundledBinary, options: CacheOptions = {}): Promise<string> {
-  return ensureSource(bundleSource(catalog, binary), options);
-}
-
 /**
  * One binary from its source; returns the absolute path to run. A verified executable
  * in an installed package is that file itself; anything else is the cache's copy.
  */
-export async function ensureSource(binary: BinarySource, options: CacheOptions = {}): Promise<string> {
+async function ensureSource(binary: BinarySource, options: CacheOptions = {}): Promise<string> {
   const sink = options.sink ?? nullSink;
   const cacheDir = resolveCacheDir(options);
   const verify = options.verify ?? false;
@@ -388,9 +383,7 @@ async function verifiedInPlace(binary: BinarySource, cacheDir: string, verify: b
   const record: InPlaceRecord = { name: binary.name, sha256: binary.sha256, file: binary.file, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, verifiedAt: new Date().toISOString() };
   try {
     await mkdir(path.dirname(recordFile), { recursive: true, mode: 0o755 });
-    const temp = `${recordFile}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
-    await writeFile(temp, JSON.stringify(record, null, 2) + '\n', { mode: 0o644 });
-    await rename(temp, recordFile);
+    await writeFileAtomic(recordFile, JSON.stringify(record, null, 2) + '\n');
   } catch (error) {
     throw cacheError(error, { binary: binary.name, cacheDir, path: recordFile });
   }
@@ -483,9 +476,7 @@ async function writeRecord(entry: EntryPaths, binary: BinarySource, cacheDir: st
       ino: st.ino,
       extractedAt: new Date().toISOString(),
     };
-    const temp = `${entry.record}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
-    await writeFile(temp, JSON.stringify(record, null, 2) + '\n', { mode: 0o644 });
-    await rename(temp, entry.record);
+    await writeFileAtomic(entry.record, JSON.stringify(record, null, 2) + '\n');
   } catch (error) {
     throw cacheError(error, { binary: binary.name, cacheDir, path: entry.record });
   }
@@ -517,7 +508,8 @@ async function acquireLock(
       told = true;
       log(sink, 'info', `Waiting for another provisioner process to extract ${binary.name}`, { binary: binary.name, lock: entry.lock });
     }
-    await sleep(lockPollMs, undefined, signal ? { signal } : {});
+    await sleep(lockPollMs, signal);
+    signal?.throwIfAborted();
     if ((await checkEntry(entry, binary, false)).hit) return 'done-by-other';
   }
 }

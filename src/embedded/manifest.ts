@@ -112,7 +112,7 @@ export function platformOf(os: 'linux' | 'darwin', cpu: 'x64' | 'arm64'): Platfo
 }
 
 /** npm scope of the per-platform binary packages. */
-export const platformPackageScope = '@provisioner';
+const platformPackageScope = '@provisioner';
 
 /** The npm package holding one binary for one platform, e.g. `@provisioner/kube-apiserver-linux-x64`. */
 export function platformPackageName(binary: string, platform: Platform): string {

@@ -23,7 +23,7 @@ export function hostPlatform(): string {
 }
 
 /** The fix for a platform package npm did not install, in the order a user should try it. */
-export function missingPackageFixes(pkg: string, version: string): string[] {
+function missingPackageFixes(pkg: string, version: string): string[] {
   return [
     `npm installs ${pkg} as an optional dependency of provisioner, only where its os and cpu match: reinstall without --omit=optional (and without optional=false in .npmrc)`,
     'a package-lock.json written on another OS or CPU can lack this platform\'s packages (npm/cli#4828): remove node_modules and package-lock.json, then install again',

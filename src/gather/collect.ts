@@ -77,7 +77,7 @@ const readyTimeoutMs = 10_000;
 const maxFindingsShown = 20;
 
 /** `20250102T030405Z`: sortable, and safe in file names. */
-export function bundleTimestamp(date: Date): string {
+function bundleTimestamp(date: Date): string {
   return date.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
 }
 

@@ -23,7 +23,7 @@ interface ApiResourceList {
 }
 
 /** The Cluster API groups: core, bootstrap, control plane, infrastructure, addons, and any other `*.cluster.x-k8s.io` (ipam, runtime, clusterctl). */
-export function isClusterApiGroup(group: string): boolean {
+function isClusterApiGroup(group: string): boolean {
   return group === 'cluster.x-k8s.io' || group.endsWith('.cluster.x-k8s.io');
 }
 

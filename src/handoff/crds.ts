@@ -13,7 +13,7 @@ import type { KubeClient, KubeObject } from '../kube/client.js';
 import { applyAll, waitForEstablished, crdNoProgressTimeoutMs } from '../controlplane/install.js';
 
 /** Where the hand-off CRD files live: `<package>/manifests/crds`. */
-export const handoffCrdsDir = path.join(packageRoot, 'manifests', 'crds');
+const handoffCrdsDir = path.join(packageRoot, 'manifests', 'crds');
 
 /** A CRD file of ours: a few KiB of YAML, at most 1 MiB. */
 const crdFile: FileKind = {

@@ -3,9 +3,9 @@ import type { ServerResponse } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { KubeApiError, KubeClient, type KubeObject, type WatchPhase } from './client.js';
-import { answerStatus, servesThings, TestApiServer } from './test-server.js';
+import { answerStatus, servesThings, TestApiServer } from '../../test/support/test-api-server.js';
+import { sleep } from '../concurrency.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const eventLine = (type: string, object: unknown) => `${JSON.stringify({ type, object })}\n`;
 const thing = (name: string): KubeObject => ({ apiVersion: 'example.com/v1', kind: 'Thing', metadata: { name, namespace: 'ns' } });
 

@@ -5,7 +5,7 @@
  */
 import https from 'node:https';
 import * as k8s from '@kubernetes/client-node';
-import { realSleep, withRetry, type RetryPolicy } from '../concurrency.js';
+import { sleep, withRetry, type RetryPolicy } from '../concurrency.js';
 import { ExternalError } from '../errors.js';
 
 /** How long the server keeps a watch open before the caller re-lists and watches again. */
@@ -15,7 +15,7 @@ const watchTimeoutSeconds = 300;
 const readRetryPolicy: RetryPolicy = { maxAttempts: 6, initialDelayMs: 400, maxDelayMs: 5_000 };
 
 /** Field manager recorded on every server-side apply (`kubectl get -o yaml --show-managed-fields` shows it). */
-export const fieldManager = 'provisioner';
+const fieldManager = 'provisioner';
 
 export interface ObjectMeta {
   name: string;
@@ -65,7 +65,7 @@ interface StatusBody {
 }
 
 /** `reason` of a request that got no HTTP answer at all (refused, reset, timed out). */
-export const noAnswerReason = 'ConnectionError';
+const noAnswerReason = 'ConnectionError';
 
 /**
  * The API server's words for an admission webhook that answered "no" (apiserver
@@ -477,7 +477,7 @@ export class KubeClient {
         policy: readRetryPolicy,
         isRetryable: (error) => options.method === 'GET' && error instanceof KubeApiError && [429, 503, 504].includes(error.statusCode),
         retryAfterMs: (error) => (error instanceof KubeApiError && error.retryAfterSeconds ? error.retryAfterSeconds * 1000 : undefined),
-        sleep: realSleep,
+        sleep,
       },
     );
     if (!result.ok) throw result.error;

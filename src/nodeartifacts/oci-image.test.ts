@@ -21,6 +21,7 @@ import {
   prepareNodeArtifacts,
   type NodeLayer,
 } from './node-images.js';
+import { sleep } from '../concurrency.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -51,7 +52,7 @@ describe('writeImageArchive', () => {
     const first = await writeImageArchive(spec(binary), path.join(dir, 'one.tar'));
     await utimes(binary, new Date('2001-02-03T04:05:06Z'), new Date('2001-02-03T04:05:06Z'));
     await chmod(binary, 0o700);
-    await new Promise((r) => setTimeout(r, 1100)); // a second later: no clock in the output
+    await sleep(1100); // a second later: no clock in the output
     const second = await writeImageArchive(spec(binary), path.join(dir, 'two.tar'));
     expect(second.sha256).toBe(first.sha256);
     expect(second.manifestDigest).toBe(first.manifestDigest);

@@ -11,12 +11,12 @@
  * ConfigMaps those plans name. A Host no moved cluster claims is not copied: it stays
  * inventory of the source, where its agent is.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { agentApiVersion, caChecksum, registrationNamespace, serverCaConfigMap } from '../agent/registration.js';
 import { ExternalError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
 import { groupOf } from '../object-key.js';
+import { polling, until, type Observation } from '../progress/until.js';
 import { clusterNameLabel, referencedNames } from './graph.js';
 import type { JournalObject, PivotJournal } from './journal.js';
 
@@ -24,10 +24,12 @@ export const agentGroup = 'agent.provisioner.dev';
 /** The Secret in a host's plan namespace that tells its agent to follow (provider: agentv1.HandoverSecret). */
 export const handoverSecret = 'agent-handover';
 /** ConfigMap in the registration namespace naming the URL where hosts reach this API server (`management start --listen-address`). */
-export const agentServerConfigMap = 'agent-server';
-/** How long the hand-over waits for every moved agent: 5 minutes (an agent looks at every heartbeat, 30 s by default). */
-export const defaultHandoverTimeoutMs = 5 * 60_000;
+const agentServerConfigMap = 'agent-server';
+/** How long the hand-over waits while no further moved agent follows: 5 minutes (an agent looks at every heartbeat, 30 s by default). */
+const defaultHandoverTimeoutMs = 5 * 60_000;
 const pollMs = 500;
+/** How long the target's manager may take to issue a follow token while its phase does not change: 60 s. */
+const followTokenIssueTimeoutMs = 60_000;
 
 export function planNamespace(host: string): string {
   return `host-${host}`;
@@ -99,7 +101,7 @@ export function followTokenName(host: string): string {
 }
 
 /** Where the target's hosts reach it, and its CA pin: the URL its `agent-server` ConfigMap publishes, else its kubeconfig's. */
-export async function agentServerOf(target: KubeClient): Promise<{ server: string; caChecksum: string }> {
+async function agentServerOf(target: KubeClient): Promise<{ server: string; caChecksum: string }> {
   const [published, ca] = await Promise.all([
     target.get<DataObject>({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: agentServerConfigMap, namespace: registrationNamespace } }),
     target.get<DataObject>({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: serverCaConfigMap, namespace: registrationNamespace } }),
@@ -125,7 +127,7 @@ export interface HandoverOptions {
   journal: PivotJournal;
   sink: EventSink;
   signal?: AbortSignal;
-  /** How long to wait for every agent. Default `defaultHandoverTimeoutMs`. */
+  /** How long to wait while no further agent follows. Default `defaultHandoverTimeoutMs` (5 min). */
   timeoutMs?: number;
 }
 
@@ -164,20 +166,26 @@ export async function handOverAgents(options: HandoverOptions): Promise<void> {
     log(sink, 'warn', `Host ${host}'s agent has not reported to the source for ${silentAgentMs / 60_000} min, so the move does not wait for it; its credential in the source is revoked. ` +
       `On that host, remove the agent's data directory and register it with ${server} (--ca-checksum ${checksum}) using the token of RegistrationToken ${registrationNamespace}/${followTokenName(host)} in the target, which re-registers it as the same Host`);
   }
-  const deadline = Date.now() + (options.timeoutMs ?? defaultHandoverTimeoutMs);
+  const timeoutMs = options.timeoutMs ?? defaultHandoverTimeoutMs;
   let waiting = pending.filter((h) => !silent.includes(h));
-  for (;;) {
+  // An agent that follows is progress: the deadline counts from the last one.
+  const look = async (): Promise<Observation<string[]>> => {
     const states = await Promise.all(waiting.map(async (h) => ((await followed(target, h)) ? undefined : h)));
     waiting = states.filter((h): h is string => h !== undefined);
-    if (waiting.length === 0) break;
-    if (Date.now() > deadline) {
-      throw new ExternalError(`${waiting.length} of ${hosts.length} host agent(s) did not follow to the target within ${Math.round((options.timeoutMs ?? defaultHandoverTimeoutMs) / 1000)} s: ${waiting.join(', ')}`, {
-        details: waiting.map((h) => `host ${h}: its agent has not registered with ${server} (is it running, and does it reach that address?)`),
+    return { state: waiting.length === 0 ? 'done' : 'waiting', value: waiting, progress: waiting.join(', ') };
+  };
+  await until(polling(look, pollMs), {
+    what: 'the host agents to follow to the target',
+    noProgressTimeoutMs: timeoutMs,
+    ...(signal ? { signal } : {}),
+    onStall: (last) => {
+      const late = last?.value ?? waiting;
+      return new ExternalError(`${late.length} of ${hosts.length} host agent(s) did not follow to the target within ${Math.round(timeoutMs / 1000)} s: ${late.join(', ')}`, {
+        details: late.map((h) => `host ${h}: its agent has not registered with ${server} (is it running, and does it reach that address?)`),
         hint: 'Start the agents of those hosts (`provisioner-agent run`) and run the same command again: the pivot resumes with the hand-over; the source still holds the clusters (paused) and the agents\' credentials.',
       });
-    }
-    await sleep(pollMs, undefined, signal ? { signal } : {});
-  }
+    },
+  });
   for (const host of hosts) await revokeInSource(source, host);
   log(sink, 'info', `Every moved host's agent follows ${server}; their credentials in the source are revoked`);
 }
@@ -212,7 +220,7 @@ function movedHostNames(journal: PivotJournal): string[] {
 }
 
 /** An agent whose last heartbeat is older than this is taken as not running: 3 minutes (it reports every 30 s by default). */
-export const silentAgentMs = 3 * 60_000;
+const silentAgentMs = 3 * 60_000;
 
 /** The hosts whose agent never reported to the source, or not within `silentAgentMs`. */
 async function silentAgents(source: KubeClient, hosts: readonly string[]): Promise<string[]> {
@@ -242,23 +250,28 @@ async function issueFollowToken(target: KubeClient, host: string, signal?: Abort
     await target.delete(ref as KubeObject); // expired before its agent came: a new one
   }
   if (!existing || existing.status?.phase === 'Expired' || existing.status?.phase === 'Used') await target.apply<TokenJson>({ ...ref, spec: { ttl: '1h', hostName: host } });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const token = await target.get<TokenJson>(ref);
-    const status = token?.status;
-    if (status?.phase === 'Used' && status.host === host) return undefined;
+  // The token's Secret once issued; undefined while the manager has not issued it.
+  const look = async (): Promise<Observation<{ phase: string; token?: string }>> => {
+    const status = (await target.get<TokenJson>(ref))?.status;
+    const phase = status?.phase ?? 'none';
+    if (status?.phase === 'Used' && status.host === host) return { state: 'done', value: { phase }, progress: phase };
     if (status?.phase === 'Ready' && status.secretName) {
       const secret = await target.get<DataObject>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: status.secretName, namespace: registrationNamespace } });
       const value = secret?.data?.['token'];
-      if (value) return Buffer.from(value, 'base64').toString('utf8');
+      if (value) return { state: 'done', value: { phase, token: Buffer.from(value, 'base64').toString('utf8') }, progress: phase };
     }
-    if (Date.now() > deadline) {
-      throw new ExternalError(`The target's agent manager did not issue RegistrationToken ${registrationNamespace}/${ref.metadata.name} within 60 s (phase ${status?.phase ?? 'none'})`, {
+    return { state: 'waiting', value: { phase }, progress: phase };
+  };
+  const issued = await until(polling(look, pollMs), {
+    what: `RegistrationToken ${registrationNamespace}/${ref.metadata.name} to be issued`,
+    noProgressTimeoutMs: followTokenIssueTimeoutMs,
+    ...(signal ? { signal } : {}),
+    onStall: (last) =>
+      new ExternalError(`The target's agent manager did not issue RegistrationToken ${registrationNamespace}/${ref.metadata.name} within ${followTokenIssueTimeoutMs / 1000} s (phase ${last?.value.phase ?? 'none'})`, {
         hint: 'Check that provisioner-agent-manager runs in the target, then run the same command again.',
-      });
-    }
-    await sleep(pollMs, undefined, signal ? { signal } : {});
-  }
+      }),
+  });
+  return issued.token;
 }
 
 /** Deletes the hand-over Secret and the agent's ServiceAccount and RBAC in the source: its old credential is refused from then on. */

@@ -12,7 +12,7 @@ import { capiGroups } from '../capi.js';
 const isCore = (obj: KubeObject) => obj.apiVersion.startsWith(`${capiGroups.core}/`);
 
 /** `namespace/name` of the ClusterClass a Cluster's topology names; undefined for anything else. */
-export function classKeyOf(obj: KubeObject): string | undefined {
+function classKeyOf(obj: KubeObject): string | undefined {
   if (obj.kind !== 'Cluster' || !isCore(obj)) return undefined;
   const classRef = (obj.spec as { topology?: { classRef?: { name?: string; namespace?: string } } } | undefined)?.topology?.classRef;
   if (!classRef?.name) return undefined;
@@ -20,7 +20,7 @@ export function classKeyOf(obj: KubeObject): string | undefined {
 }
 
 /** `namespace/Kind/name` of every template a ClusterClass names (its `templateRef`s, in its namespace). */
-export function templateKeysOf(obj: KubeObject): string[] {
+function templateKeysOf(obj: KubeObject): string[] {
   if (obj.kind !== 'ClusterClass' || !isCore(obj)) return [];
   const keys: string[] = [];
   const walk = (value: unknown, key: string): void => {

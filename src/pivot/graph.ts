@@ -11,13 +11,13 @@ import { classDependencies, namedByTopology } from './cluster-class.js';
 /** Label that marks a CRD whose objects `clusterctl move` (and we) move. */
 export const clusterctlLabel = 'clusterctl.cluster.x-k8s.io';
 /** Label that makes an object (Secret, ConfigMap, any kind) move with its cluster. */
-export const moveLabel = 'clusterctl.cluster.x-k8s.io/move';
+const moveLabel = 'clusterctl.cluster.x-k8s.io/move';
 /** Label that makes an object and everything it owns, transitively, move. */
-export const moveHierarchyLabel = 'clusterctl.cluster.x-k8s.io/move-hierarchy';
+const moveHierarchyLabel = 'clusterctl.cluster.x-k8s.io/move-hierarchy';
 /** Label CAPI sets on every object of a cluster. */
 export const clusterNameLabel = 'cluster.x-k8s.io/cluster-name';
 /** Secrets CAPI names after a cluster (`<cluster>-<suffix>`). */
-export const clusterSecretSuffixes = ['kubeconfig', 'ca', 'etcd', 'sa', 'proxy', 'apiserver-etcd-client', 'etcd-client'] as const;
+const clusterSecretSuffixes = ['kubeconfig', 'ca', 'etcd', 'sa', 'proxy', 'apiserver-etcd-client', 'etcd-client'] as const;
 
 /** One object of the move, as the journal records it. */
 export interface ObjectRef {
@@ -27,7 +27,7 @@ export interface ObjectRef {
   name: string;
 }
 
-export function refOf(obj: KubeObject): ObjectRef {
+function refOf(obj: KubeObject): ObjectRef {
   return { apiVersion: obj.apiVersion, kind: obj.kind, name: obj.metadata.name, ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}) };
 }
 
@@ -207,7 +207,7 @@ export function statusForCopy(source: KubeObject, copyGeneration: number | undef
  * status (spec, data, type...), plus labels. `ignorePaused` leaves out a Cluster's
  * `spec.paused`, which the move itself toggles.
  */
-export function normalizeForCompare(obj: KubeObject, ignorePaused = false): unknown {
+function normalizeForCompare(obj: KubeObject, ignorePaused = false): unknown {
   const { metadata, status: _status, apiVersion: _a, kind: _k, ...rest } = obj;
   const body = JSON.parse(JSON.stringify(rest)) as Record<string, unknown>;
   if (ignorePaused && body['spec'] && typeof body['spec'] === 'object') delete (body['spec'] as Record<string, unknown>)['paused'];

@@ -6,11 +6,11 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { invalidInput, readJsonFile, type FileKind } from '../input-files.js';
-import { writeFileAtomic } from '../process/fs.js';
+import { writeFileAtomic } from '../files.js';
 import type { ObjectRef } from './graph.js';
 
 /** In order; each is recorded once it is complete. */
-export const pivotPhases = ['planned', 'paused', 'copied', 'verified', 'agents-followed', 'source-deleted', 'unpaused', 'done'] as const;
+const pivotPhases = ['planned', 'paused', 'copied', 'verified', 'agents-followed', 'source-deleted', 'unpaused', 'done'] as const;
 export type PivotPhase = (typeof pivotPhases)[number];
 
 export function phaseIndex(phase: PivotPhase): number {

@@ -16,7 +16,7 @@ import { groupOf } from '../object-key.js';
 import { ExternalError, InterruptedError, UsageError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { apiRequestsMade, KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
-import { defaultRetryPolicy, mapLimit, realSleep, withRetry } from '../concurrency.js';
+import { defaultRetryPolicy, mapLimit, sleep, withRetry } from '../concurrency.js';
 import { polling, until, type Observation } from '../progress/until.js';
 import {
   clusterctlLabel,
@@ -48,7 +48,7 @@ const crdApiVersion = 'apiextensions.k8s.io/v1';
  * credential is exempt from priority and fairness, and the server's in-flight limits
  * (400 + 200 by default) are far above it. Not tuned by measurement: 8 was the default before.
  */
-export const defaultConcurrency = 32;
+const defaultConcurrency = 32;
 const inventoryApiVersion = 'clusterctl.cluster.x-k8s.io/v1alpha3';
 
 /** A kind the move takes, from its CRD (or core v1 for Secrets and ConfigMaps). */
@@ -346,7 +346,7 @@ function asRef(o: ObjectRef): { apiVersion: string; kind: string; metadata: { na
 const isTransient = (error: unknown) => error instanceof KubeApiError && (error.isTransient || error.isConflict);
 
 async function retrying<T>(what: string, op: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-  const result = await withRetry(op, { policy: defaultRetryPolicy, isRetryable: isTransient, sleep: realSleep, ...(signal ? { signal } : {}) });
+  const result = await withRetry(op, { policy: defaultRetryPolicy, isRetryable: isTransient, sleep, ...(signal ? { signal } : {}) });
   if (result.ok) return result.value;
   throw result.error instanceof Error ? result.error : new ExternalError(`${what}: ${messageOf(result.error)}`);
 }
@@ -662,7 +662,7 @@ async function forEachTierReversed(entries: readonly JournalObject[], concurrenc
 }
 
 /** Tells CAPI controllers that a deletion is a move, not a teardown (no infrastructure cleanup), as clusterctl does. */
-export const deleteForMoveAnnotation = 'clusterctl.cluster.x-k8s.io/delete-for-move';
+const deleteForMoveAnnotation = 'clusterctl.cluster.x-k8s.io/delete-for-move';
 
 /**
  * Deletes those of `entries` that `client` holds (and `mine` accepts, as it lists them),

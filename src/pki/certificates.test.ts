@@ -1,10 +1,10 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { certificateProblem, createCertificateAuthority, issueCertificate, type CertificateAndKey } from './certificates.js';
-import { readKeyPair, writeFileAtomic, writeKeyPair } from './files.js';
+import { readKeyPair, writeKeyPair } from './files.js';
 import { generateServiceAccountKeyPair, isPublicKeyOf, publicKeyPemOf } from './keys.js';
 
 const serverAuth = '1.3.6.1.5.5.7.3.1';
@@ -120,12 +120,4 @@ describe('keys and files', () => {
     expect((await stat(join(dir, 'nested'))).mode & 0o777).toBe(0o700);
     expect(await readKeyPair(join(dir, 'nested'), 'ca')).toEqual(ca);
   }, 30_000);
-
-  it('replaces a file atomically with the mode given, even over a wider existing mode', async () => {
-    const path = join(dir, 'secret');
-    await writeFile(path, 'old', { mode: 0o666 });
-    await writeFileAtomic(path, 'new', 0o600);
-    expect(await readFile(path, 'utf8')).toBe('new');
-    expect((await stat(path)).mode & 0o777).toBe(0o600);
-  });
 });

@@ -225,8 +225,3 @@ function parseSubject(subject: string): { CN: string[]; O: string[] } {
   }
   return result;
 }
-
-/** The serial number (upper-case hex, as Node reports it) of a PEM certificate. */
-export function serialOf(certPem: string): string {
-  return new X509Certificate(certPem).serialNumber;
-}

@@ -39,17 +39,18 @@ import {
   type CertificateAndKey,
   type CertificateUsage,
 } from './certificates.js';
-import { keyPairPaths, privateDirMode, privateFileMode, publicFileMode, writeFileAtomic, writeKeyPair, type CertKeyFiles } from './files.js';
+import { writeFileAtomic } from '../files.js';
+import { keyPairPaths, privateDirMode, privateFileMode, publicFileMode, writeKeyPair, type CertKeyFiles } from './files.js';
 import { generateServiceAccountKeyPair, isPublicKeyOf } from './keys.js';
 
 /** Loopback names every local serving cert carries. */
-export const loopbackIps = ['127.0.0.1', '::1'] as const;
-export const loopbackDnsNames = ['localhost'] as const;
+const loopbackIps = ['127.0.0.1', '::1'] as const;
+const loopbackDnsNames = ['localhost'] as const;
 /** In-cluster names of the API server, as clients resolve the `kubernetes` Service. */
-export const apiServerServiceDnsNames = ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc'] as const;
+const apiServerServiceDnsNames = ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc'] as const;
 /** Common name and group of the admin client certificate. */
-export const adminCommonName = 'provisioner-admin';
-export const adminGroup = 'system:masters';
+const adminCommonName = 'provisioner-admin';
+const adminGroup = 'system:masters';
 
 export interface ControlPlanePkiOptions {
   /** Controller names, one webhook serving cert each; each must be a plain file name (`[A-Za-z0-9._-]`). */

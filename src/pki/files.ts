@@ -13,8 +13,6 @@ export const publicFileMode = 0o644;
 /** Mode of directories that hold private keys. */
 export const privateDirMode = 0o700;
 
-/** Atomic writes live in src/files.ts, shared with every module that keeps state. */
-export { writeFileAtomic } from '../files.js';
 import { writeFileAtomic } from '../files.js';
 
 /** Paths of a certificate and its private key. */

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 const generateKeyPairAsync = promisify(generateKeyPair);
 
 /** RSA modulus size of every key the PKI generates. */
-export const rsaKeyBits = 2048;
+const rsaKeyBits = 2048;
 
 /** A key pair as PEM: PKCS#8 private key (`BEGIN PRIVATE KEY`), SPKI public key (`BEGIN PUBLIC KEY`). */
 export interface KeyPairPem {

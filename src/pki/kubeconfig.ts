@@ -4,7 +4,8 @@
  * (only src/kube imports that).
  */
 import { stringify } from 'yaml';
-import { privateFileMode, writeFileAtomic } from './files.js';
+import { writeFileAtomic } from '../files.js';
+import { privateFileMode } from './files.js';
 
 export interface KubeconfigOptions {
   /** API server URL, e.g. `https://127.0.0.1:6443`. */

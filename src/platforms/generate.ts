@@ -114,12 +114,12 @@ export interface ManifestSet {
 const controlPlaneTaint: KubeadmTaint = { key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' };
 
 /** File name of each object of a pool: `10_pool-<name>_<n>-<role>.yaml` (pool names have no `_`, so a pool's files stay together). */
-export function poolFileName(pool: string, role: 'machine-template' | 'bootstrap-template' | 'machine-deployment'): string {
+function poolFileName(pool: string, role: 'machine-template' | 'bootstrap-template' | 'machine-deployment'): string {
   const step = { 'machine-template': 1, 'bootstrap-template': 2, 'machine-deployment': 3 }[role];
   return `10_pool-${pool}_${step}-${role}.yaml`;
 }
 
-export const fixedFileNames = {
+const fixedFileNames = {
   namespace: '00_namespace.yaml',
   cluster: '01_cluster.yaml',
   'infrastructure-cluster': '02_infrastructure-cluster.yaml',
@@ -377,7 +377,7 @@ function nameTemplate<T extends KubeObject & { spec: unknown }>(template: T, clu
 }
 
 /** JSON with object keys sorted, so equal values hash equally whatever their construction order. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
     const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);

@@ -6,9 +6,9 @@
  */
 
 /** Variables passed through from the parent by default. */
-export const defaultEnvAllowList: readonly string[] = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'TZ'];
+const defaultEnvAllowList: readonly string[] = ['PATH', 'HOME', 'TMPDIR', 'LANG', 'TZ'];
 /** Always in NO_PROXY/no_proxy, so a user's HTTP(S)_PROXY (if allowed through) never carries loopback traffic. */
-export const loopbackNoProxy: readonly string[] = ['127.0.0.1', '::1', 'localhost'];
+const loopbackNoProxy: readonly string[] = ['127.0.0.1', '::1', 'localhost'];
 
 export interface ChildEnvOptions {
   /** Extra variable names to pass through from the parent, e.g. `HTTPS_PROXY`. Default none. */

@@ -18,7 +18,9 @@ import { link, mkdir, open, rename, rm, stat, unlink, utimes } from 'node:fs/pro
 import { join } from 'node:path';
 import { EnvironmentError } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
-import { isErrno, readIfExists, sleep } from './fs.js';
+import { sleep } from '../concurrency.js';
+import { readIfExists } from '../files.js';
+import { isErrno } from './fs.js';
 import { isSameProcess, processStartTime } from './proc.js';
 
 export const lockFileName = '.provisioner.lock';

@@ -9,7 +9,7 @@ import { open } from 'node:fs/promises';
 /** Default size cap of a process log: 20 MiB. */
 export const defaultLogMaxBytes = 20 * 1024 * 1024;
 /** Default number of lines in a log tail (error messages, process events). */
-export const defaultTailLines = 20;
+const defaultTailLines = 20;
 
 /** The rotated file of `path`. */
 export function rotatedPath(path: string): string {

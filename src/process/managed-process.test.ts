@@ -10,6 +10,7 @@ import { rotatedPath } from './log-file.js';
 import { defaultPdeathsigWrapper, ManagedProcess, type ManagedProcessOptions } from './managed-process.js';
 import { pidfilePath, readPidfiles } from './pidfile.js';
 import { isPidRunning, processStartTime } from './proc.js';
+import { sleep } from '../concurrency.js';
 
 let dir: string;
 const started: ManagedProcess[] = [];
@@ -126,7 +127,7 @@ describe('ManagedProcess', () => {
     const binary = await script('stubborn', `trap 'echo "ignoring TERM"' TERM\necho up\nwhile true; do sleep 0.1; done`);
     const proc = managed({ name: 'stubborn', binary, stopGraceMs: 500 });
     await proc.start();
-    await new Promise((r) => setTimeout(r, 200)); // let the shell install its trap
+    await sleep(200); // let the shell install its trap
     const pid = proc.pid!;
     const begin = Date.now();
     const [a, b] = [proc.stop(), proc.stop()];
@@ -153,7 +154,7 @@ describe('ManagedProcess', () => {
     await proc.start();
     // A read on the libuv pool can land between rotation's rename and the new file's open: missing counts as not yet.
     const current = () => readFile(proc.logFile, 'utf8').catch(() => '');
-    for (let i = 0; i < 100 && !(await current()).includes('chatty line 399'); i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && !(await current()).includes('chatty line 399'); i++) await sleep(50);
     expect((await stat(proc.logFile)).size).toBeLessThanOrEqual(4096);
     expect((await stat(rotatedPath(proc.logFile))).size).toBeLessThanOrEqual(4096);
     expect(existsSync(`${proc.logFile}.2`)).toBe(false);
@@ -170,7 +171,7 @@ describe('ManagedProcess', () => {
         env: { allow: ['PROVISIONER_TEST_ALLOWED'], extra: { EXTRA_ONE: '1' } },
       });
       await proc.start();
-      for (let i = 0; i < 100 && proc.pid !== undefined; i++) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 100 && proc.pid !== undefined; i++) await sleep(20);
       const vars = (await readFile(proc.logFile, 'utf8'))
         .split('\n')
         .filter((line) => line.includes('=') && !line.startsWith('==='))
@@ -237,7 +238,7 @@ describe('ManagedProcess', () => {
     await proc.stop();
     expect(isPidRunning(pid)).toBe(false);
     // Gone, or a zombie until whoever inherited it reaps it: either way it runs nothing.
-    for (let i = 0; i < 50 && processStartTime(grandchild) !== undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 50 && processStartTime(grandchild) !== undefined; i++) await sleep(20);
     expect(processStartTime(grandchild)).toBeUndefined();
   });
 
@@ -250,7 +251,7 @@ describe('ManagedProcess', () => {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     expect(fields[6 - 3]).toBe(String(pid)); // session id == pid: a session leader
-    for (let i = 0; i < 50 && !(await readFile(proc.logFile, 'utf8')).includes('detached output'); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 50 && !(await readFile(proc.logFile, 'utf8')).includes('detached output'); i++) await sleep(20);
     expect(await readFile(proc.logFile, 'utf8')).toContain('detached output');
     expect((await readPidfiles(stateDir))[0]?.detached).toBe(true);
     await proc.stop();

@@ -29,26 +29,26 @@ import { nullSink, type EventSink, type ProcessEvent } from '../events.js';
 import { hashArgs } from './args.js';
 import { buildChildEnv, type ChildEnvOptions } from './env.js';
 import { describeExit, ProcessError } from './errors.js';
-import { sleep } from './fs.js';
 import { defaultLogMaxBytes, readLogTail, rotateIfOver, RotatingLogFile } from './log-file.js';
 import { removePidfile, writePidfile } from './pidfile.js';
+import { polling, until, type Observation } from '../progress/until.js';
 import { processStartTime } from './proc.js';
 import type { ReadinessProbe } from './probes.js';
 
 /** Default time a start may take until the probe passes: 60 s. */
-export const defaultStartTimeoutMs = 60_000;
+const defaultStartTimeoutMs = 60_000;
 /** Default pause between probe attempts: 250 ms. */
-export const defaultProbeIntervalMs = 250;
+const defaultProbeIntervalMs = 250;
 /** Default limit of one probe attempt: 5 s (never more than the time left). */
-export const defaultProbeTimeoutMs = 5_000;
+const defaultProbeTimeoutMs = 5_000;
 /** Default wait after SIGTERM before SIGKILL: 10 s. */
-export const defaultStopGraceMs = 10_000;
+const defaultStopGraceMs = 10_000;
 /** Wait after SIGKILL before reporting the process as unkillable. */
 const killWaitMs = 5_000;
 /** After exit, how long to wait for the last output still in the pipes. */
 const drainWaitMs = 1_000;
 /** Where util-linux installs setpriv on Debian and most distributions. */
-export const setprivPath = '/usr/bin/setpriv';
+const setprivPath = '/usr/bin/setpriv';
 
 export type ProcessState = 'idle' | 'starting' | 'ready' | 'stopping' | 'stopped' | 'exited';
 
@@ -400,22 +400,41 @@ export class ManagedProcess {
   private async probeUntilReady(signal: AbortSignal): Promise<StartOutcome> {
     const probe = this.options.readiness;
     if (probe === undefined) return { kind: 'ready' };
-    const deadline = Date.now() + (this.options.startTimeoutMs ?? defaultStartTimeoutMs);
-    const interval = this.options.probeIntervalMs ?? defaultProbeIntervalMs;
     const attemptLimit = this.options.probeTimeoutMs ?? defaultProbeTimeoutMs;
-    let lastProbeError: string | undefined;
-    for (;;) {
-      if (signal.aborted) return { kind: 'aborted' };
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) return { kind: 'timeout', lastProbeError };
-      const attempt = AbortSignal.any([signal, AbortSignal.timeout(Math.min(attemptLimit, remaining))]);
+    // A probe's answer is never progress: "no progress for the start timeout" is "not ready within it". The
+    // first observation goes out before the first probe, so the deadline counts from here, not from its answer.
+    const look = async (stopped: AbortSignal): Promise<Observation<string | undefined>> => {
       try {
-        if (await probe(attempt)) return { kind: 'ready' };
-        lastProbeError = undefined;
+        const ready = await probe(AbortSignal.any([stopped, AbortSignal.timeout(attemptLimit)]));
+        return { state: ready ? 'done' : 'waiting', value: undefined, progress: 'probing' };
       } catch (error) {
-        lastProbeError = messageOf(error);
+        return { state: 'waiting', value: messageOf(error), progress: 'probing' };
       }
-      await sleep(Math.min(interval, Math.max(0, deadline - Date.now())), signal);
+    };
+    const probing = polling(look, this.options.probeIntervalMs ?? defaultProbeIntervalMs);
+    const notReady = new Error('not ready');
+    let lastProbeError: string | undefined;
+    try {
+      await until<string | undefined>(
+        (observe, fail) => {
+          observe({ state: 'waiting', value: undefined, progress: 'probing' });
+          return probing(observe, fail);
+        },
+        {
+          what: `${this.name} to be ready`,
+          noProgressTimeoutMs: this.options.startTimeoutMs ?? defaultStartTimeoutMs,
+          signal,
+          onStall: (last) => {
+            lastProbeError = last?.value;
+            return notReady;
+          },
+        },
+      );
+      return { kind: 'ready' };
+    } catch (error) {
+      if (error === notReady) return lastProbeError === undefined ? { kind: 'timeout' } : { kind: 'timeout', lastProbeError };
+      if (signal.aborted) return { kind: 'aborted' };
+      throw error;
     }
   }
 

@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { findStale, isAlive, readPidfiles, stopStale, type PidfileEntry } from './pidfile.js';
+import { sleep } from '../concurrency.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const managedProcessModule = new URL('./managed-process.ts', import.meta.url).href;
@@ -32,7 +33,7 @@ async function waitFor<T>(read: () => Promise<T | undefined> | T | undefined, ms
     const value = await read();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what()}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
 }
 
@@ -79,7 +80,7 @@ describe('children of a SIGKILLed CLI', () => {
 
   it('survive a plain spawn, and the next run stops them from the pidfile', async () => {
     const entry = await killParentOfSleeper('plain');
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     expect(isAlive(entry)).toBe(true);
     const stopped = await stopStale(join(dir, 'state'), { graceMs: 2_000 });
     expect(stopped.map((e) => e.pid)).toEqual([entry.pid]);
@@ -88,7 +89,7 @@ describe('children of a SIGKILLed CLI', () => {
 
   it('survive by design when detached, and can be found and stopped later', async () => {
     const entry = await killParentOfSleeper('detached');
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
     expect(isAlive(entry)).toBe(true);
     const [stale] = await findStale(join(dir, 'state'));
     expect(stale).toMatchObject({ pid: entry.pid, detached: true, name: 'sleeper' });

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RecordingSink } from '../events.js';
 import { findStale, isAlive, pidfilePath, pidsDir, readPidfiles, removePidfile, stopStale, writePidfile, type PidfileEntry } from './pidfile.js';
 import { isPidRunning, isSameProcess, processStartTime } from './proc.js';
+import { sleep } from '../concurrency.js';
 
 let dir: string;
 const children: ChildProcess[] = [];
@@ -77,7 +78,7 @@ describe('pidfile registry', () => {
     const stubborn = spawn('/bin/sh', ['-c', "trap '' TERM; while true; do sleep 0.1; done"], { stdio: 'ignore' });
     children.push(stubborn);
     await new Promise((resolve) => stubborn.once('spawn', resolve));
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     await writePidfile(dir, entryFor('polite', polite.pid!, processStartTime(polite.pid!)!));
     await writePidfile(dir, entryFor('stubborn', stubborn.pid!, processStartTime(stubborn.pid!)!));
     const exits = [polite, stubborn].map((c) => new Promise<NodeJS.Signals | null>((resolve) => c.once('exit', (_code, signal) => resolve(signal))));
@@ -105,11 +106,11 @@ describe('pidfile registry', () => {
     // A group leader, as every ManagedProcess child is; detached: false as a temporary control plane records it.
     const leader = spawn('/bin/sh', ['-c', `sleep 300 & echo $! > "${grandchildFile}"; wait`], { stdio: 'ignore', detached: true });
     children.push(leader);
-    for (let i = 0; i < 100 && !existsSync(grandchildFile); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && !existsSync(grandchildFile); i++) await sleep(20);
     const grandchild = Number(readFileSync(grandchildFile, 'utf8').trim());
     await writePidfile(dir, entryFor('leader', leader.pid!, processStartTime(leader.pid!)!));
     await stopStale(dir, { graceMs: 2_000 });
-    for (let i = 0; i < 50 && processStartTime(grandchild) !== undefined; i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 50 && processStartTime(grandchild) !== undefined; i++) await sleep(20);
     expect(processStartTime(grandchild)).toBeUndefined();
   });
 

@@ -8,7 +8,8 @@ import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { log, nullSink, type EventSink } from '../events.js';
 import { polling, until, type Observation } from '../progress/until.js';
-import { isErrno, readIfExists, writeFileAtomic } from './fs.js';
+import { readIfExists, writeFileAtomic } from '../files.js';
+import { isErrno } from './fs.js';
 import { isSameProcess } from './proc.js';
 
 export interface PidfileEntry {
@@ -102,7 +103,7 @@ export interface StopStaleOptions {
 }
 
 /** Default grace between SIGTERM and SIGKILL for a stale process: 10 s. */
-export const defaultStaleGraceMs = 10_000;
+const defaultStaleGraceMs = 10_000;
 
 /** Stops (SIGTERM, grace, SIGKILL) the stale processes `findStale` reports and removes their files; returns them. */
 export async function stopStale(stateDir: string, options: StopStaleOptions = {}): Promise<PidfileEntry[]> {
@@ -133,7 +134,7 @@ const killWaitMs = 5_000;
  * still has the recorded start time, and while it lives no other process can lead a group of
  * that id. Resolves true when it is gone.
  */
-export async function terminateRecorded(entry: Pick<PidfileEntry, 'pid' | 'startTime'>, graceMs: number): Promise<boolean> {
+async function terminateRecorded(entry: Pick<PidfileEntry, 'pid' | 'startTime'>, graceMs: number): Promise<boolean> {
   const signal = (sig: NodeJS.Signals) => {
     if (!isAlive(entry)) return;
     try {

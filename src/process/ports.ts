@@ -7,7 +7,7 @@ import { createServer, type AddressInfo, type Server } from 'node:net';
 import { ProcessError } from './errors.js';
 
 /** The only host the control plane binds. */
-export const loopbackHost = '127.0.0.1';
+const loopbackHost = '127.0.0.1';
 
 /** One free port on 127.0.0.1. */
 export async function allocatePort(): Promise<number> {

@@ -9,6 +9,7 @@ import { ProcessError } from './errors.js';
 import { ManagedProcess, type ManagedProcessOptions } from './managed-process.js';
 import { isPidRunning } from './proc.js';
 import { Supervisor } from './supervisor.js';
+import { sleep } from '../concurrency.js';
 
 let dir: string;
 let sink: RecordingSink;
@@ -39,7 +40,7 @@ async function until(condition: () => boolean, ms = 5_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
   }
 }
 
@@ -74,7 +75,7 @@ describe('Supervisor', () => {
     await s.stopSome((p) => p.name !== 'a');
     expect(sink.ofType('process').filter((e) => e.state === 'stopped').map((e) => e.name)).toEqual(['c', 'b']);
     expect(s.processes.map((p) => p.name)).toEqual(['a']);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     expect(states('b')).toEqual(['starting', 'ready', 'stopped']); // no exited, no restarting
     expect(isPidRunning(a!.pid!)).toBe(true);
     await s.stopAll();
@@ -189,7 +190,7 @@ describe('Supervisor', () => {
     const begin = Date.now();
     await s.stopAll();
     expect(Date.now() - begin).toBeLessThan(1_000);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     expect(states('dies')).toEqual(['starting', 'ready', 'exited', 'restarting']);
   });
 

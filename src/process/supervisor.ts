@@ -6,7 +6,7 @@
 import { InfrastructureError, InternalError, messageOf } from '../errors.js';
 import { log, nullSink, type EventSink, type ProcessEvent } from '../events.js';
 import { describeExit, ProcessError } from './errors.js';
-import { sleep } from './fs.js';
+import { sleep } from '../concurrency.js';
 import { readLogTail } from './log-file.js';
 import type { ExitInfo, ManagedProcess } from './managed-process.js';
 
@@ -21,7 +21,7 @@ export interface RestartPolicy {
   windowMs: number;
 }
 
-export const defaultRestartPolicy: RestartPolicy = {
+const defaultRestartPolicy: RestartPolicy = {
   initialDelayMs: 1_000,
   maxDelayMs: 30_000,
   maxRestarts: 5,

@@ -9,10 +9,11 @@
  * (`polling` here) feed the same deadline. This module knows nothing of Kubernetes, so
  * `process/` waits with it too.
  */
+import { sleep } from '../concurrency.js';
 import { InterruptedError } from '../errors.js';
 
 /** Default time without any observable change before a wait fails: 10 minutes. */
-export const defaultNoProgressTimeoutMs = 10 * 60_000;
+const defaultNoProgressTimeoutMs = 10 * 60_000;
 
 /** One look at what is being waited on. */
 export type Observation<T> =
@@ -111,24 +112,10 @@ export function polling<T>(look: (signal: AbortSignal) => Promise<Observation<T>
         const observation = await look(stopped.signal);
         if (stopped.signal.aborted) return;
         observe(observation);
-        await pause(intervalMs, stopped.signal);
+        await sleep(intervalMs, stopped.signal);
       }
     };
     loop().catch(fail);
     return () => stopped.abort();
   };
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -24,7 +24,7 @@ export interface ApplyRequest {
 }
 
 /** Objects from user-added files join the set, so later generations can prune them too. */
-export function withOwnership(objects: readonly KubeObject[], owner: DesiredSetOwner): KubeObject[] {
+function withOwnership(objects: readonly KubeObject[], owner: DesiredSetOwner): KubeObject[] {
   const meta = ownershipMetadata(owner);
   return objects.map((o) => ({
     ...o,

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { validateInstallConfigText } from '../config/index.js';
 import type { KubeObject } from '../kube/client.js';
 import { generateManifests, installConfigSchema } from '../platforms/index.js';
-import { countMachines, parseDurationMs, partitionByStage } from './create-cluster.js';
+import { countMachines, partitionByStage, userHooks } from './create-cluster.js';
 
 /** An inmemory install config: 3 control-plane machines, pools of 2 and 4 workers; the rest defaulted. */
 const installConfig = `apiVersion: provisioner.dev/v1alpha1
@@ -108,16 +108,20 @@ describe('countMachines', () => {
   });
 });
 
-describe('parseDurationMs', () => {
+describe('hook timeouts', () => {
+  // The schema validates a timeout and the runtime turns it into a deadline: both must read it the same way,
+  // or a timeout the schema accepts (`500us`) fires at once.
   it.each([
-    ['10m', 600_000],
-    ['90s', 90_000],
-    ['1h30m', 5_400_000],
-    ['1h0m5s', 3_605_000],
+    ['500us', 0.5],
+    ['1500µs', 1.5],
+    ['2000000ns', 2],
     ['250ms', 250],
     ['1.5s', 1_500],
-    ['2h', 7_200_000],
-  ])('%s is %d ms', (text, ms) => {
-    expect(parseDurationMs(text)).toBe(ms);
+    ['1h30m', 5_400_000],
+    ['1m0.5s', 60_500],
+  ])('%s validates and runs as %d ms', (timeout, ms) => {
+    const text = `${installConfig}hooks:\n  preProvision:\n    - path: ./hook.sh\n      timeout: ${timeout}\n`;
+    const { config } = validateInstallConfigText(text, { schema: installConfigSchema }); // throws a ConfigError on a refused value
+    expect(userHooks(config, 'preProvision').map((hook) => hook.timeoutMs)).toEqual([ms]);
   });
 });

@@ -23,7 +23,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
-import { installConfigFileName, type HookStage, type InstallConfig } from '../config/index.js';
+import { durationToMs, installConfigFileName, type HookStage, type InstallConfig } from '../config/index.js';
 import { ConfigError, InfrastructureError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
@@ -33,7 +33,7 @@ import { Journal } from '../lifecycle/journal.js';
 import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
 import { effectiveCni, platformFor, prunableKinds, type KindRef, type Platform, type PlatformHookContext } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
-import { writeFileAtomic } from '../process/fs.js';
+import { writeFileAtomic } from '../files.js';
 import { capiCoreApiVersion, capiGroups } from '../capi.js';
 import { clusterKinds, clusterReady, clusterRegistered, infrastructureReady, stallError } from '../wait/capi.js';
 import { waitForReadyNodes } from '../wait/nodes.js';
@@ -436,17 +436,9 @@ function withoutResults(sink: EventSink): EventSink {
   return { emit: (event) => event.type !== 'result' && sink.emit(event) };
 }
 
-function userHooks(config: InstallConfig, stage: 'preProvision' | 'infraReady' | 'bootstrapData' | 'postProvision'): UserHook[] {
-  return (config.hooks?.[stage] ?? []).map((h) => ({ path: h.path, args: h.args, timeoutMs: parseDurationMs(h.timeout) }));
-}
-
-/** `10m`, `90s`, `1h30m` → milliseconds. */
-export function parseDurationMs(text: string): number {
-  let total = 0;
-  for (const [, amount, unit] of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) {
-    total += Number(amount) * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const)[unit as 'ms' | 's' | 'm' | 'h'];
-  }
-  return total;
+/** The hooks of one stage as the runtime runs them (exported for the test that holds the schema and the runtime to one duration parser). */
+export function userHooks(config: InstallConfig, stage: 'preProvision' | 'infraReady' | 'bootstrapData' | 'postProvision'): UserHook[] {
+  return (config.hooks?.[stage] ?? []).map((h) => ({ path: h.path, args: h.args, timeoutMs: durationToMs(h.timeout) }));
 }
 
 /** Infrastructure kinds the manifests use (the preflight of an existing management cluster checks they are served). */

@@ -15,8 +15,9 @@
  * controllers it always does, unless the cluster was pivoted away), because the cluster
  * would be left with no management; `--force` does it anyway.
  */
-import { access, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import { exists } from '../files.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
 import { EnvironmentError, MachinesError, messageOf } from '../errors.js';
@@ -44,13 +45,6 @@ export interface DestroyRequest {
   force?: boolean;
   /** Time without progress before the deletion wait fails, in ms. Default 10 min. */
   noProgressTimeoutMs?: number;
-}
-
-async function exists(file: string): Promise<boolean> {
-  return access(file).then(
-    () => true,
-    () => false,
-  );
 }
 
 /** Local state removed once nothing is left to manage. The user's files (install config, manifests) stay. */

@@ -107,7 +107,7 @@ export async function diffManifests(options: DiffOptions): Promise<DiffResult> {
 }
 
 /** The human report: one section per differing file, its object diffs, then the live part. */
-export function renderDiff(result: DiffResult): string {
+function renderDiff(result: DiffResult): string {
   const out: string[] = [];
   if (result.files.length === 0) out.push(`No differences: the ${result.unchangedFiles} manifests on disk are what the install config generates.`);
   for (const file of result.files) {

@@ -55,7 +55,7 @@ export { defaultFleetNamespace } from '../handoff/fleet/objects.js';
 export type { RegistrationMode } from '../handoff/fleet/objects.js';
 
 /** Registration mode when the caller names none: manager-initiated, Fleet's usual way for a cluster it can reach. */
-export const defaultRegistrationMode: RegistrationMode = 'manager';
+const defaultRegistrationMode: RegistrationMode = 'manager';
 
 export interface RegisterFleetRequest {
   dir: string;

@@ -12,7 +12,7 @@ import { controlPlaneStatus } from '../controlplane/local-controlplane.js';
 import { ConfigError, UsageError } from '../errors.js';
 import { KubeClient, type KubeObject } from '../kube/client.js';
 
-export { agentApiVersion, cancelAnnotation, caChecksum, defaultRegistrationTtl, hostLabel, registrationNamespace, serverCaConfigMap, type RegistrationCommand } from '../agent/registration.js';
+export { agentApiVersion, cancelAnnotation, caChecksum, hostLabel, registrationNamespace, serverCaConfigMap, type RegistrationCommand } from '../agent/registration.js';
 
 interface Host extends KubeObject {
   spec?: { address?: string; roles?: string[] };

@@ -11,8 +11,8 @@
  * in its controllers). After a move on such a platform the source is stopped once it holds
  * no Cluster; its data stays (`destroy bootstrap` removes it).
  */
-import { access } from 'node:fs/promises';
 import path from 'node:path';
+import { exists } from '../files.js';
 import { capiCoreApiVersion } from '../capi.js';
 import { installConfigFile, installConfigFileName } from '../config/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
@@ -59,13 +59,6 @@ export interface PivotResult {
   /** The source control plane was stopped (its controllers ran the machines, and no Cluster is left). */
   sourceStopped: boolean;
   rolledBackObjects?: number;
-}
-
-async function exists(file: string): Promise<boolean> {
-  return access(file).then(
-    () => true,
-    () => false,
-  );
 }
 
 /**

@@ -52,7 +52,7 @@ import { recordedExternalManagement } from './local-controlplane.js';
 export type { RancherStrategy } from '../handoff/rancher/api.js';
 
 /** Default strategy: v3, ADR 0008's management.cattle.io/v3 Cluster (found only by labels). */
-export const defaultRancherStrategy: RancherStrategy = 'v3';
+const defaultRancherStrategy: RancherStrategy = 'v3';
 
 interface RancherRequestBase {
   /** Kubeconfig of Rancher's local cluster. */
@@ -327,7 +327,7 @@ export interface ImportToRancherRequest extends RancherRequestBase {
 }
 
 /** A DNS label from `text` (lowercase letters, digits and dashes, at most 63), for a Rancher cluster name. */
-export function dnsLabel(text: string): string {
+function dnsLabel(text: string): string {
   const label = text.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63).replace(/-+$/, '');
   return label || 'imported';
 }

@@ -136,7 +136,7 @@ function catalogBinaries(catalog: BinaryCatalog): (Omit<BundledBinary, 'archive'
 }
 
 /** The human form of the report: a header and two aligned tables. */
-export function formatVersionReport(report: VersionReport): string {
+function formatVersionReport(report: VersionReport): string {
   const lines = [`provisioner ${report.cli} (node ${report.node})`];
   if (report.bundle.state === 'missing') {
     lines.push(`bundle  missing: ${report.bundle.dir}`);

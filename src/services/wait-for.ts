@@ -9,8 +9,8 @@
  * control plane (adopted when running, started from its data when not). The wait is
  * `create cluster`'s own (`waitHealthy`): the conditions, then the workload API's Ready nodes.
  */
-import { access } from 'node:fs/promises';
 import path from 'node:path';
+import { exists } from '../files.js';
 import { AssetStore, clusterApiManifestsAsset, installConfigAsset } from '../assets/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { EnvironmentError } from '../errors.js';
@@ -89,11 +89,4 @@ export async function waitForInstallComplete(request: WaitForRequest): Promise<W
   } finally {
     await lock.release();
   }
-}
-
-async function exists(file: string): Promise<boolean> {
-  return access(file).then(
-    () => true,
-    () => false,
-  );
 }

@@ -21,7 +21,7 @@ type Obj = KubeObject & {
   status?: { phase?: string; conditions?: Condition[]; nodeRef?: { name: string }; initialization?: Record<string, boolean>; [k: string]: unknown };
 };
 
-export function conditionOf(obj: Obj, type: string): Condition | undefined {
+function conditionOf(obj: Obj, type: string): Condition | undefined {
   return obj.status?.conditions?.find((c) => c.type === type);
 }
 

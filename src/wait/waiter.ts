@@ -41,9 +41,6 @@ export interface WaitOptions {
   fatal?: Promise<never>;
 }
 
-/** Default time without any observable change before a wait fails: 10 minutes. */
-export { defaultNoProgressTimeoutMs } from '../progress/until.js';
-
 export function snapshotKey(obj: KubeObject): string {
   return `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
 }

@@ -22,6 +22,7 @@ import { execa } from 'execa';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
+import { exists } from '../../src/files.js';
 import type { PidfileEntry } from '../../src/process/pidfile.js';
 import { aliveRecorded, killRecorded, recordedProcesses, stillAliveAfter } from '../integration/support/controlplane.js';
 import {
@@ -114,13 +115,6 @@ async function dispose(dir: string): Promise<void> {
 
 async function logBundles(dir: string): Promise<string[]> {
   return (await readdir(dir)).filter((f) => /^log-bundle-.*\.tar\.gz$/.test(f)).map((f) => path.join(dir, f));
-}
-
-async function exists(file: string): Promise<boolean> {
-  return stat(file).then(
-    () => true,
-    () => false,
-  );
 }
 
 /** Pidfiles of the local control plane (none when it never started). */

@@ -15,7 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../../src/concurrency.js';
 import { execa } from 'execa';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ensureBinaries, ensureLayer } from '../../src/embedded/cache.js';

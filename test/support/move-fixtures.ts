@@ -4,7 +4,7 @@
  * requires before it moves anything (infrastructure provisioned, control plane
  * initialized, a nodeRef on every Machine); and the check that a set arrived whole.
  */
-import { defaultRetryPolicy, realSleep, withRetry } from '../../src/concurrency.js';
+import { defaultRetryPolicy, sleep, withRetry } from '../../src/concurrency.js';
 import { KubeApiError, type KubeClient, type KubeObject } from '../../src/kube/client.js';
 import { contentDifference } from '../../src/pivot/graph.js';
 
@@ -36,7 +36,7 @@ export async function seedCluster(kube: KubeClient, namespace: string, shape: { 
   const objects: KubeObject[] = [];
   // Retried like any write of ours: a busy machine's etcd answers "request timed out" now and then, and seeding is not what is measured.
   const retried = async <T>(op: () => Promise<T>): Promise<T> => {
-    const result = await withRetry(op, { policy: defaultRetryPolicy, isRetryable: (e) => e instanceof KubeApiError && (e.isTransient || e.isConflict), sleep: realSleep });
+    const result = await withRetry(op, { policy: defaultRetryPolicy, isRetryable: (e) => e instanceof KubeApiError && (e.isTransient || e.isConflict), sleep });
     if (!result.ok) throw result.error;
     return result.value;
   };

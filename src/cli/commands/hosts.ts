@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { dirOption } from '../options.js';
 import type { Runner } from '../program.js';
 import { formatTable } from '../../text-table.js';
@@ -21,7 +21,8 @@ export function registerHosts(program: Command, run: Runner): void {
     .command('registration-command')
     .description('create a one-use registration token and print the `provisioner-agent register` command to run on a host, with its expiry')
     .addOption(dirOption())
-    .option('--ttl <duration>', 'how long the token can register a host (Go duration, e.g. 30m, 2h; default: 1h)')
+    // Default: the agent's defaultRegistrationTtl, 1h.
+    .addOption(new Option('--ttl <duration>', 'how long the token can register a host (Go duration, e.g. 30m, 2h; default: 1h)').env('PROVISIONER_TTL'))
     .action(
       run<{ dir: string; ttl?: string }>(async (options, ctx) => {
         const { registrationCommand } = await import('../../services/hosts.js');
@@ -81,7 +82,7 @@ export function registerPlan(program: Command, run: Runner): void {
     .command('apply')
     .description('create or update a NodePlan in its host\'s namespace (host-<host>); the host\'s agent runs it')
     .addOption(dirOption())
-    .requiredOption('-f, --file <path>', 'NodePlan manifest (one document; label agent.provisioner.dev/host names the host)')
+    .addOption(new Option('-f, --file <path>', 'NodePlan manifest (one document; label agent.provisioner.dev/host names the host)').env('PROVISIONER_FILE').makeOptionMandatory())
     .action(
       run<{ dir: string; file: string }>(async (options, ctx) => {
         const { applyPlan, readPlanFile } = await import('../../services/hosts.js');
@@ -94,7 +95,7 @@ export function registerPlan(program: Command, run: Runner): void {
     .command('status')
     .description('show a plan\'s phase (Pending, Executing, Applied, Failed, Cancelled) and conditions')
     .addOption(dirOption())
-    .requiredOption('--host <name>', 'host the plan runs on')
+    .addOption(new Option('--host <name>', 'host the plan runs on').env('PROVISIONER_HOST').makeOptionMandatory())
     .argument('<plan>', 'NodePlan name')
     .action((name: string, flags: PlanFlags, command: Command) =>
       run<PlanFlags>(async (options, ctx) => {
@@ -110,7 +111,7 @@ export function registerPlan(program: Command, run: Runner): void {
     .command('cancel')
     .description('stop a plan: sets agent.provisioner.dev/cancel=true; the agent stops its instruction and marks it Cancelled')
     .addOption(dirOption())
-    .requiredOption('--host <name>', 'host the plan runs on')
+    .addOption(new Option('--host <name>', 'host the plan runs on').env('PROVISIONER_HOST').makeOptionMandatory())
     .argument('<plan>', 'NodePlan name')
     .action((name: string, flags: PlanFlags, command: Command) =>
       run<PlanFlags>(async (options, ctx) => {

@@ -21,10 +21,10 @@ export function registerImport(program: Command, run: Runner): void {
     )
     .argument('<product-kubeconfig>', "kubeconfig of the product's cluster (Rancher's local cluster)")
     .addOption(new Option('--kubeconfig <file>', 'kubeconfig of the cluster to import (required)').env('PROVISIONER_KUBECONFIG').makeOptionMandatory())
-    .addOption(new Option('--to <product>', 'the product to hand the cluster to (required)').choices(['rancher']).makeOptionMandatory())
+    .addOption(new Option('--to <product>', 'the product to hand the cluster to (required)').choices(['rancher']).env('PROVISIONER_TO').makeOptionMandatory())
     .addOption(rancherStrategyOption())
     // Default: the name of the kubeconfig's current cluster, as a DNS label.
-    .addOption(new Option('--name <name>', "the name Rancher shows for the cluster (default: the kubeconfig's current cluster name)"))
+    .addOption(new Option('--name <name>', "the name Rancher shows for the cluster (default: the kubeconfig's current cluster name)").env('PROVISIONER_NAME'))
     .addOption(noProgressTimeoutOption())
     .addHelpText('after', '\nExamples:\n  provisioner import --kubeconfig ~/edge.kubeconfig --to rancher ~/rancher.kubeconfig --name edge')
     .action((productKubeconfig: string, flags: ImportFlags, command: Command) =>

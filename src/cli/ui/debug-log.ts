@@ -16,7 +16,7 @@ import { RotatingLogFile } from '../../process/log-file.js';
 import { describeError, type Renderer } from './index.js';
 
 /** File name of the debug log inside `<dir>/logs/`, where the local control plane's process logs are. */
-export const debugLogFileName = 'provisioner.log';
+const debugLogFileName = 'provisioner.log';
 
 export function debugLogPath(dir: string): string {
   return path.join(path.resolve(dir), 'logs', debugLogFileName);

@@ -93,7 +93,7 @@ export function describeError(error: unknown): ErrorDescription {
 }
 
 /** Human form of an error: message, one line per detail, then the next step. */
-export function formatError(error: unknown): string {
+function formatError(error: unknown): string {
   const d = describeError(error);
   const lines = [`Error: ${d.message}`];
   for (const detail of d.details) lines.push(`  - ${detail}`);

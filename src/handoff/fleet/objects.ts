@@ -30,16 +30,16 @@ export const agentNamespace = 'cattle-fleet-system';
 /** The Secret an unregistered agent reads at start (Fleet's `config.AgentBootstrapConfigName`); the agent deletes it once registered. */
 export const bootstrapSecretName = 'fleet-agent-bootstrap';
 /** The agent's configuration ConfigMap (`config.AgentConfigName`), key `config`: JSON with clientID and labels. */
-export const agentConfigMapName = 'fleet-agent';
+const agentConfigMapName = 'fleet-agent';
 /** Key of the kubeconfig in a Cluster's kubeconfig Secret (`config.KubeConfigSecretValueKey`). */
 export const kubeconfigSecretKey = 'value';
 /** Key of the YAML values in a registration token's Secret (`config.ImportTokenSecretValuesKey`). */
-export const tokenValuesKey = 'values';
+const tokenValuesKey = 'values';
 /** How long a registration token may register an agent; Fleet deletes it after. */
-export const registrationTokenTtl = '1h';
+const registrationTokenTtl = '1h';
 
 /** Labels on every object provisioner creates for a registration: which install's cluster it is. */
-export const labelKeys = {
+const labelKeys = {
   clusterName: 'provisioner.dev/cluster-name',
   clusterNamespace: 'provisioner.dev/cluster-namespace',
   /** The workload cluster's kube-system namespace UID: two installs of the same name stay apart. */

@@ -9,7 +9,7 @@ import type { Snapshot, Verdict, WatchedKind } from '../../wait/waiter.js';
 import { agentRegistered, blockingCondition, fleetApiVersion, type ClusterRegistrationToken, type FleetCluster } from './objects.js';
 
 /** How a Fleet Cluster shows in progress views (its kind alone would read as a Cluster API Cluster). */
-export const fleetClusterKind = 'Cluster.fleet.cattle.io';
+const fleetClusterKind = 'Cluster.fleet.cattle.io';
 
 export function fleetKinds(kind: 'Cluster' | 'ClusterRegistrationToken', namespace: string): WatchedKind[] {
   return [{ apiVersion: fleetApiVersion, kind, namespace }];

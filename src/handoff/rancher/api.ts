@@ -6,7 +6,7 @@
  */
 import type { KubeObject } from '../../kube/client.js';
 
-export const provisioningApiVersion = 'provisioning.cattle.io/v1';
+const provisioningApiVersion = 'provisioning.cattle.io/v1';
 export const managementApiVersion = 'management.cattle.io/v3';
 /** Rancher's cluster-scoped Setting holding the PEM of the CA behind its serving certificate (empty for a public CA). */
 export const caSettingName = 'cacerts';
@@ -18,8 +18,6 @@ export const defaultTokenName = 'default-token';
 /** ADR 0008: the CAPI cluster's name and namespace on Rancher's cluster, the one way to find it again. */
 export const capiOwnerLabel = 'cluster-api.cattle.io/capi-cluster-owner';
 export const capiOwnerNamespaceLabel = 'cluster-api.cattle.io/capi-cluster-owner-ns';
-/** Turtles marks the Rancher clusters it created (empty value). */
-export const turtlesOwnedLabel = 'cluster-api.cattle.io/owned';
 /** On a CAPI Cluster (or its namespace): Turtles imports it into Rancher. */
 export const autoImportLabel = 'cluster-api.cattle.io/rancher-auto-import';
 /** Turtles' API group: its CRDs on Rancher's cluster mean Turtles runs there. */
@@ -62,11 +60,11 @@ interface RancherClusterStatus {
   conditions?: RancherCondition[];
 }
 
-export function statusOf(cluster: KubeObject): RancherClusterStatus {
+function statusOf(cluster: KubeObject): RancherClusterStatus {
   return (cluster['status'] as RancherClusterStatus | undefined) ?? {};
 }
 
-export function rancherCondition(cluster: KubeObject, type: string): RancherCondition | undefined {
+function rancherCondition(cluster: KubeObject, type: string): RancherCondition | undefined {
   return statusOf(cluster).conditions?.find((c) => c.type === type);
 }
 

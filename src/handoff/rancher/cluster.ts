@@ -29,7 +29,7 @@ import {
 import type { RancherClusterQuery } from './journal.js';
 
 /** How often the waits look at Rancher: every second. */
-export const defaultPollIntervalMs = 1_000;
+const defaultPollIntervalMs = 1_000;
 
 export interface RancherWait {
   sink: EventSink;
@@ -91,7 +91,7 @@ export async function runsTurtles(rancher: KubeClient): Promise<boolean> {
 }
 
 /** Rancher's clusters matching `query` (by labels; never by name), deleting ones included. */
-export async function findRancherClusters(rancher: KubeClient, query: RancherClusterQuery): Promise<KubeObject[]> {
+async function findRancherClusters(rancher: KubeClient, query: RancherClusterQuery): Promise<KubeObject[]> {
   const kind = rancherClusterKind(query.strategy);
   const selector = selectorOf(query.selector);
   const found = await rancher.list(kind.apiVersion, kind.kind, {
@@ -102,7 +102,7 @@ export async function findRancherClusters(rancher: KubeClient, query: RancherClu
 }
 
 /** The one Rancher cluster of `query`, undefined when there is none; more than one is an error naming them. */
-export async function findRancherCluster(rancher: KubeClient, query: RancherClusterQuery): Promise<KubeObject | undefined> {
+async function findRancherCluster(rancher: KubeClient, query: RancherClusterQuery): Promise<KubeObject | undefined> {
   const found = await findRancherClusters(rancher, query);
   if (found.length > 1) {
     throw new ExternalError(`${found.length} Rancher clusters match ${queryText(query)}; exactly one should`, {

@@ -15,7 +15,7 @@ import { rancherStrategies, type RancherStrategy } from './api.js';
 export type RancherRegistrationMode = 'import' | 'turtles';
 
 /** Steps of a registration, in order; each is recorded once complete. */
-export const rancherSteps = ['started', 'cluster', 'token', 'manifest', 'ready'] as const;
+const rancherSteps = ['started', 'cluster', 'token', 'manifest', 'ready'] as const;
 export type RancherStep = (typeof rancherSteps)[number];
 
 /** What finds Rancher's cluster: these labels (all of them), in this namespace (v1) and, for a Turtles v1 cluster, owned by this UID. */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExternalError } from '../../errors.js';
 import { RecordingSink } from '../../events.js';
-import { answerStatus, TestApiServer } from '../../kube/test-server.js';
+import { answerStatus, TestApiServer } from '../../../test/support/test-api-server.js';
 import { createManifestObjects, parseManifest, redactUrl } from './manifest.js';
 
 const source = 'https://rancher.example/…';

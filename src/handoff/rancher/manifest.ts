@@ -9,15 +9,15 @@
  */
 import https from 'node:https';
 import { parseAllDocuments } from 'yaml';
-import { realSleep, withRetry, type RetryPolicy } from '../../concurrency.js';
+import { sleep, withRetry, type RetryPolicy } from '../../concurrency.js';
 import { ExternalError, InterruptedError, messageOf } from '../../errors.js';
 import type { EventSink } from '../../events.js';
 import { KubeApiError, describeRef, type KubeClient, type KubeObject } from '../../kube/client.js';
 
 /** Largest manifest accepted: 16 MiB (Rancher's is about 10 KiB). */
-export const maxManifestBytes = 16 * 1024 * 1024;
+const maxManifestBytes = 16 * 1024 * 1024;
 /** How long the download may take: 60 s. */
-export const manifestTimeoutMs = 60_000;
+const manifestTimeoutMs = 60_000;
 /** Retries of one create on a transient answer: 6 attempts, 500 ms doubling to 5 s. */
 const createRetryPolicy: RetryPolicy = { maxAttempts: 6, initialDelayMs: 500, maxDelayMs: 5_000 };
 
@@ -184,7 +184,7 @@ export async function createManifestObjects(workload: KubeClient, objects: reado
     const attempt = await withRetry(() => workload.create(obj), {
       policy: createRetryPolicy,
       isRetryable: (error) => error instanceof KubeApiError && error.isTransient,
-      sleep: realSleep,
+      sleep,
       signal: options.signal,
     });
     if (attempt.ok) result.created.push(describeRef(obj));

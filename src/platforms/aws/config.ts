@@ -10,11 +10,11 @@ import { cidrString, cidrsOverlap, computed, defaulted, machineSection, optional
 export const awsName = 'aws';
 
 /** IAM instance profiles that `clusterawsadm bootstrap iam` creates. */
-export const awsControlPlaneInstanceProfile = 'control-plane.cluster-api-provider-aws.sigs.k8s.io';
-export const awsNodeInstanceProfile = 'nodes.cluster-api-provider-aws.sigs.k8s.io';
+const awsControlPlaneInstanceProfile = 'control-plane.cluster-api-provider-aws.sigs.k8s.io';
+const awsNodeInstanceProfile = 'nodes.cluster-api-provider-aws.sigs.k8s.io';
 
 /** CAPA's default VPC block when none is given. */
-export const awsDefaultVpcCidr = '10.0.0.0/16';
+const awsDefaultVpcCidr = '10.0.0.0/16';
 
 /** Where the AWS CLI keeps credentials; the default of `credentials.file`. */
 export const awsDefaultCredentialsFile = '~/.aws/credentials';
@@ -25,7 +25,7 @@ const subnetPattern = /^subnet-[0-9a-f]{8,17}$/;
 
 const credentialsHint = 'credentials are never written into the install config: reference a credentials file with platform.aws.credentials.file';
 
-export const awsMachineSchema = s.object(
+const awsMachineSchema = s.object(
   {
     instanceType: computed(
       s.string({ doc: 'EC2 instance type.', pattern: instanceTypePattern, patternHint: 'an EC2 instance type such as t3.large or m6i.xlarge', examples: ['t3.large'] }),

@@ -8,10 +8,10 @@ import { readFile } from 'node:fs/promises';
 import { ConfigError, messageOf, type FieldProblem } from '../../errors.js';
 
 /** The keys CAPA's SDK needs from a profile (a session token is optional). */
-export const requiredCredentialKeys = ['aws_access_key_id', 'aws_secret_access_key'] as const;
+const requiredCredentialKeys = ['aws_access_key_id', 'aws_secret_access_key'] as const;
 
 /** Sections of an INI text and their keys (values are kept only to test they are non-empty). */
-export function parseIni(text: string): { sections: Map<string, Map<string, string>>; badLines: number[] } {
+function parseIni(text: string): { sections: Map<string, Map<string, string>>; badLines: number[] } {
   const sections = new Map<string, Map<string, string>>();
   const badLines: number[] = [];
   let current: Map<string, string> | undefined;

@@ -17,7 +17,7 @@ import { releaseUnprovisionedAws } from './unprovisioned.js';
 import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureClusterTemplate, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 
 /** The CAPA release these objects were written against. */
-export const awsProviderVersion = 'sigs.k8s.io/cluster-api-provider-aws/v2 v2.13.0';
+const awsProviderVersion = 'sigs.k8s.io/cluster-api-provider-aws/v2 v2.13.0';
 
 export interface AWSCluster extends InfrastructureCluster {
   apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2';

@@ -51,7 +51,7 @@ type Json = Record<string, unknown>;
 const at = (value: unknown, ...keys: string[]): unknown => keys.reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Json)[k] : undefined), value);
 
 /** What an AWSCluster records of resources in AWS, one phrase each; empty when nothing. */
-export function recordedClusterResources(cluster: ProviderObject): string[] {
+function recordedClusterResources(cluster: ProviderObject): string[] {
   const recorded: string[] = [];
   const vpc = at(cluster.spec, 'network', 'vpc');
   if (present(at(vpc, 'id'))) recorded.push(`VPC ${String(at(vpc, 'id'))}`);
@@ -77,7 +77,7 @@ export function recordedClusterResources(cluster: ProviderObject): string[] {
 }
 
 /** What an AWSMachine records of an instance; empty when nothing. */
-export function recordedMachineResources(machine: ProviderObject): string[] {
+function recordedMachineResources(machine: ProviderObject): string[] {
   const recorded: string[] = [];
   if (present(at(machine.spec, 'instanceID'))) recorded.push(`instance ${String(at(machine.spec, 'instanceID'))}`);
   if (present(at(machine.spec, 'providerID'))) recorded.push(`provider ID ${String(at(machine.spec, 'providerID'))}`);
@@ -87,7 +87,7 @@ export function recordedMachineResources(machine: ProviderObject): string[] {
 }
 
 /** The failing condition that shows AWS was never reached, if the conditions show that and no answer from AWS. */
-export function unreachableCondition(cluster: ProviderObject): Condition | undefined {
+function unreachableCondition(cluster: ProviderObject): Condition | undefined {
   const failing = conditionsOf(cluster).filter((c) => c.status === 'False' && typeof c.message === 'string');
   if (failing.some((c) => answered.test(c.message!))) return undefined;
   return failing.find((c) => unreachable.test(c.message!));

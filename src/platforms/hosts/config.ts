@@ -10,7 +10,7 @@ import { checkQualifiedName, defaulted, labelValuePattern, optional, parseCidr, 
 export const hostsName = 'hosts';
 
 /** The port kube-apiserver listens on on a control-plane host (kubeadm's default). */
-export const hostsApiServerPort = 6443;
+const hostsApiServerPort = 6443;
 
 /** The longest pod block prefix the bundled pod network takes: two /24 node subnets. */
 const maxPodBlockPrefix = 23;
@@ -22,7 +22,7 @@ const matchLabels = s.map(
   { doc: 'Labels a host must carry (all of them) to be taken for this pool.', keyCheck: checkQualifiedName, keyHint: 'a label key such as example.com/rack', examples: [{ 'example.com/rack': 'r1' }] },
 );
 
-export const hostsMachineSchema = s.object(
+const hostsMachineSchema = s.object(
   {
     hostSelector: defaulted(
       s.object(
@@ -59,7 +59,6 @@ export const hostsPlatformSchema = s.object(
   },
 );
 
-export type HostsPlatform = Infer<typeof hostsPlatformSchema>;
 export type HostsMachine = Infer<typeof hostsMachineSchema>;
 
 const hostsSectionRef = { name: hostsName, schema: hostsPlatformSchema, machineSchema: hostsMachineSchema };

@@ -18,9 +18,9 @@ import { loadImagesOnHosts } from './images.js';
 import { destroyHostsCluster, waitForHosts, watchHostPlans } from './registration.js';
 import * as node from './node-settings.js';
 
-export const hostsApiVersion = 'infrastructure.provisioner.dev/v1alpha1';
+const hostsApiVersion = 'infrastructure.provisioner.dev/v1alpha1';
 /** Written against the provider of this repository (provider/api/infrastructure/v1alpha1). */
-export const hostsProviderVersion = 'provisioner.dev/provider infrastructure.provisioner.dev/v1alpha1';
+const hostsProviderVersion = 'provisioner.dev/provider infrastructure.provisioner.dev/v1alpha1';
 
 interface LabelSelector {
   matchLabels?: Record<string, string>;
@@ -56,7 +56,7 @@ function hostsSection(config: InstallConfig) {
 }
 
 /** A pool's label selector, keys sorted (the template's name hashes its spec). */
-export function poolSelector(pool: MachinePool): LabelSelector {
+function poolSelector(pool: MachinePool): LabelSelector {
   const machine: HostsMachine | undefined = machineSection(pool, hostsConfig);
   const labels = Object.entries(machine?.hostSelector.matchLabels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return labels.length ? { matchLabels: Object.fromEntries(labels) } : {};

@@ -42,7 +42,7 @@ export const imagePullPolicy = 'Never';
 /** Node name, provider ID and node IP from the Host (the provider fills the cloud-config's variables). */
 export const hostName = '{{ ds.meta_data.hostname }}';
 export const hostAddress = '{{ ds.meta_data.local_ipv4 }}';
-export const providerId = `provisioner-host://${hostName}`;
+const providerId = `provisioner-host://${hostName}`;
 
 /**
  * Kubelet flags. kubeadm's generated config says cgroupDriver systemd and Cluster API's
@@ -90,7 +90,7 @@ export function importImages(role: keyof typeof importedArchives): string {
  * present: `/etc/default/kubelet` as kubeadm's systemd unit reads it, then one under
  * /var/lib/provisioner, which namespace test hosts have per host.
  */
-export const hostKubeletFlagsFiles = ['/etc/default/kubelet', '/var/lib/provisioner/kubelet.env'];
+const hostKubeletFlagsFiles = ['/etc/default/kubelet', '/var/lib/provisioner/kubelet.env'];
 
 /** The agent, as plan instructions find it: the agent sets PROVISIONER_AGENT to its own path; else from PATH. */
 const agent = '"${PROVISIONER_AGENT:-provisioner-agent}"';

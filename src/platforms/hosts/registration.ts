@@ -7,10 +7,11 @@
  * Hosts are cluster-scoped inventory and HostMachines namespaced, so labels link them
  * (the provider's claim labels below), not owner references.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { controlPlanePool, hasRole, machineSection, type InstallConfig, type MachinePool } from '../../config/index.js';
 import { InfrastructureError, MachinesError, messageOf } from '../../errors.js';
 import { KubeClient, type KubeObject } from '../../kube/client.js';
+import { sleep } from '../../concurrency.js';
+import { polling, until, type Observation } from '../../progress/until.js';
 import { agentApiVersion, issueRegistrationCommand } from '../../agent/registration.js';
 import type { PlatformHookContext } from '../platform.js';
 import { clusterNameLabel } from '../types.js';
@@ -18,11 +19,11 @@ import { artifactsConfigMap, hostArtifacts, publishArtifacts } from './artifacts
 import { hostsConfig } from './config.js';
 
 /** The provider's claim of a Host: `<namespace>.<HostMachine name>` (the shared design; C's controller writes it). */
-export const claimedByLabel = 'infrastructure.provisioner.dev/claimed-by';
+const claimedByLabel = 'infrastructure.provisioner.dev/claimed-by';
 /** The provider's reservation of a Host as a cluster's control-plane endpoint: `<namespace>.<HostCluster name>`; only that cluster's control plane may take it. */
-export const endpointOfLabel = 'infrastructure.provisioner.dev/endpoint-of';
+const endpointOfLabel = 'infrastructure.provisioner.dev/endpoint-of';
 /** The reason of a HostMachine condition that says the host's plan failed for good. */
-export const planFailedReason = 'PlanFailed';
+const planFailedReason = 'PlanFailed';
 export const infrastructureApiVersion = 'infrastructure.provisioner.dev/v1alpha1';
 
 /** Role strings of Host.spec.roles; empty roles offer both. */
@@ -33,7 +34,7 @@ const registrationTtl = '24h';
 /** How often the Hosts are listed while waiting. */
 const pollIntervalMs = 1000;
 /** Time without a new usable host before the wait fails, when the caller gives no no-progress timeout. */
-export const defaultRegistrationTimeoutMs = 30 * 60_000;
+const defaultRegistrationTimeoutMs = 30 * 60_000;
 
 /** What a pool needs of the hosts. */
 export interface PoolDemand {
@@ -91,7 +92,7 @@ function claimedBy(host: HostView, cluster: ClusterRef): boolean {
  * cluster's already, not reserved as another cluster's endpoint (this cluster's
  * endpoint host goes to its control plane only), offering the role, carrying the labels.
  */
-export function hostFits(host: HostView, demand: PoolDemand, cluster: ClusterRef): boolean {
+function hostFits(host: HostView, demand: PoolDemand, cluster: ClusterRef): boolean {
   if (!host.registered) return false;
   if (host.claimedBy !== undefined && !claimedBy(host, cluster)) return false;
   if (host.endpointOf !== undefined && (host.endpointOf !== `${cluster.namespace}.${cluster.name}` || demand.role !== 'control-plane')) return false;
@@ -193,7 +194,7 @@ export async function offerArtifacts(context: PlatformHookContext): Promise<void
 }
 
 /** The wait of `waitForHosts`, without the artifacts. */
-export async function waitForRegisteredHosts(context: PlatformHookContext): Promise<void> {
+async function waitForRegisteredHosts(context: PlatformHookContext): Promise<void> {
   const { config, signal } = context;
   const clusterName = config.metadata.name;
   const cluster = { name: clusterName, namespace: config.metadata.namespace };
@@ -206,25 +207,30 @@ export async function waitForRegisteredHosts(context: PlatformHookContext): Prom
     if (supply.every((s) => s.missing === 0)) return;
     await printCommands(client, context, supply);
 
-    let lastProgress = Date.now();
+    // A newly filled place in a pool is progress: the timeout counts from the last one.
     let filled = filledCount(supply);
-    while (supply.some((s) => s.missing > 0)) {
-      if (Date.now() - lastProgress > timeoutMs) {
-        const lacking = supply.filter((s) => s.missing > 0).map((s) => `pool ${s.demand.pool} lacks ${s.missing} ${s.demand.role} host(s)${Object.keys(s.demand.matchLabels).length ? ` labelled ${Object.entries(s.demand.matchLabels).map(([k, v]) => `${k}=${v}`).join(',')}` : ''}`);
-        throw new InfrastructureError(`Not enough hosts registered for ${clusterName} after ${Math.round(timeoutMs / 1000)} s without a new one: ${lacking.join('; ')}`, {
-          details: supply.map(supplyLine),
+    const look = async (): Promise<Observation<PoolSupply[]>> => {
+      const seen = assignHosts(demands, await listHostViews(client), cluster);
+      return { state: seen.every((s) => s.missing === 0) ? 'done' : 'waiting', value: seen, progress: String(filledCount(seen)) };
+    };
+    supply = await until(polling(look, pollIntervalMs), {
+      what: `hosts to register for ${clusterName}`,
+      noProgressTimeoutMs: timeoutMs,
+      signal,
+      onProgress: ({ value }) => {
+        if (filledCount(value) === filled) return; // the first look sees what was reported already
+        filled = filledCount(value);
+        report(context, value);
+      },
+      onStall: (last) => {
+        const seen = last?.value ?? supply;
+        const lacking = seen.filter((s) => s.missing > 0).map((s) => `pool ${s.demand.pool} lacks ${s.missing} ${s.demand.role} host(s)${Object.keys(s.demand.matchLabels).length ? ` labelled ${Object.entries(s.demand.matchLabels).map(([k, v]) => `${k}=${v}`).join(',')}` : ''}`);
+        return new InfrastructureError(`Not enough hosts registered for ${clusterName} after ${Math.round(timeoutMs / 1000)} s without a new one: ${lacking.join('; ')}`, {
+          details: seen.map(supplyLine),
           hint: 'Run the printed registration commands on the missing hosts (`provisioner hosts list` shows who registered, with roles and labels), then run `provisioner create cluster` again.',
         });
-      }
-      await sleep(pollIntervalMs, undefined, { signal });
-      supply = assignHosts(demands, await listHostViews(client), cluster);
-      const now = filledCount(supply);
-      if (now !== filled) {
-        filled = now;
-        lastProgress = Date.now();
-        report(context, supply);
-      }
-    }
+      },
+    });
     context.log(`Every pool can be filled: ${supply.map((s) => `${s.demand.pool} ← ${s.hosts.join(', ')}`).join('; ')}`);
   } finally {
     client.close();
@@ -306,7 +312,8 @@ export async function watchHostPlans(context: PlatformHookContext): Promise<neve
       });
       const failure = planFailure(machines);
       if (failure) throw failure;
-      await sleep(2 * pollIntervalMs, undefined, { signal: context.signal });
+      await sleep(2 * pollIntervalMs, context.signal);
+      context.signal.throwIfAborted();
     }
   } finally {
     client.close();
@@ -351,7 +358,7 @@ async function watchReleases(context: PlatformHookContext & { namespace: string 
         const released = machine.status?.conditions?.find((c) => c.type === 'HostReleased');
         if (host && released?.reason) releases.set(host, released.reason);
       }
-      await sleep(2 * pollIntervalMs, undefined, { signal }).catch(() => undefined);
+      await sleep(2 * pollIntervalMs, signal);
     }
   } finally {
     client.close();

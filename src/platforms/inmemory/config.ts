@@ -2,7 +2,7 @@
  * The in-memory platform's part of the install config: `platform.inmemory` (nothing to
  * set) and each pool's `platform.inmemory` (how long the simulated machines take).
  */
-import type { Infer, PlatformConfigSection, Rule } from '../../config/index.js';
+import type { PlatformConfigSection, Rule } from '../../config/index.js';
 import { defaulted, durationString, s, soundPools } from '../../config/index.js';
 
 export const inMemoryName = 'inmemory';
@@ -17,7 +17,7 @@ const inMemoryStartup = s.object(
   { doc: 'How long each simulated component of a machine takes to come up.' },
 );
 
-export const inMemoryMachineSchema = s.object(
+const inMemoryMachineSchema = s.object(
   {
     startup: defaulted(inMemoryStartup, {}),
     startupJitter: defaulted(s.number({ doc: 'Random extra fraction of each startup duration, from 0 to 1.', minimum: 0, maximum: 1 }), 0.2),
@@ -25,9 +25,7 @@ export const inMemoryMachineSchema = s.object(
   { doc: 'Machine settings of the in-memory platform: simulated machines that come up after the given delays.' },
 );
 
-export const inMemoryPlatformSchema = s.object({}, { doc: 'The in-memory platform: simulated machines served by the bundled in-memory provider. Runs anywhere, needs no credentials.' });
-
-export type InMemoryMachine = Infer<typeof inMemoryMachineSchema>;
+const inMemoryPlatformSchema = s.object({}, { doc: 'The in-memory platform: simulated machines served by the bundled in-memory provider. Runs anywhere, needs no credentials.' });
 
 const rules: Rule[] = [
   {

@@ -13,7 +13,7 @@ import { clusterTopologyGate, coreControllers, type ControllerRequirement, type 
 import { inMemoryConfig, inMemoryName } from './config.js';
 import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureClusterTemplate, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 
-export const inMemoryProviderVersion = 'sigs.k8s.io/cluster-api/test v1.14.0';
+const inMemoryProviderVersion = 'sigs.k8s.io/cluster-api/test v1.14.0';
 
 interface Provisioning {
   startupDuration: string;

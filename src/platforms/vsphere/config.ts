@@ -5,7 +5,7 @@
  * rules, and the credentials-file checks.
  */
 import { stat } from 'node:fs/promises';
-import type { Infer, Loose, PlatformConfigSection, Rule, SchemaProblem } from '../../config/index.js';
+import type { Loose, PlatformConfigSection, Rule, SchemaProblem } from '../../config/index.js';
 import { computed, defaulted, optional, platformSection, required, resolveConfigPath, s } from '../../config/index.js';
 
 export const vsphereName = 'vsphere';
@@ -21,7 +21,7 @@ const inventoryPath = (doc: string, example: string) => s.string({ doc, minLengt
 
 const credentialsHint = 'credentials are never written into the install config: reference a credentials file with platform.vsphere.credentials.file';
 
-export const vsphereMachineSchema = s.object(
+const vsphereMachineSchema = s.object(
   {
     template: computed(inventoryPath('VM or template to clone the machines from (a Kubernetes image such as CAPV publishes).', 'ubuntu-2404-kube-v1.36.3'), 'platform.vsphere.template'),
     numCPUs: defaulted(s.integer({ doc: 'Virtual CPUs of each machine.', minimum: 2, maximum: 768 }), 2),
@@ -61,9 +61,6 @@ export const vspherePlatformSchema = s.object(
   },
   { doc: 'The vSphere platform (Cluster API Provider vSphere).', unknownFieldHints: { username: credentialsHint, password: credentialsHint } },
 );
-
-export type VspherePlatform = Infer<typeof vspherePlatformSchema>;
-export type VsphereMachine = Infer<typeof vsphereMachineSchema>;
 
 const vsphereSectionRef = { name: vsphereName, schema: vspherePlatformSchema, machineSchema: vsphereMachineSchema };
 

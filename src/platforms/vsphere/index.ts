@@ -21,7 +21,7 @@ import { capiGroups, capiVersion, type InfrastructureCluster, type Infrastructur
 import { vsphereConfig, vsphereDefaultCredentialsFile, vsphereName, vspherePlatformSchema } from './config.js';
 
 /** The CAPV release these objects were written against. */
-export const vsphereProviderVersion = 'sigs.k8s.io/cluster-api-provider-vsphere v1.16.1';
+const vsphereProviderVersion = 'sigs.k8s.io/cluster-api-provider-vsphere v1.16.1';
 
 export interface VSphereCluster extends InfrastructureCluster {
   apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2';
@@ -83,7 +83,7 @@ function vsphereSection(config: InstallConfig) {
 }
 
 /** Throws a ConfigError on platform.vsphere.credentials.file unless the file is YAML with a username and a password (their values are never shown). */
-export async function checkVsphereCredentialsFile(file: string): Promise<void> {
+async function checkVsphereCredentialsFile(file: string): Promise<void> {
   const field = 'platform.vsphere.credentials.file';
   const fail = (message: string, hint: string): never => {
     throw new ConfigError(`The vSphere credentials file cannot be used: ${message}`, [{ path: field, message, hint }], { hint });

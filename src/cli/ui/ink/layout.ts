@@ -91,7 +91,7 @@ function processRows(processes: ProcessView[], compactHealthy: boolean, tailLine
 }
 
 /** Lines a process row takes: itself, its log tail, and the log file of a troubled one. */
-export function countProcessLines(rows: ProcessRow[]): number {
+function countProcessLines(rows: ProcessRow[]): number {
   let lines = 0;
   for (const r of rows) lines += r.kind === 'healthy' ? 1 : 1 + r.tail.length + (isTroubled(r.process) && r.process.logFile ? 1 : 0);
   return lines;

@@ -198,7 +198,7 @@ export class LiveModel {
   }
 }
 
-export function objectKey(kind: string, namespace: string | undefined, name: string): string {
+function objectKey(kind: string, namespace: string | undefined, name: string): string {
   return `${kind}/${namespace ?? ''}/${name}`;
 }
 

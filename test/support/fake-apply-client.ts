@@ -5,9 +5,8 @@
  * what was sent, plus server metadata and whatever others added" (enough for planning:
  * the engine compares only the fields it sets).
  */
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { KubeApiError, type ApplyOptions, type KubeObject, type ListOptions } from '../kube/client.js';
-import { groupKind, objectKey, type ApplyClient } from './client.js';
+import { KubeApiError, type ApplyOptions, type KubeObject, type ListOptions } from '../../src/kube/client.js';
+import { groupKind, objectKey, type ApplyClient } from '../../src/apply/client.js';
 
 export interface FakeCall {
   op: 'apply' | 'list' | 'delete';
@@ -84,7 +83,7 @@ export class FakeApplyClient implements ApplyClient {
     const recorded: FakeCall = { ...call, inFlight: this.inFlight };
     this.calls.push(recorded);
     try {
-      await yieldToLoop(); // let other calls start: concurrency is observable
+      await new Promise((resolve) => setImmediate(resolve)); // let other calls start: concurrency is observable
       const attemptKey = `${call.op}:${call.key}:${call.dryRun ? 'dry' : ''}`;
       const attempt = (this.attempts.get(attemptKey) ?? 0) + 1;
       this.attempts.set(attemptKey, attempt);

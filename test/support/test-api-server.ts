@@ -9,9 +9,9 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createCertificateAuthority, issueCertificate } from '../pki/certificates.js';
-import { writeKubeconfig } from '../pki/kubeconfig.js';
-import { KubeClient } from './client.js';
+import { createCertificateAuthority, issueCertificate } from '../../src/pki/certificates.js';
+import { writeKubeconfig } from '../../src/pki/kubeconfig.js';
+import { KubeClient } from '../../src/kube/client.js';
 
 export type TestServerHandler = (request: IncomingMessage, response: ServerResponse) => void;
 
