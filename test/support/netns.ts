@@ -490,6 +490,10 @@ export async function createTestNetwork(options: {
       ip(['-n', member.namespace, 'addr', 'add', `${member.address}/${networkPrefixLength}`, 'dev', 'eth0']);
       ip(['-n', member.namespace, 'link', 'set', 'eth0', 'up']);
     }
+    // A host's default route is the machine namespace, which forwards nothing: a Service's
+    // ClusterIP needs a route before kube-proxy rewrites it (as on any real host), and a
+    // packet to anywhere else ends there, never leaving the test network.
+    for (const host of hosts) ip(['-n', host.namespace, 'route', 'add', 'default', 'via', machine.address]);
     for (const host of hosts) {
       await mkdir(host.rootDir, { recursive: true, mode: 0o700 });
       createCgroup(host.namespace);

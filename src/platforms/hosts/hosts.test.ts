@@ -1,10 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
 import { renderNewInstallConfig } from '../../assets/index.js';
 import { validateInstallConfigText, type InstallConfig } from '../../config/index.js';
 import { ConfigError, InfrastructureError, MachinesError } from '../../errors.js';
 import { generateManifests, installConfigSchema } from '../index.js';
 import { hostArtifacts } from './artifacts.js';
+import { appendKubeProxyConfiguration } from './node-settings.js';
 import { assignHosts, hostView, planFailure, poolDemands, supplyLine, type HostView } from './registration.js';
 
 const base = `apiVersion: provisioner.dev/v1alpha1
@@ -222,6 +227,23 @@ describe('the pod network on hosts', () => {
     expect(text).not.toContain('skipPhases');
     expect(text).toContain('kube-proxy.tar');
     expect(text).toContain('coredns.tar');
+  });
+
+  it('gives kube-proxy a config that leaves the host\'s conntrack size alone, appended to kubeadm\'s config once however often the plan runs', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-kubeproxy-'));
+    try {
+      const file = path.join(dir, 'kubeadm.yaml');
+      await writeFile(file, 'kind: InitConfiguration');
+      const command = appendKubeProxyConfiguration.replaceAll('/run/kubeadm/kubeadm.yaml', file);
+      await execa('/bin/sh', ['-c', command]);
+      await execa('/bin/sh', ['-c', command]);
+      const docs = parseAllDocuments(await readFile(file, 'utf8')).map((d) => d.toJSON() as { kind: string; conntrack?: { maxPerCore: number } });
+      expect(docs.map((d) => d.kind)).toEqual(['InitConfiguration', 'KubeProxyConfiguration']);
+      expect(docs[1]!.conntrack).toEqual({ maxPerCore: 0 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    expect(JSON.stringify(generateManifests(load(withListen)).manifests.find((m) => m.role === 'control-plane')!.object)).toContain('KubeProxyConfiguration');
   });
 
   it('refuses the bundled flannel on a platform whose nodes pull images, naming networking.cni', () => {

@@ -131,7 +131,7 @@ export const hostsPlatform: Platform = {
       files: kubeadmFiles.map((f) => ({ ...f })),
       // A worker's half-done join undone, images (kubeadm's preflight looks for them, and nothing is pulled), then the kubelet's
       // supervisor. The pod network comes with the cluster's add-ons (networking.cni), not from the node.
-      preKubeadmCommands: [...(controlPlane ? [] : [node.undoUnfinishedJoin]), node.importImages(role), node.startKubelet],
+      preKubeadmCommands: [...(controlPlane ? [node.appendKubeProxyConfiguration] : [node.undoUnfinishedJoin]), node.importImages(role), node.startKubelet],
     };
   },
 

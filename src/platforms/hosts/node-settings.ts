@@ -33,6 +33,18 @@ export function clusterConfiguration(): ClusterConfiguration {
   return { imageRepository, ...(corednsImageTag === kubeadmCorednsTag ? {} : { dns: { imageTag: corednsImageTag } }) };
 }
 
+/**
+ * kube-proxy's settings, appended to the kubeadm config `kubeadm init` reads (Cluster API's
+ * KubeadmConfigSpec has no KubeProxyConfiguration), which kubeadm's addon/kube-proxy phase
+ * puts into the kube-proxy ConfigMap. `conntrack.maxPerCore: 0` leaves the host's conntrack
+ * table size as it is: kube-proxy otherwise raises nf_conntrack_max, which a host in a network
+ * namespace (a container, a test host) may not write, and fails (kind sets the same).
+ * Appended once, so a retried plan's config is the same as the first attempt's.
+ */
+export const kubeProxyConfiguration = 'apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nconntrack:\n  maxPerCore: 0\n';
+export const appendKubeProxyConfiguration =
+  `grep -q '^kind: KubeProxyConfiguration' /run/kubeadm/kubeadm.yaml || printf -- '${`\n---\n${kubeProxyConfiguration}`.replaceAll('\n', '\\n')}' >> /run/kubeadm/kubeadm.yaml`;
+
 /** Preflight checks reported as warnings: SystemVerification refuses cgroup v1; the only one proven necessary. */
 export const ignoredPreflightErrors = ['SystemVerification'];
 
