@@ -13,7 +13,7 @@ import { polling, until } from '../../progress/until.js';
 import type { PlatformHookContext, ServedArtifact } from '../platform.js';
 import { clusterNameLabel } from '../types.js';
 import { importArchive, loadedArchiveDirectory } from './node-settings.js';
-import { infrastructureApiVersion, offerArtifacts, type HostMachineObject } from './registration.js';
+import { infrastructureApiVersion, loadedImagesOfLabel, offerArtifacts, type HostMachineObject } from './registration.js';
 
 interface NodePlanObject extends KubeObject {
   status?: { phase?: string; message?: string };
@@ -42,7 +42,7 @@ export async function loadImagesOnHosts(context: PlatformHookContext, images: re
       await client.apply({
         apiVersion: agentApiVersion,
         kind: 'NodePlan',
-        metadata: { name: planName, namespace: `host-${host}`, labels: { [hostLabel]: host } },
+        metadata: { name: planName, namespace: `host-${host}`, labels: { [hostLabel]: host, [loadedImagesOfLabel]: `${namespace}.${clusterName}` } },
         spec: { files, instructions: [{ name: 'import-images', command: '/bin/sh', args: ['-c', importAll], saveOutput: true }] },
       } as KubeObject);
     }

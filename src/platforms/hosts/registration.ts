@@ -320,6 +320,17 @@ export async function watchHostPlans(context: PlatformHookContext): Promise<neve
   }
 }
 
+/** Labels the plans `images load` writes with `<namespace>.<cluster>`, so destroying the cluster finds and removes them. */
+export const loadedImagesOfLabel = 'infrastructure.provisioner.dev/images-of';
+
+/** Deletes the plans `images load` wrote for the cluster on `hosts` (their images go with each host's reset). */
+export async function deleteLoadImagesPlans(client: KubeClient, cluster: { name: string; namespace: string }, hosts: readonly string[]): Promise<void> {
+  for (const host of hosts) {
+    const plans = await client.list<KubeObject>(agentApiVersion, 'NodePlan', { namespace: `host-${host}`, labelSelector: `${loadedImagesOfLabel}=${cluster.namespace}.${cluster.name}` });
+    for (const plan of plans) await client.delete(plan);
+  }
+}
+
 /**
  * clusterDeletion: records which hosts the cluster claims and, while the deletion runs,
  * how each HostMachine's release ends (condition HostReleased); once the cluster's
@@ -331,6 +342,13 @@ export async function destroyHostsCluster(context: PlatformHookContext & { clust
   const cluster = { name: context.clusterName, namespace: context.namespace };
   const claimed = await withHosts(context.kubeconfig, (hosts) => hosts.filter((h) => claimedBy(h, cluster)).map((h) => h.name));
   if (claimed.length > 0) context.log(`Deleting the cluster resets and releases its hosts: ${claimed.join(', ')}`);
+  // The plans of `images load` belong to the cluster, not to a machine: they go with it.
+  const client = KubeClient.fromFile(context.kubeconfig);
+  try {
+    await deleteLoadImagesPlans(client, cluster, claimed);
+  } finally {
+    client.close();
+  }
   const stop = new AbortController();
   const releases = new Map<string, string>();
   const watching = watchReleases(context, releases, AbortSignal.any([context.signal, stop.signal]));
