@@ -84,6 +84,12 @@ describe('pivot of a hosts cluster into management start', () => {
     expect(plans?.items.length, JSON.stringify(plans)).toBeGreaterThan(0);
     expect(plans!.items.every((p) => p.status?.phase === 'Applied'), JSON.stringify(plans!.items.map((p) => [p.metadata.name, p.status?.phase]))).toBe(true);
 
+    // The pod network's ClusterResourceSet and its objects moved with the cluster: the new manager keeps applying them.
+    const sets = await json<{ items: { metadata: { name: string }; spec: { resources: { name: string }[] } }[] }>(['get', 'clusterresourcesets.addons.cluster.x-k8s.io', '-n', name]);
+    expect(sets?.items.map((x) => x.metadata.name)).toEqual([`${name}-pod-network`]);
+    const resources = await lab.kubectl(['get', 'configmap', `${name}-pod-network`, '-n', name, '-o', 'name']);
+    expect(resources.exitCode, resources.stderr).toBe(0);
+
     // The agent's stored server is the management cluster's listen address; its token is a new one.
     const published = await lab.kubectl(['get', 'configmap', 'agent-server', '-n', 'provisioner-registration', '-o', 'jsonpath={.data.server}']);
     const credential = JSON.parse(await readFile(path.join(files.data, 'credential.json'), 'utf8')) as { server: string; host: string };
