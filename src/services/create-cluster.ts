@@ -23,7 +23,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { stringify } from 'yaml';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
-import { durationToMs, installConfigFileName, type HookStage, type InstallConfig } from '../config/index.js';
+import { durationToMs, type HookStage, type InstallConfig } from '../config/index.js';
 import { ConfigError, InfrastructureError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
@@ -46,10 +46,9 @@ import {
   attachLocalControlPlane,
   checkListenAddress,
   checkManagementCluster,
-  describeListenAddressSource,
+  installControlPlane,
   recordedExternalManagement,
   type AttachedControlPlane,
-  type LocalControlPlaneRequest,
 } from './local-controlplane.js';
 import { readPivotJournal } from '../pivot/journal.js';
 import { isUnfinished, pivotFrom } from './pivot.js';
@@ -97,17 +96,10 @@ export interface CreateClusterResult {
 
 const listenAddressFlag = '--listen-address';
 
-/**
- * The listen address of the local control plane: the flag's (checked already), else the install config's, checked here.
- * wait-for uses it too, so a control plane it restarts keeps serving hosts where create cluster had it listen.
- */
-export function listenAddressOf(config: InstallConfig, request: Pick<CreateClusterRequest, 'listenAddress'>, dir: string): Pick<LocalControlPlaneRequest, 'listenAddress' | 'listenAddressFrom'> {
-  if (request.listenAddress) return { listenAddress: request.listenAddress, listenAddressFrom: listenAddressFlag };
-  const address = config.bootstrap?.listenAddress;
-  if (!address) return {};
-  const source = { field: 'bootstrap.listenAddress', file: path.join(dir, installConfigFileName) };
-  checkListenAddress(address, source);
-  return { listenAddress: address, listenAddressFrom: describeListenAddressSource(source) };
+/** The local control plane of `create cluster`: the install's (`installControlPlane`), with `--listen-address` winning over the config's. */
+export function createClusterControlPlane(config: InstallConfig, request: Pick<CreateClusterRequest, 'listenAddress'>, dir: string): ReturnType<typeof installControlPlane> {
+  const install = installControlPlane(config, dir);
+  return request.listenAddress ? { ...install, listenAddress: request.listenAddress, listenAddressFrom: listenAddressFlag } : install;
 }
 
 /** Where the final state of every CAPI object is written (never a Secret's data). */
@@ -170,8 +162,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const platform = platformFor(config);
     // A dry-run changes nothing, so its control plane is temporary on every platform.
     keepRunning = platform.lifecycle.machinesInController && !request.dryRun;
-    const listen = listenAddressOf(config, request, dir);
-    const localControlPlane = { dir, detached: keepRunning, controllers: platform.controllers, credentials: platform.credentialFiles(config, dir), ...listen, sink, signal };
+    const localControlPlane = { dir, detached: keepRunning, ...createClusterControlPlane(config, request, dir), sink, signal };
 
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
     if (external) keepRunning = false;

@@ -29,11 +29,11 @@ import { acquireDirLock } from '../process/lock.js';
 import { capiCoreApiVersion } from '../capi.js';
 import { clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
 import { waitFor } from '../wait/waiter.js';
-import { finalStateFile, listenAddressOf } from './create-cluster.js';
+import { finalStateFile } from './create-cluster.js';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
 import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
 import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
-import { attachExternalManagement, attachLocalControlPlane, externalManagementFile, recordedExternalManagement } from './local-controlplane.js';
+import { attachExternalManagement, attachLocalControlPlane, externalManagementFile, installControlPlane, recordedExternalManagement } from './local-controlplane.js';
 import { removeRancherRegistration } from './rancher.js';
 import { deregisterFleet } from './fleet.js';
 
@@ -76,10 +76,9 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     const selector = config ? desiredSetSelector(installConfigOwner(config)) : undefined;
     // The platform's controllers delete its infrastructure, with its credentials; an unreadable config: every bundled provider.
     const platform = config ? platformFor(config) : undefined;
-    const controllers = platform && config ? { controllers: platform.controllers, credentials: platform.credentialFiles(config, dir) } : {};
-    // Where hosts reach a control plane this brings back: machines on hosts run their reset plans through it.
-    const listen = config ? listenAddressOf(config, {}, dir) : {};
-    const controlPlane = external ? await attachExternalManagement(external, dir, []) : await attachLocalControlPlane({ dir, detached: false, ...controllers, ...listen, sink, signal });
+    // As create cluster ran it (the controllers, their credentials, where hosts reach it: machines on hosts run their reset plans through it).
+    const install = config ? installControlPlane(config, dir) : {};
+    const controlPlane = external ? await attachExternalManagement(external, dir, []) : await attachLocalControlPlane({ dir, detached: false, ...install, sink, signal });
     const deleted: string[] = [];
     try {
       const clusters = await controlPlane.client.list<KubeObject>(capiCoreApiVersion, 'Cluster', selector ? { labelSelector: selector } : {});

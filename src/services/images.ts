@@ -14,8 +14,7 @@ import { log, type EventSink } from '../events.js';
 import { keepLoadedImage } from '../nodeartifacts/loaded-images.js';
 import { platformFor } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
-import { listenAddressOf } from './create-cluster.js';
-import { attachLocalControlPlane, recordedExternalManagement } from './local-controlplane.js';
+import { attachLocalControlPlane, installControlPlane, recordedExternalManagement } from './local-controlplane.js';
 import { prepareNodeArtifactsFor } from './node-artifacts.js';
 
 export interface LoadImagesRequest {
@@ -63,8 +62,7 @@ export async function loadImages(request: LoadImagesRequest): Promise<LoadedImag
       kept.push({ file: archive, sha256: artifact.sha256, refs: artifact.refs ?? [] });
       log(sink, 'info', `${archive}: ${(artifact.refs ?? []).join(', ')} (sha256:${artifact.sha256.slice(0, 12)}…)`);
     }
-    const listen = listenAddressOf(config, {}, dir);
-    const management = await attachLocalControlPlane({ dir, detached: platform.lifecycle.machinesInController, controllers: platform.controllers, credentials: platform.credentialFiles(config, dir), ...listen, sink, signal });
+    const management = await attachLocalControlPlane({ dir, detached: platform.lifecycle.machinesInController, ...installControlPlane(config, dir), sink, signal });
     try {
       const nodeArtifacts = () => prepareNodeArtifactsFor({ dir, sink, signal });
       const served = await nodeArtifacts();

@@ -17,7 +17,8 @@ import { invalidInput, readJsonFile, type FileKind } from '../input-files.js';
 import { log, type EventSink } from '../events.js';
 import { KubeClient } from '../kube/client.js';
 import type { BundledComponents } from '../embedded/manifest.js';
-import { allControllers, type ControllerRequirement, type CredentialFileReference } from '../platforms/index.js';
+import { installConfigFileName, type InstallConfig } from '../config/index.js';
+import { allControllers, platformFor, type ControllerRequirement, type CredentialFileReference } from '../platforms/index.js';
 import type { FencedSource } from '../pivot/move.js';
 import type { ProcessError } from '../process/errors.js';
 
@@ -146,6 +147,26 @@ export function credentialsEnv(credentials: readonly CredentialFileReference[], 
     if (file.controllers.includes(controller)) Object.assign(env, file.fileEnv ? { [file.fileEnv]: file.path } : {}, file.settings);
   }
   return env;
+}
+
+/**
+ * How an install's own local control plane runs, from its install config: the platform's
+ * controllers, the credentials files they read, and the listen address where its hosts
+ * reach it (checked, naming the field). The one description every command that attaches the
+ * install's control plane uses, so one that has to start it again (a pivot's resume,
+ * destroy, wait-for, images load) runs it as create cluster did: the cloud controller with
+ * its credentials, the forwarder where the hosts' agents and kubelets connect.
+ */
+export function installControlPlane(config: InstallConfig, dir: string): Pick<LocalControlPlaneRequest, 'controllers' | 'credentials' | 'listenAddress' | 'listenAddressFrom'> {
+  const platform = platformFor(config);
+  const address = config.bootstrap?.listenAddress;
+  const source = { field: 'bootstrap.listenAddress', file: path.join(dir, installConfigFileName) };
+  if (address) checkListenAddress(address, source);
+  return {
+    controllers: platform.controllers,
+    credentials: platform.credentialFiles(config, dir),
+    ...(address ? { listenAddress: address, listenAddressFrom: describeListenAddressSource(source) } : {}),
+  };
 }
 
 /** The flags that point `controller` at the credentials files it reads by flag (a controller that reads no environment). */

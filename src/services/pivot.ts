@@ -13,6 +13,7 @@
  */
 import path from 'node:path';
 import { exists } from '../files.js';
+import { AssetStore, installConfigAsset } from '../assets/index.js';
 import { capiCoreApiVersion } from '../capi.js';
 import { installConfigFile, installConfigFileName } from '../config/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
@@ -27,7 +28,7 @@ import { phaseIndex, readPivotJournal, writePivotJournal, type PivotJournal, typ
 import { coreKinds, describePlan, discoverMoveKinds, journalFor, planMove, preflight, rollbackPivot, runPivot, type FencedSource, type MovePlan } from '../pivot/move.js';
 import { platformOfDocument, type Platform } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
-import { attachLocalControlPlane, recordExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
+import { attachLocalControlPlane, installControlPlane, recordExternalManagement, type AttachedControlPlane, type LocalControlPlaneRequest } from './local-controlplane.js';
 
 export interface PivotRequest {
   dir: string;
@@ -69,6 +70,22 @@ async function platformOfInstall(dir: string): Promise<Platform | undefined> {
   return platformOfDocument(await readYamlFile(path.join(dir, installConfigFileName), installConfigFile));
 }
 
+/**
+ * The source as create cluster ran it (`installControlPlane`): a pivot that has to start a
+ * stopped control plane again (a resume after a kill) runs the cloud controller with its
+ * credentials and the forwarder where the hosts' agents reach it. An install config that no
+ * longer validates (edited since) gives the platform's controllers only, with a warning.
+ */
+async function sourceControlPlane(dir: string, platform: Platform | undefined, sink: EventSink, signal: AbortSignal): Promise<Partial<LocalControlPlaneRequest>> {
+  try {
+    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
+    return installControlPlane((await store.fetch(installConfigAsset)).config, dir);
+  } catch (error) {
+    log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(error)}): a stopped local control plane starts without its credentials files and listen address`);
+    return platform ? { controllers: platform.controllers } : {};
+  }
+}
+
 export async function pivot(request: PivotRequest): Promise<PivotResult> {
   const dir = path.resolve(request.dir);
   const { sink, signal } = request;
@@ -85,7 +102,7 @@ export async function pivot(request: PivotRequest): Promise<PivotResult> {
   try {
     // Checked before the source boots: a wrong target or a rollback with nothing to undo costs nothing.
     const journal = await openPivotJournal(dir, toKubeconfig, request.rollback ?? false);
-    source = await attachLocalControlPlane({ dir, detached: machinesInController, ...(platform ? { controllers: platform.controllers } : {}), sink, signal });
+    source = await attachLocalControlPlane({ dir, detached: machinesInController, ...(await sourceControlPlane(dir, platform, sink, signal)), sink, signal });
     const result = await pivotFrom({ ...request, dir, toKubeconfig, source, machinesInController, journal });
     if (result.sourceStopped) source = undefined;
     return result;

@@ -19,8 +19,8 @@ import type { KubeObject } from '../kube/client.js';
 import { readPivotJournal } from '../pivot/journal.js';
 import { acquireDirLock } from '../process/lock.js';
 import { effectiveCni, platformFor } from '../platforms/index.js';
-import { countMachines, handOff, listenAddressOf, waitHealthy } from './create-cluster.js';
-import { attachExternalManagement, attachLocalControlPlane, recordedExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
+import { countMachines, handOff, waitHealthy } from './create-cluster.js';
+import { attachExternalManagement, attachLocalControlPlane, installControlPlane, recordedExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
 import { isUnfinished } from './pivot.js';
 
 export interface WaitForRequest {
@@ -65,8 +65,7 @@ export async function waitForInstallComplete(request: WaitForRequest): Promise<W
       log(sink, 'info', `Asking the management cluster of ${external}, which manages this install`);
       management = await attachExternalManagement(external, dir, []);
     } else {
-      const listen = listenAddressOf(config, {}, dir);
-      management = await attachLocalControlPlane({ dir, detached: keepRunning, controllers: platform.controllers, credentials: platform.credentialFiles(config, dir), ...listen, sink, signal });
+      management = await attachLocalControlPlane({ dir, detached: keepRunning, ...installControlPlane(config, dir), sink, signal });
     }
     try {
       await waitHealthy(management.client, {
