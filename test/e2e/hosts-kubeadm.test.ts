@@ -265,7 +265,7 @@ ${nodeRegistration(h1)}
       return view?.status.phase === 'Running' ? view : undefined;
     }, 180_000);
     expect(running.spec.nodeName).toBe(h1.name);
-    expect(running.status.podIP).toMatch(/^10\.244\.1\.\d+$/);
+    expect(running.status.podIP).toMatch(/^198\.19\.1\.\d+$/);
     // Its processes are in h1's cgroup: the pod cgroups are below the kubelet's cgroupRoot.
     expect(await processesOf(h1)).toEqual(expect.arrayContaining(['kubelet', 'containerd', 'pause']));
   }, 300_000);

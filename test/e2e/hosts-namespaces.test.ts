@@ -152,7 +152,7 @@ describe('plans executed by agents in the host namespaces', () => {
     expect((await stat(conf)).mode & 0o777).toBe(0o640);
     expect((await stat(secret)).mode & 0o777).toBe(0o600);
     // The output shows the host's own interfaces: the instruction ran in h0's namespace.
-    expect(done.status?.instructions?.[0]?.output).toMatch(/^eth0@\S+\s+UP\s+198\.18\.0\.10\/15 /m);
+    expect(done.status?.instructions?.[0]?.output).toMatch(/^eth0@\S+\s+UP\s+198\.18\.0\.10\/16 /m);
     expect(done.status?.observedGeneration).toBe(done.metadata.generation);
   }, 300_000);
 
