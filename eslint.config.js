@@ -3,7 +3,14 @@
 // a rule set by two blocks — the later one wins — so every file matches exactly one
 // block that sets `no-restricted-imports`, with all of its patterns.
 import js from '@eslint/js';
+import { tsImport } from 'tsx/esm/api';
 import tseslint from 'typescript-eslint';
+import provisioner from './scripts/lint/no-platform-names.js';
+
+// The names that say "platform", from the registry itself (TypeScript, loaded through tsx),
+// so a platform is checked as soon as it is listed.
+const { forbiddenPlatformNames } = await tsImport('./src/platforms/forbidden-names.ts', import.meta.url);
+const platformNames = forbiddenPlatformNames();
 
 const noCliOrServices = { group: ['**/cli/**', '**/services/**'], message: 'Domain modules must not import the CLI or services layer.' };
 const noRendering = { group: ['ink', 'ink/*', 'react', 'react/*'], message: 'Only src/cli/ui renders.' };
@@ -62,6 +69,21 @@ export default tseslint.config(
   { files: ['src/kube/**/*.ts'], rules: restrict([noCliOrServices, noRendering]) },
   // config/ is below platforms/: platforms import it, never the other way (its tests may use the registry).
   { files: ['src/config/**/*.ts'], ignores: ['src/config/**/*.test.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noPlatforms]) },
+  // Everything platform-specific lives in src/platforms/<name>/: the rest reaches a platform only
+  // through the registry, so it never names one (docs/architecture.md, "Platforms"). Tests and
+  // test/ name platforms on purpose; so does scripts/ (the bundle recipe, the benchmarks).
+  {
+    files: ['src/**/*.ts', 'src/**/*.tsx'],
+    ignores: ['src/platforms/**', '**/*.test.ts', '**/*.test.tsx'],
+    plugins: { provisioner },
+    rules: { 'provisioner/no-platform-names': ['error', platformNames] },
+  },
+  // The one exception: recognising AWS access keys in logs is secret scrubbing, which runs on
+  // every bundle whatever the platform (a user's shell or hook can print a key on any install).
+  {
+    files: ['src/gather/redact.ts', 'src/gather/collect.ts'],
+    rules: { 'provisioner/no-platform-names': ['error', { ...platformNames, allowedWords: ['aws'] }] },
+  },
   // process/ knows nothing of Kubernetes at all, nor does progress/ (the one waiting primitive, which process/ uses too).
   { files: ['src/process/**/*.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noKubernetes]) },
   { files: ['src/progress/**/*.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noKubernetes], { timersAllowed: true }) },

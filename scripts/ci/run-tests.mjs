@@ -1,29 +1,30 @@
 // Runs the test tiers one after another — unit, the agent provider's Go tests (go),
 // integration, end to end — so the tiers that boot real control planes never compete for
 // this 2-core machine's CPU.
-// Every tier runs even when an earlier one failed (one run shows every failure); the
-// last line is the plain closing line CI readers look for: "tests: N passed, N failed".
+// Every tier runs even when an earlier one failed (one run shows every failure). Above the
+// closing line it prints each tier's counts, wall time and five slowest files (tier-report.mjs);
+// the last line is the plain closing line CI readers look for: "tests: N passed, N failed".
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { relative } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { formatTierReport, slowestGoPackages, vitestTierSummary } from './tier-report.mjs';
 
 const tiers = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'go', 'integration', 'e2e'];
 rmSync('test-results', { recursive: true, force: true });
 mkdirSync('test-results', { recursive: true });
 
-let passed = 0;
-let failed = 0;
-let skipped = 0;
 let status = 0;
 /** "tier: file > test" of every failure, printed again above the closing line, so the tail of a long log names them. */
 const failures = [];
+/** One per tier run: counts, wall time, slowest files. */
+const summaries = [];
 for (const tier of tiers) {
+  const started = performance.now();
   if (tier === 'go') {
     const go = runGoTests();
-    passed += go.passed;
-    failed += go.failed;
-    skipped += go.skipped;
-    if (go.failed > 0) status = 1;
+    summaries.push({ tier, ...go.counts, wallMs: performance.now() - started, slowest: go.slowest });
+    if (go.counts.failed > 0) status = 1;
     continue;
   }
   const report = `test-results/${tier}.json`;
@@ -32,17 +33,17 @@ for (const tier of tiers) {
     ['vitest', 'run', '--project', tier, '--reporter=default', '--reporter=json', `--outputFile.json=${report}`],
     { stdio: 'inherit' },
   );
+  const wallMs = performance.now() - started;
   if (run.status !== 0) status = 1;
   try {
     const result = JSON.parse(readFileSync(report, 'utf8'));
-    passed += result.numPassedTests;
-    failed += result.numFailedTests;
-    skipped += (result.numPendingTests ?? 0) + (result.numTodoTests ?? 0);
+    const summary = vitestTierSummary(tier, result, wallMs, process.cwd());
     // A tier whose files failed to load reports no failed test: count it as one.
-    if (run.status !== 0 && result.numFailedTests === 0) {
-      failed += 1;
+    if (run.status !== 0 && summary.failed === 0) {
+      summary.failed = 1;
       failures.push(`${tier}: a test file failed to load or the run was stopped`);
     }
+    summaries.push(summary);
     for (const file of result.testResults ?? []) {
       for (const test of file.assertionResults ?? []) {
         if (test.status === 'failed') failures.push(`${tier}: ${relative(process.cwd(), file.name)} > ${test.fullName}`);
@@ -52,7 +53,7 @@ for (const tier of tiers) {
       }
     }
   } catch {
-    failed += 1;
+    summaries.push({ tier, passed: 0, failed: 1, skipped: 0, wallMs, slowest: [], note: 'wrote no report' });
     failures.push(`${tier}: wrote no report`);
     console.log(`tests: the ${tier} tier wrote no report`);
   }
@@ -62,14 +63,14 @@ for (const tier of tiers) {
  * provider test` runs). Counts each test and subtest that passed, failed or skipped; a
  * package that fails without a failing test (it does not build) and a missing go, bundle or
  * dist count as one failure each, never as a skip. Prints failing tests' output and one
- * line per package.
+ * line per package; returns the counts and the slowest packages.
  */
 function runGoTests() {
   const counts = { passed: 0, failed: 0, skipped: 0 };
   const assets = spawnSync('provider/hack/envtest-assets.sh', [], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (assets.status !== 0) {
     console.log('tests: the go tier could not find etcd and kube-apiserver (provider/hack/envtest-assets.sh failed)');
-    return { ...counts, failed: 1 };
+    return { counts: { ...counts, failed: 1 }, slowest: [] };
   }
   const run = spawnSync('go', ['test', '-p', '1', '-json', './...'], {
     cwd: 'provider',
@@ -80,13 +81,15 @@ function runGoTests() {
   });
   if (run.error || run.status === null) {
     console.log(`tests: the go tier did not run: ${run.error?.message ?? `killed by ${run.signal}`}`);
-    return { ...counts, failed: 1 };
+    return { counts: { ...counts, failed: 1 }, slowest: [] };
   }
   const outputs = new Map();
   const packagesWithFailedTests = new Set();
-  for (const line of run.stdout.split('\n')) {
-    if (!line.startsWith('{')) continue;
-    const event = JSON.parse(line);
+  const events = run.stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line));
+  for (const event of events) {
     const id = `${event.Package} ${event.Test ?? ''}`;
     if (event.Action === 'output') outputs.set(id, (outputs.get(id) ?? '') + event.Output);
     if (!['pass', 'fail', 'skip'].includes(event.Action)) continue;
@@ -109,9 +112,12 @@ function runGoTests() {
   }
   if (run.status !== 0 && counts.failed === 0) counts.failed = 1;
   console.log(`go: ${counts.passed} passed, ${counts.failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ''}`);
-  return counts;
+  return { counts, slowest: slowestGoPackages(events) };
 }
 
+for (const line of formatTierReport(summaries)) console.log(line);
+const total = (key) => summaries.reduce((sum, summary) => sum + summary[key], 0);
+const [passed, failed, skipped] = [total('passed'), total('failed'), total('skipped')];
 if (failures.length > 0) console.log(`failed:\n${failures.map((line) => `  - ${line}`).join('\n')}`);
 console.log(`tests: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(status);

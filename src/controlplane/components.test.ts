@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ControlPlanePki } from '../pki/index.js';
 import type { ArgMap } from '../process/args.js';
-import { apiServerArgs, controllerArgs, controllerEnv, etcdArgs, forwarderArgs, goRuntimeEnv } from './components.js';
+import { apiServerArgs, controllerArgs, etcdArgs, forwarderArgs } from './components.js';
 
 const files = (name: string) => ({ certFile: `/pki/${name}.crt`, keyFile: `/pki/${name}.key` });
 // Only the file paths are read by the arg builders; no keys are generated for this test.
@@ -121,10 +121,6 @@ describe('controllerArgs', () => {
     expect(args['leader-elect']).toBe(true);
     expect(args['feature-gates']).toBe('B=true');
   });
-
-  it('gives controllers a loopback bind address', () => {
-    expect(controllerEnv()).toEqual({ PROVISIONER_BIND_ADDRESS: '127.0.0.1' });
-  });
 });
 
 describe('forwarderArgs', () => {
@@ -135,11 +131,5 @@ describe('forwarderArgs', () => {
     expect(args).toMatchObject({ 'artifacts-listen': '198.18.0.1:6480', 'artifacts-dir': '/d/.provisioner/controlplane/artifacts' });
     const hosts = addressFlags(args).flatMap(([, value]) => hostsOf(value));
     expect(new Set(hosts)).toEqual(new Set(['198.18.0.1', '127.0.0.1']));
-  });
-});
-
-describe('goRuntimeEnv', () => {
-  it('sets GOGC=25 and no memory limit (a limit under the live heap makes the collector spin)', () => {
-    expect(goRuntimeEnv()).toEqual({ GOGC: '25' });
   });
 });

@@ -583,6 +583,8 @@ async function verifyAll(options: PivotEngineOptions, concurrency: number): Prom
     const problems: string[] = [];
     const stale: JournalObject[] = [];
     const [inSource, inTarget] = await Promise.all([listEntries(source, pending, concurrency, signal), listEntries(target, pending, concurrency, signal)]);
+    // An interrupt cut the lists short: what they lack is not missing (the caller's advance reports the interrupt).
+    if (signal?.aborted) return;
     for (const entry of pending) {
       const from = inSource.get(keyOf(entry));
       const to = inTarget.get(keyOf(entry));

@@ -1,138 +1,63 @@
 /**
- * Everything platform-specific lives in src/platforms/<name>/: the rest of the product —
- * cli, services, config and every other module under src/ — reaches a platform only
- * through the registry, so it never names one. The rule this test enforces:
- *
- *   no source file under src/ outside src/platforms/, tests excepted, names a platform,
- *
- * where the names come from the registry itself, so a new platform is checked as soon as
- * it is listed: its name and its controllers' short names (`capd`) as words of any case
- * (`isInmemory`, `PROVISIONER_INMEMORY_…` and `'aws'` all count), and its kinds, provider
- * names, binaries and namespaces as they are written (`DevMachineTemplate` contains
- * `DevMachine`). Comments count too: a module that explains what a platform does knows it.
- *
- * Tests (`*.test.ts[x]`) and test/ are outside the rule: they exercise named platforms on
- * purpose. So is scripts/: the bundle recipe is the list of binaries to build, and the
- * benchmarks drive one platform by design.
+ * The lint rule that keeps every platform in its folder (`provisioner/no-platform-names`,
+ * eslint.config.js): no source file under src/ outside src/platforms/, tests excepted, names
+ * a platform. `npm run lint` enforces it on the sources; here it is shown to fail on planted
+ * violations, with the project's own ESLint configuration.
  */
-import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { coreControllers, sharedControllers } from './platform.js';
+import { ESLint } from 'eslint';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { forbiddenPlatformNames, sharedPlatformWords } from './forbidden-names.js';
 import { platforms } from './registry.js';
 
-const srcRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const ruleId = 'provisioner/no-platform-names';
 
-/**
- * The only exception, by file and word: recognising AWS access keys in logs is secret
- * scrubbing, which runs on every bundle whatever the platform (a user's shell or hook can
- * print a key on any install).
- */
-const allowed: Readonly<Record<string, readonly string[]>> = {
-  'gather/redact.ts': ['aws'],
-  'gather/collect.ts': ['aws'],
-};
+let eslint: ESLint;
 
-/**
- * Platform names that are also the product's words for something every platform has,
- * allowed everywhere: `hosts` is the `provisioner hosts` command group and the node
- * agent's inventory, which any management cluster serves. The platform's kinds, provider
- * and namespaces stay forbidden.
- */
-const sharedWords: Readonly<Record<string, string>> = {
-  hosts: 'the `provisioner hosts` commands and the node agent serve every platform',
-};
-
-/** The words of a text: split at anything not a letter or digit, and at camelCase humps (`AWSCluster` → AWS, Cluster). */
-function words(text: string): string[] {
-  return text
-    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
-    .split(/[^A-Za-z0-9]+/)
-    .filter(Boolean)
-    .map((w) => w.toLowerCase());
+/** The platform names the rule reports in `code` as the file `file` (relative to the repository). */
+async function namesReported(code: string, file: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: path.join(repoRoot, file) });
+  return result!.messages.filter((m) => m.ruleId === ruleId).map((m) => m.message.match(/^"([^"]+)"/)?.[1] ?? m.message);
 }
 
-interface Forbidden {
-  /** Matched as whole words, any case. */
-  words: Set<string>;
-  /** Matched as written, anywhere. */
-  names: Set<string>;
-}
+// Loading the configuration compiles the registry through tsx: seconds on a loaded machine.
+describe('lint: no file outside src/platforms names a platform', { timeout: 60_000 }, () => {
+  beforeAll(() => {
+    eslint = new ESLint({ cwd: repoRoot });
+  });
 
-/** What names a platform, from the registry. */
-function forbiddenNames(): Forbidden {
-  // Core controllers run on every platform; shared ones serve features outside platforms too.
-  const core = new Set([...coreControllers(), ...sharedControllers()].map((c) => c.binary));
-  const forbidden: Forbidden = { words: new Set(), names: new Set() };
-  for (const platform of platforms) {
-    if (!(platform.name.toLowerCase() in sharedWords)) forbidden.words.add(platform.name.toLowerCase());
-    const kinds = [
-      platform.infrastructure.clusterKind,
-      platform.infrastructure.machineTemplateKind,
-      ...(platform.clusterClass ? [platform.clusterClass.clusterTemplateKind] : []),
-      ...platform.prunableKinds.map((k) => k.kind),
-      ...platform.lifecycle.stateKinds.map((k) => k.kind),
+  it('takes the names from the registry', () => {
+    const forbidden = forbiddenPlatformNames();
+    for (const platform of platforms) if (!(platform.name.toLowerCase() in sharedPlatformWords)) expect(forbidden.words).toContain(platform.name.toLowerCase());
+    for (const platform of platforms) expect(forbidden.names).toContain(platform.infrastructure.machineTemplateKind);
+  });
+
+  it('fails a planted violation in a service however the name is written: identifier, variable name, kind, comment', async () => {
+    const [platform] = platforms;
+    const name = platform!.name;
+    const planted = [
+      `export const is${name[0]!.toUpperCase()}${name.slice(1)} = true;`,
+      `export const port = process.env.PROVISIONER_${name.toUpperCase()}_PORT;`,
+      `export const kind = '${platform!.infrastructure.machineTemplateKind}';`,
+      `// the ${name} machines live in the controller`,
     ];
-    for (const kind of kinds) forbidden.names.add(kind);
-    for (const controller of platform.controllers.filter((c) => !core.has(c.binary))) {
-      forbidden.names.add(controller.binary);
-      forbidden.names.add(controller.provider);
-      forbidden.words.add(controller.binary.split('-')[0]!.toLowerCase());
-    }
-    for (const namespace of platform.installConfig.providerNamespaces) forbidden.names.add(namespace);
-  }
-  return forbidden;
-}
-
-/** The platform names `text` contains, minus those `allowedWords` lets through. */
-function platformNamesIn(text: string, forbidden: Forbidden, allowedWords: readonly string[] = []): string[] {
-  const found = new Set<string>();
-  for (const word of words(text)) if (forbidden.words.has(word) && !allowedWords.includes(word)) found.add(word);
-  for (const name of forbidden.names) if (text.includes(name) && !words(name).every((w) => allowedWords.includes(w))) found.add(name);
-  return [...found].sort();
-}
-
-async function productSources(dir: string): Promise<string[]> {
-  const files: string[] = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) {
-      if (full !== path.join(srcRoot, 'platforms')) files.push(...(await productSources(full)));
-    } else if (/\.tsx?$/.test(entry.name) && !/\.test\.tsx?$/.test(entry.name)) {
-      files.push(full);
-    }
-  }
-  return files;
-}
-
-describe('no file outside src/platforms names a platform', () => {
-  it('derives the names from the registry', () => {
-    const forbidden = forbiddenNames();
-    for (const platform of platforms) if (!(platform.name.toLowerCase() in sharedWords)) expect(forbidden.words).toContain(platform.name.toLowerCase());
-    expect(forbidden.names.size).toBeGreaterThanOrEqual(platforms.length * 2);
+    for (const line of planted) expect(await namesReported(line, 'src/services/planted.ts'), line).not.toEqual([]);
+    expect(await namesReported('// the live view redraws; applies the desired set\nexport const hosts = 1;\n', 'src/services/planted.ts')).toEqual([]);
   });
 
-  it('finds a name however it is written, and nothing in ordinary words', () => {
-    const forbidden = forbiddenNames();
-    const name = platforms[0]!.name;
-    const camel = `is${name[0]!.toUpperCase()}${name.slice(1)}`;
-    expect(platformNamesIn(`const ${camel} = true;`, forbidden)).toEqual([name.toLowerCase()]);
-    expect(platformNamesIn(`PROVISIONER_${name.toUpperCase()}_PORT`, forbidden)).toEqual([name.toLowerCase()]);
-    expect(platformNamesIn(`kind: '${platforms[0]!.infrastructure.machineTemplateKind}'`, forbidden).length).toBeGreaterThan(0);
-    expect(platformNamesIn('the live view redraws; applies the desired set', forbidden)).toEqual([]);
+  it('lets the platform folders and tests name platforms', async () => {
+    const platform = platforms[0]!;
+    const code = `export const kind = '${platform.infrastructure.machineTemplateKind}'; // ${platform.name}\n`;
+    expect(await namesReported(code, 'src/services/planted.ts')).not.toEqual([]);
+    expect(await namesReported(code, `src/platforms/${platform.name}/planted.ts`)).toEqual([]);
+    expect(await namesReported(code, 'src/services/planted.test.ts')).toEqual([]);
   });
 
-  it('holds for every non-test source file under src/ outside src/platforms', async () => {
-    const forbidden = forbiddenNames();
-    const offenders: string[] = [];
-    for (const file of await productSources(srcRoot)) {
-      const relative = path.relative(srcRoot, file).split(path.sep).join('/');
-      const names = platformNamesIn(await readFile(file, 'utf8'), forbidden, allowed[relative] ?? []);
-      if (names.length > 0) offenders.push(`src/${relative}: ${names.join(', ')}`);
-    }
-    // Move what names a platform into its folder (src/platforms/<name>/) behind the Platform interface.
-    expect(offenders).toEqual([]);
+  it('lets secret scrubbing recognise AWS keys, and nothing else of that platform', async () => {
+    const aws = platforms.find((p) => p.name === 'aws')!;
+    expect(await namesReported('// AWS access key ids start with AKIA\n', 'src/gather/redact.ts')).toEqual([]);
+    expect(await namesReported(`export const kind = '${aws.infrastructure.clusterKind}';\n`, 'src/gather/redact.ts')).toEqual([aws.infrastructure.clusterKind]);
   });
 });

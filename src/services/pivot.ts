@@ -225,6 +225,7 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
       if (request.dryRun) return { action: 'planned', kinds: countByKind([plan.global, ...plan.tiers]), clusters: clusterNames(journal), lines, sourceStopped: false };
       for (const line of lines) log(sink, 'info', `Plan: ${line}`);
       await writePivotJournal(dir, journal);
+      await request.afterPhase?.('planned');
     }
 
     const moving = journal!;

@@ -36,6 +36,7 @@ import {
   startCli,
   waitForInMemoryPort,
   type BackgroundCli,
+  type CliRun,
 } from './support/cli.js';
 
 /** Longest one `create cluster` of 3+2 may take on a loaded 2-core machine before the test calls it hung. */
@@ -143,28 +144,32 @@ afterAll(async () => {
 
 describe('acceptance: install-config (3 control-plane + 2 workers), create cluster, kubectl, destroy', () => {
   let dir = '';
-  let created = false;
+  /** The create every test here looks at: run once, before them, so each can also run alone (`-t`). */
+  let create: CliRun | undefined;
   let recorded: PidfileEntry[] = [];
-  afterAll(() => dispose(dir));
-
-  it('create cluster exits 0 and prints auth/kubeconfig on stdout', async () => {
+  /** Each test's precondition: the create succeeded (its stderr says why not). */
+  const expectCreated = () => expect(create?.exitCode, `create cluster did not succeed:\n${create?.stderr}`).toBe(0);
+  beforeAll(async () => {
     await kubectl(); // fails here, with the bundle hint, when the bundle is missing
     dir = await newInstallDir('accept');
     await installConfig(dir, 3, 2);
-    const run = await createCluster(dir);
-    expect(run.exitCode, run.stderr).toBe(0);
-    expect(run.stdout.trim()).toBe(kubeconfigOf(dir));
-    created = true;
+    create = await createCluster(dir);
+  }, portWaitMs + createTimeoutMs); // beyond the e2e tier's hook timeout: a wait for the in-memory port, then a 3+2 create
+  afterAll(() => dispose(dir));
+
+  it('create cluster exits 0 and prints auth/kubeconfig on stdout', () => {
+    expectCreated();
+    expect(create!.stdout.trim()).toBe(kubeconfigOf(dir));
   });
 
   it('the kubeconfig is 0600 and kubectl lists 5 nodes, each Ready', async () => {
-    expect(created, 'create cluster did not succeed').toBe(true);
+    expectCreated();
     expect((await stat(kubeconfigOf(dir))).mode & 0o777).toBe(0o600);
     await expectReadyNodes(dir, 5);
   });
 
   it('wait-for install-complete on the running cluster adopts its control plane, asks the workload API, exits 0 and prints auth/kubeconfig', async () => {
-    expect(created, 'create cluster did not succeed').toBe(true);
+    expectCreated();
     const before = (await aliveRecorded(dir)).map((e) => e.pid).sort();
     const run = await cli(['wait-for', 'install-complete', '--dir', dir, '--no-progress-timeout', stallMinutes], createTimeoutMs);
     expect(run.exitCode, run.stderr).toBe(0);
@@ -177,7 +182,7 @@ describe('acceptance: install-config (3 control-plane + 2 workers), create clust
   });
 
   it('the journal has every stage succeeded; the final state file holds no Secret', async () => {
-    expect(created, 'create cluster did not succeed').toBe(true);
+    expectCreated();
     const journal = await readJournal(dir);
     expect(journal.runs).toBe(1);
     expect(journal.completedAt).toBeDefined();
@@ -194,7 +199,7 @@ describe('acceptance: install-config (3 control-plane + 2 workers), create clust
   });
 
   it('destroy cluster exits 0, leaves no process alive and no control plane, keeps install-config.yaml and cluster-api/', async () => {
-    expect(created, 'create cluster did not succeed').toBe(true);
+    expectCreated();
     recorded = await recordedProcesses(dir);
     expect(recorded).toHaveLength(controlPlaneProcesses);
     expect(recorded.filter((e) => !e.detached).map((e) => e.name)).toEqual([]);

@@ -2,9 +2,10 @@
  * The pivot acceptance, as a user runs it with `node bin/provisioner.js` and the real
  * bundled binaries: `management start --dir M` (a lasting management cluster), then
  * `create cluster --dir D --pivot-to M/auth/management.kubeconfig` on the in-memory
- * platform (3 control-plane + 2 workers). The first create is killed with SIGKILL at a
- * random point of the move (0–1.5 s after its journal appears); the second resumes it.
- * Afterwards D's local control plane is gone, the cluster is Available and managed from
+ * platform (3 control-plane + 2 workers). The first create is killed with SIGKILL at a named
+ * phase of the move (`killPhase`: as soon as the move's journal records it, so the kill lands
+ * in the copy that follows); the second always resumes it, and every object the move recorded
+ * is then in M once. Afterwards D's local control plane is gone, the cluster is Available and managed from
  * M — M's in-memory provider serves the workload API that D's used to — and scaling the
  * MachineDeployment in M brings a new machine and node. `wait-for install-complete` asks M
  * (the stopped local control plane stays stopped), and so it does in a second install dir
@@ -16,13 +17,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PivotJournal } from '../../src/pivot/journal.js';
+import { phaseIndex, type JournalObject, type PivotJournal, type PivotPhase } from '../../src/pivot/journal.js';
+import { sourceUidAnnotation } from '../../src/pivot/move.js';
 import { aliveRecorded, killRecorded, waitFor } from '../integration/support/controlplane.js';
-import { cli, ensureBuilt, getNodes, kubectl, processesMentioning, readJournal, startCli, type BackgroundCli } from './support/cli.js';
+import { cli, ensureBuilt, getNodes, kubectl, processesMentioning, readJournal, startCli, type BackgroundCli, type CliRun } from './support/cli.js';
 
 const createTimeoutMs = 900_000;
 const stallMinutes = '5';
 const commandTimeoutMs = 300_000;
+/**
+ * Where the first create is killed: right after the move journals the pause. The journal says
+ * `paused` until the copy that follows is done (hundreds of requests' worth), so a kill the
+ * moment it shows lands in the copy: copies made, some not yet journaled, the source paused.
+ */
+const killPhase: PivotPhase = 'paused';
 
 let base = '';
 let mgmt = '';
@@ -30,6 +38,8 @@ let dir = '';
 /** A second install dir of the same cluster, created with --management-kubeconfig M. */
 let second = '';
 let background: BackgroundCli | undefined;
+/** `management start --dir M`, run once before the tests: the management cluster every test here uses. */
+let managementStart: CliRun | undefined;
 
 const mgmtKubeconfig = () => path.join(mgmt, 'auth', 'management.kubeconfig');
 
@@ -52,6 +62,51 @@ async function readPivot(): Promise<PivotJournal | undefined> {
   }
 }
 
+/**
+ * SIGKILLs `run` as soon as the move's journal records `phase` (or a later one), polled every
+ * 5 ms: far shorter than any phase's work. Returns the phase the journal holds after the kill.
+ */
+async function killWhenJournaled(run: BackgroundCli, phase: PivotPhase, timeoutMs: number): Promise<PivotPhase | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const journaled = (await readPivot())?.phase;
+    if (journaled !== undefined && phaseIndex(journaled) >= phaseIndex(phase)) break;
+    if (run.ended()) throw new Error(`the create ended before its move journaled ${phase}:\n${run.stderr()}`);
+    if (Date.now() > deadline) throw new Error(`the move did not journal ${phase} within ${timeoutMs} ms (journal: ${journaled ?? 'none'})`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  run.child.kill('SIGKILL');
+  expect((await run.result()).signal).toBe('SIGKILL');
+  return (await readPivot())?.phase;
+}
+
+/**
+ * Nothing duplicated or lost: each object the move recorded is in M with the target UID
+ * recorded, and every copy in M (an object carrying a source UID) is a recorded one. Not the
+ * reverse: M's controllers may rewrite a copy's annotations (the bootstrap data Secrets'), and
+ * the objects they make themselves carry no source UID.
+ */
+async function expectEachMovedOnce(journal: PivotJournal): Promise<void> {
+  /** By `kind.group namespace`: kubectl's name for the kind, and the recorded objects. */
+  const kinds = new Map<string, { resource: string; namespace: string; moved: JournalObject[] }>();
+  for (const entry of journal.objects.filter((o) => !o.global)) {
+    const group = entry.apiVersion.includes('/') ? entry.apiVersion.split('/')[0] : '';
+    const resource = group ? `${entry.kind}.${group}` : entry.kind;
+    const kind = kinds.get(`${resource} ${entry.namespace}`) ?? { resource, namespace: entry.namespace!, moved: [] };
+    kind.moved.push(entry);
+    kinds.set(`${resource} ${entry.namespace}`, kind);
+  }
+  expect(kinds.size).toBeGreaterThan(0);
+  for (const { resource, namespace, moved } of kinds.values()) {
+    const listed = await inManagement<{ items: { metadata: { name: string; uid: string; annotations?: Record<string, string> } }[] }>('get', resource, '-n', namespace);
+    const uidOf = new Map(listed.items.map((o) => [o.metadata.name, o.metadata.uid]));
+    expect(moved.filter((e) => uidOf.get(e.name) !== e.targetUid).map((e) => e.name), `${resource}: recorded but not in M as copied`).toEqual([]);
+    const recorded = new Set(moved.map((e) => e.name));
+    const unrecorded = listed.items.filter((o) => o.metadata.annotations?.[sourceUidAnnotation] && !recorded.has(o.metadata.name));
+    expect(unrecorded.map((o) => o.metadata.name), `${resource}: copies the move did not record`).toEqual([]);
+  }
+}
+
 beforeAll(async () => {
   await ensureBuilt();
   await kubectl(); // throws with the bundle hint, at once, when the bundle is missing
@@ -59,6 +114,7 @@ beforeAll(async () => {
   mgmt = path.join(base, 'M');
   dir = path.join(base, 'D');
   second = path.join(base, 'D2');
+  managementStart = await cli(['management', 'start', '--dir', mgmt], commandTimeoutMs);
 });
 
 afterAll(async () => {
@@ -72,42 +128,36 @@ afterAll(async () => {
   if (base) await rm(base, { recursive: true, force: true });
 });
 
-describe('acceptance: management start, create cluster --pivot-to (3 + 2), SIGKILL during the move, resume, scale from the management cluster', () => {
+describe(`acceptance: management start, create cluster --pivot-to (3 + 2), SIGKILL at the move's \`${killPhase}\`, resume, scale from the management cluster`, () => {
   let killedAt: string | undefined;
   let created = false;
 
-  it('management start exits 0 and prints its kubeconfig', async () => {
-    const run = await cli(['management', 'start', '--dir', mgmt], commandTimeoutMs);
-    expect(run.exitCode, run.stderr).toBe(0);
-    expect(run.stdout.trim()).toBe(mgmtKubeconfig());
+  it('management start exits 0 and prints its kubeconfig', () => {
+    expect(managementStart?.exitCode, managementStart?.stderr).toBe(0);
+    expect(managementStart!.stdout.trim()).toBe(mgmtKubeconfig());
   });
 
-  it('create cluster --pivot-to, killed with SIGKILL at a random point of the move, leaves an unfinished pivot journal', async () => {
+  it(`create cluster --pivot-to, killed with SIGKILL once the move journals \`${killPhase}\`, leaves the move's journal at \`${killPhase}\``, async () => {
+    expect(managementStart?.exitCode, `management start failed:\n${managementStart?.stderr}`).toBe(0);
     const config = await cli(['create', 'install-config', '--dir', dir, '--name', 'moved', '--control-plane-replicas', '3', '--workers', '2'], 60_000);
     expect(config.exitCode, config.stderr).toBe(0);
     background = startCli(['create', 'cluster', '--dir', dir, '--no-progress-timeout', stallMinutes, '--pivot-to', mgmtKubeconfig()], createTimeoutMs);
     await background.waitForStderr(/stage pivot started/, createTimeoutMs);
-    await waitFor('the pivot journal', () => readPivot(), 60_000);
-    await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 1500)));
-    expect(background.ended(), `the create ended before the kill:\n${background.stderr()}`).toBe(false);
-    background.child.kill('SIGKILL');
-    expect((await background.result()).signal).toBe('SIGKILL');
-    killedAt = (await readPivot())?.phase;
-    process.stderr.write(`e2e pivot: the first create was killed with the move's journal at phase ${killedAt}\n`);
-    expect(killedAt).toBeDefined();
+    killedAt = await killWhenJournaled(background, killPhase, 120_000);
+    process.stderr.write(`e2e pivot: the first create was killed (SIGKILL) at the move's phase ${killPhase}; its journal says ${killedAt}\n`);
+    expect(killedAt, `the kill landed after ${killPhase}`).toBe(killPhase);
     expect((await readJournal(dir)).stages['pivot']?.state).toBe('running');
   });
 
-  it('create cluster --pivot-to again resumes the move and exits 0; no process of the local control plane is left', async () => {
-    expect(killedAt, 'the first create was not killed during the move').toBeDefined();
+  it(`create cluster --pivot-to again resumes the move from \`${killPhase}\` and exits 0; every moved object is in the management cluster once; no process of the local control plane is left`, async () => {
     const run = await cli(['create', 'cluster', '--dir', dir, '--no-progress-timeout', stallMinutes, '--pivot-to', mgmtKubeconfig()], createTimeoutMs);
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stdout.trim()).toBe(path.join(dir, 'auth', 'kubeconfig'));
-    if (killedAt !== 'done') {
-      expect(run.stderr).toContain(`An unfinished pivot (phase ${killedAt}) is resumed before anything else`);
-      expect(run.stderr).toContain('stage wait-pivoted succeeded');
-    }
-    expect((await readPivot())?.phase).toBe('done');
+    expect(run.stderr).toContain(`An unfinished pivot (phase ${killedAt ?? killPhase}) is resumed before anything else`);
+    expect(run.stderr).toContain('stage wait-pivoted succeeded');
+    const journal = await readPivot();
+    expect(journal?.phase).toBe('done');
+    await expectEachMovedOnce(journal!);
     expect((await readJournal(dir)).completedAt).toBeDefined();
     expect((await aliveRecorded(dir)).map((e) => e.name)).toEqual([]);
     expect(await processesMentioning(dir)).toEqual([]);

@@ -5,7 +5,8 @@
  * (Cluster, DevCluster, KubeadmControlPlane, DevMachineTemplates, KubeadmConfigTemplate,
  * MachineDeployment from the in-memory golden manifests, plus a `<name>-kubeconfig`
  * Secret owned by the Cluster) with spec.paused false, and moves it with --cluster:
- * a straight move, a failure injected after `copied` then resumed, and a rollback.
+ * a straight move, an interrupt right after each phase of the journal in turn then resumed,
+ * failures injected after a phase then resumed or rolled back.
  * Fails (never skips) when the bundle has not been built: run `npm run bundle` first.
  */
 import { access, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -18,13 +19,13 @@ import { controlPlaneLayout } from '../../src/controlplane/layout.js';
 import { controlPlaneStatus, type LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
-import { ExternalError } from '../../src/errors.js';
+import { ExternalError, InterruptedError } from '../../src/errors.js';
 import { RecordingSink } from '../../src/events.js';
 import { KubeClient, type KubeObject } from '../../src/kube/client.js';
 import { handOverAgents } from '../../src/pivot/agents.js';
 import { contentDifference } from '../../src/pivot/graph.js';
 import { sourceUidAnnotation } from '../../src/pivot/move.js';
-import { pivotJournalPath, readPivotJournal } from '../../src/pivot/journal.js';
+import { pivotJournalPath, pivotPhases, readPivotJournal, type PivotPhase } from '../../src/pivot/journal.js';
 import { storageKey, storedKeys } from '../../src/controlplane/etcd-storage.js';
 import { attachedFrom, prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
 import { issueRegistrationCommand } from '../../src/agent/registration.js';
@@ -202,14 +203,16 @@ describe('pivot between two real control planes', () => {
         expect((copied.metadata.ownerReferences ?? []).map((r) => r.uid).sort(), `${entry.kind} ${entry.name}: owners`).toEqual(expectedOwners);
       }
     }
-    // No duplicates: the copies in the target (the objects carrying a source UID) are exactly the
-    // moved objects of each seeded kind. Once unpaused, the target's own controllers may create
-    // objects of these kinds (KubeadmControlPlane writes Secrets); those carry no source UID.
+    // No duplicates: every copy in the target (an object carrying a source UID) is a moved object
+    // of the journal. Nothing lost is the check above (each one there, with its recorded UID):
+    // once unpaused, the target's own controllers may rewrite a copy's annotations (the
+    // bootstrap data Secrets', seen after an interrupt right after `source-deleted`), or create
+    // objects of these kinds (KubeadmControlPlane writes Secrets), which carry no source UID.
     for (const kind of new Set(seeded.map((o) => `${o.apiVersion}|${o.kind}`))) {
       const [apiVersion, k] = kind.split('|') as [string, string];
       const inTarget = (await target.kube.list<KubeObject>(apiVersion, k, { namespace: name })).filter((o) => o.metadata.annotations?.[sourceUidAnnotation]);
-      const inJournal = journal!.objects.filter((o) => o.kind === k && o.namespace === name);
-      expect(inTarget.map((o) => o.metadata.name).sort()).toEqual(inJournal.map((o) => o.name).sort());
+      const inJournal = new Set(journal!.objects.filter((o) => o.kind === k && o.namespace === name).map((o) => o.name));
+      expect(inTarget.map((o) => o.metadata.name).filter((copy) => !inJournal.has(copy)), `${k} copies the journal does not record`).toEqual([]);
     }
     const cluster = await target.kube.get<KubeObject>({ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name, namespace: name } });
     expect((cluster!['spec'] as { paused?: boolean }).paused ?? false).toBe(false);
@@ -423,24 +426,33 @@ describe('pivot between two real control planes', () => {
     await expectMoved('move-c', seeded, new Map());
   });
 
-  // A crash right after each phase is journaled: running again finishes the move.
-  for (const [i, phase] of (['paused', 'verified', 'source-deleted', 'unpaused'] as const).entries()) {
-    it(`resumes after a failure injected after \`${phase}\`: no object lost or duplicated`, async () => {
+  // An interrupt (what SIGINT does to the CLI) right after each phase is journaled, every phase
+  // in turn, so none is left to chance: the run stops with the journal at that phase, and running
+  // again finishes the move with no object lost or duplicated. A new phase is covered as soon as
+  // pivotPhases lists it; after `done` there is nothing left to interrupt.
+  for (const [i, phase] of pivotPhases.filter((p) => p !== 'done').entries()) {
+    it(`resumes after an interrupt right after \`${phase}\`: no object lost or duplicated`, async () => {
       const name = `resume-${i}`;
       const seeded = await seedSource(name);
+      // The content the move copies is the paused source's; interrupted at `planned`, the resume pauses it.
       let paused = new Map<string, KubeObject>();
-      await expect(
-        run(name, {
-          afterPhase: async (at) => {
-            if (at === 'paused') paused = await snapshot(seeded);
-            if (at === phase) throw new Error(`injected after ${phase}`);
-          },
-        }),
-      ).rejects.toBeInstanceOf(ExternalError);
+      const snapshotWhenPaused = async (at: PivotPhase) => {
+        if (at === 'paused') paused = await snapshot(seeded);
+      };
+      const interrupt = new AbortController();
+      const interrupted = run(name, {
+        signal: interrupt.signal,
+        afterPhase: async (at) => {
+          await snapshotWhenPaused(at);
+          if (at === phase) interrupt.abort();
+        },
+      });
+      await expect(interrupted).rejects.toBeInstanceOf(InterruptedError);
       expect((await readPivotJournal(sourceDir))?.phase).toBe(phase);
-      const result = await run(name);
+      const result = await run(name, { afterPhase: snapshotWhenPaused });
       expect(result.action).toBe('moved');
       expect(result.resumedFrom).toBe(phase);
+      expect(paused.size).toBe(seeded.length);
       await expectMoved(name, seeded, paused);
     });
   }
