@@ -10,7 +10,7 @@ import { writeFileAtomic } from '../files.js';
 import type { ObjectRef } from './graph.js';
 
 /** In order; each is recorded once it is complete. */
-const pivotPhases = ['planned', 'paused', 'copied', 'verified', 'agents-followed', 'source-deleted', 'unpaused', 'done'] as const;
+export const pivotPhases = ['planned', 'paused', 'copied', 'verified', 'agents-followed', 'source-deleted', 'unpaused', 'done'] as const;
 export type PivotPhase = (typeof pivotPhases)[number];
 
 export function phaseIndex(phase: PivotPhase): number {
