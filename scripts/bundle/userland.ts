@@ -22,7 +22,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { execa } from 'execa';
-import type { BundledLayerPackage } from '../../src/embedded/manifest.js';
+import type { BundledLayer, BundledLayerPackage } from '../../src/embedded/manifest.js';
 import { tarEntryHeader, tarEndOfArchive, tarPadding } from '../../src/nodeartifacts/oci-image.js';
 
 /** Bumped when the layer's selection or layout changes, to rebuild cached layers. */
@@ -48,19 +48,12 @@ export const busyboxApplets = ['sh', 'cp', 'mkdir', 'cat', 'ls'] as const;
 /** Debian's multiarch triplet of a dpkg architecture. */
 const triplets: Record<string, string> = { amd64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu' };
 
-export interface BuiltUserlandLayer {
+/** The layer as built: what the bundle's manifest records of it (`BundledLayer`, but for where it lands), and where it is in the build cache. */
+export interface BuiltUserlandLayer extends Omit<BundledLayer, 'name' | 'archive'> {
   /** Uncompressed tar (in the build cache). */
   tarPath: string;
   /** Its gzip (level 9), what the bundle ships. */
   archivePath: string;
-  /** sha256 (hex) of the uncompressed tar: the image layer's diff_id. */
-  sha256: string;
-  archiveSha256: string;
-  size: number;
-  compressedSize: number;
-  /** dpkg architecture, e.g. `amd64`. */
-  architecture: string;
-  packages: BundledLayerPackage[];
   /** Paths in the tar (no leading slash; directories end in `/`). */
   entries: string[];
   cached: boolean;
