@@ -5,7 +5,7 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import * as tar from 'tar';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { e2eImageRefs, e2eRepoList, ensureE2eImages } from './e2e-images.js';
+import { e2eImageRefs, e2eRepoList, ensureE2eImages, renameNcApplet } from './e2e-images.js';
 import { sha256OfFile, readArchiveMember } from './oci-image.js';
 
 let dir = '';
@@ -20,7 +20,11 @@ afterEach(async () => {
 async function fakeLayer(): Promise<{ path: string; sha256: string; description: string }> {
   const root = path.join(dir, 'layer');
   await mkdir(path.join(root, 'bin'), { recursive: true });
-  await writeFile(path.join(root, 'bin', 'busybox'), '#!/bin/sh\nprintf "sh\\nwget\\n[\\n"\n');
+  // Answers --list like busybox, renamed or not (the name table at its end is what renameNcApplet edits).
+  await writeFile(path.join(root, 'bin', 'busybox'), Buffer.concat([
+    Buffer.from('#!/bin/sh\nprintf "sh\\nwget\\n[\\n"; tr "\\000" "\\n" < "$0" | sed -n "/^n[cd]$/p"\nexit 0\n'),
+    Buffer.from('\0nameif\0nc\0netstat\0', 'latin1'),
+  ]));
   await chmod(path.join(root, 'bin', 'busybox'), 0o755);
   await writeFile(path.join(root, 'bin', 'other'), 'not busybox');
   const file = path.join(dir, 'userland.tar');
@@ -59,7 +63,8 @@ describe('e2e images', () => {
   it('agnhost and busybox under the refs of e2e\'s image manifest, every busybox applet linked in /bin', async () => {
     const agnhost = path.join(dir, 'agnhost');
     await writeFile(agnhost, 'agnhost');
-    const images = await ensureE2eImages({ path: agnhost, version: 'v1.36.3' }, await fakeLayer(), { cacheDir: path.join(dir, 'cache'), architecture: 'amd64' });
+    const layer = await fakeLayer();
+    const images = await ensureE2eImages({ path: agnhost, version: 'v1.36.3' }, layer, { cacheDir: path.join(dir, 'cache'), architecture: 'amd64' });
     expect(images.map((i) => [i.name, i.ref, i.cached])).toEqual([
       ['agnhost', 'provisioner.local/agnhost:2.63.0', false],
       ['busybox', 'provisioner.local/busybox:1.37.0-1', false],
@@ -70,7 +75,7 @@ describe('e2e images', () => {
     // As upstream's busybox: no Entrypoint, `sh` by default, so a pod's args alone run as the command.
     expect(busybox.config).toMatchObject({ Cmd: ['sh'] });
     expect(busybox.config.Entrypoint).toBeUndefined();
-    expect([...busybox.layer.keys()].sort()).toEqual(['bin/', 'bin/[', 'bin/busybox', 'bin/sh', 'bin/wget']);
+    expect([...busybox.layer.keys()].sort()).toEqual(['bin/', 'bin/[', 'bin/busybox', 'bin/nc', 'bin/sh', 'bin/wget']);
     expect(busybox.layer.get('bin/sh')).toEqual({ type: 'SymbolicLink', linkpath: 'busybox' });
 
     const agnhostImage = await view(images[0]!.file);
@@ -78,9 +83,13 @@ describe('e2e images', () => {
     expect(agnhostImage.layer.get('agnhost')?.content).toBe('agnhost');
     expect(agnhostImage.layer.get('bin/wget')).toEqual({ type: 'SymbolicLink', linkpath: 'busybox' });
     expect(agnhostImage.layer.get('usr/local/bin/curl')?.content).toMatch(/^#!\/bin\/sh\n/);
-    expect(agnhostImage.layer.get('usr/local/bin/nc')?.content).toMatch(/exec \/bin\/busybox nc/);
+    expect(agnhostImage.layer.get('usr/local/bin/nc')?.content).toMatch(/exec \/bin\/busybox nd /);
+    // The shell of agnhost's busybox finds nc on PATH (the script): its applet is nd.
+    expect(agnhostImage.layer.get('bin/nd')).toEqual({ type: 'SymbolicLink', linkpath: 'busybox' });
+    expect(agnhostImage.layer.has('bin/nc')).toBe(false);
+    expect(agnhostImage.layer.get('bin/busybox')?.content).toContain('\0nameif\0nd\0netstat\0');
 
-    const again = await ensureE2eImages({ path: agnhost, version: 'v1.36.3' }, await fakeLayer(), { cacheDir: path.join(dir, 'cache'), architecture: 'amd64' });
+    const again = await ensureE2eImages({ path: agnhost, version: 'v1.36.3' }, layer, { cacheDir: path.join(dir, 'cache'), architecture: 'amd64' });
     expect(again.map((i) => [i.cached, i.sha256])).toEqual(images.map((i) => [true, i.sha256]));
   });
 
@@ -102,6 +111,12 @@ describe('e2e images', () => {
       }
       expect(status, tool).toBe(2);
     }
+  });
+
+  it('renames busybox\'s nc applet only where the name table holds it exactly once', () => {
+    expect(renameNcApplet(Buffer.from('x\0nameif\0nc\0netstat\0y', 'latin1')).toString('latin1')).toBe('x\0nameif\0nd\0netstat\0y');
+    expect(() => renameNcApplet(Buffer.from('no table'))).toThrow(/cannot be renamed/);
+    expect(() => renameNcApplet(Buffer.from('\0nameif\0nc\0netstat\0\0nameif\0nc\0netstat\0', 'latin1'))).toThrow(/cannot be renamed/);
   });
 
   it('KUBE_TEST_REPO_LIST points every registry of the manifest at provisioner.local', () => {

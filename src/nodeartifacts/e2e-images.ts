@@ -6,7 +6,10 @@
  *  - `provisioner.local/agnhost:2.63.0` (manifest's Agnhost): the bundle's agnhost (built at the
  *    bundled Kubernetes version) as /agnhost, Entrypoint /agnhost and Cmd `pause` like upstream's,
  *    with busybox's applets in /bin and curl and nc (e2e-tools.ts) in /usr/local/bin: the framework
- *    runs `sh -c "curl ..."` and `nc` inside agnhost pods, and upstream's image is Alpine with both;
+ *    runs `sh -c "curl ..."` and `nc` inside agnhost pods, and upstream's image is Alpine with both.
+ *    Debian's busybox-static runs its own applet for a command before searching PATH (its sh is
+ *    built standalone), so this image's copy has its `nc` applet renamed `nd` (`renameNcApplet`)
+ *    and the nc script runs `busybox nd`;
  *  - `provisioner.local/busybox:1.37.0-1` (BusyBox): Debian's busybox-static from the bundle's
  *    userland layer, at /bin/busybox with every applet it lists linked beside it, `sh` as Cmd
  *    like the upstream image (Debian's build is 1.35.0; the tag is the manifest's, which is what
@@ -47,7 +50,7 @@ export const e2eRepoList = [
 ].map((key) => `${key}: ${imageRepository}\n`).join('');
 
 /** Bumped when an image's content or layout changes, so cached archives are rebuilt. */
-const e2eImagesRevision = '1';
+const e2eImagesRevision = '2';
 
 export interface E2eImageArchive extends WrittenImage {
   name: 'agnhost' | 'busybox';
@@ -77,9 +80,13 @@ export async function ensureE2eImages(agnhost: NodeBinary, userland: NodeLayer, 
 
   await mkdir(dir, { recursive: true });
   const busybox = await extractBusybox(userland.path, dir);
-  const { stdout } = await execa(busybox, ['--list']);
-  const applets = stdout.split('\n').map((line) => line.trim()).filter((name) => /^[\w.[-]+$/.test(name) && name !== 'busybox');
-  const links = applets.map((name) => ({ path: `/bin/${name}`, target: 'busybox' }));
+  const agnhostBusybox = path.join(dir, 'busybox-agnhost');
+  await writeFileAtomic(agnhostBusybox, renameNcApplet(await readFile(busybox)), 0o755);
+  const linksOf = async (binary: string) => {
+    const { stdout } = await execa(binary, ['--list']);
+    const applets = stdout.split('\n').map((line) => line.trim()).filter((name) => /^[\w.[-]+$/.test(name) && name !== 'busybox');
+    return applets.map((name) => ({ path: `/bin/${name}`, target: 'busybox' }));
+  };
   const tools: ImageFile[] = [];
   for (const [name, content] of [['curl', curlShim], ['nc', ncShim]] as const) {
     const file = path.join(dir, `${name}.sh`);
@@ -88,12 +95,12 @@ export async function ensureE2eImages(agnhost: NodeBinary, userland: NodeLayer, 
   }
   const specs: Record<(typeof names)[number], ImageSpec> = {
     agnhost: {
-      name: 'agnhost', files: [{ sourcePath: agnhost.path, path: '/agnhost' }, { sourcePath: busybox, path: '/bin/busybox' }, ...tools],
-      symlinks: links, entrypoint: ['/agnhost'], cmd: ['pause'], refs: [e2eImageRefs.agnhost], os: 'linux', architecture: options.architecture,
+      name: 'agnhost', files: [{ sourcePath: agnhost.path, path: '/agnhost' }, { sourcePath: agnhostBusybox, path: '/bin/busybox' }, ...tools],
+      symlinks: await linksOf(agnhostBusybox), entrypoint: ['/agnhost'], cmd: ['pause'], refs: [e2eImageRefs.agnhost], os: 'linux', architecture: options.architecture,
     },
     busybox: {
       name: 'busybox', files: [{ sourcePath: busybox, path: '/bin/busybox' }],
-      symlinks: links, entrypoint: [], cmd: ['sh'], refs: [e2eImageRefs.busybox], os: 'linux', architecture: options.architecture,
+      symlinks: await linksOf(busybox), entrypoint: [], cmd: ['sh'], refs: [e2eImageRefs.busybox], os: 'linux', architecture: options.architecture,
     },
   };
   const result: E2eImageArchive[] = [];
@@ -104,7 +111,22 @@ export async function ensureE2eImages(agnhost: NodeBinary, userland: NodeLayer, 
     result.push({ ...written, name, ref: e2eImageRefs[name], cached: false });
   }
   await rm(busybox, { force: true });
+  await rm(agnhostBusybox, { force: true });
   return result;
+}
+
+/**
+ * busybox with its `nc` applet named `nd`: one byte of the applet name table, whose order
+ * (searched by bisection) stays sorted (nameif < nd < netstat). Throws unless the table holds
+ * exactly that neighbourhood once, so another busybox is never patched blindly.
+ */
+export function renameNcApplet(binary: Buffer): Buffer {
+  const table = Buffer.from('\0nameif\0nc\0netstat\0', 'latin1');
+  const at = binary.indexOf(table);
+  if (at < 0 || binary.indexOf(table, at + 1) >= 0) throw new Error('busybox: its applet name table does not hold nameif, nc, netstat exactly once; the nc applet cannot be renamed');
+  const patched = Buffer.from(binary);
+  patched[at + '\0nameif\0n'.length] = 'd'.charCodeAt(0);
+  return patched;
 }
 
 /** An archive of a previous build whose record and file agree, else undefined. */

@@ -39,11 +39,12 @@ fi
 /bin/busybox timeout "$limit" /bin/busybox wget -q -O "$out" "$url" 2>/dev/null || exit 7
 `;
 
-/** `nc` for TCP (-v and -t accepted, -w kept; -u refused: busybox's nc has no UDP). */
+/** `nc` for TCP (-v and -t accepted, -w kept; -u refused: busybox's nc has no UDP), run as busybox's applet `nd` (see e2e-images.ts). */
 export const ncShim = `#!/bin/sh
 # nc as Kubernetes' e2e framework runs it in agnhost pods for TCP ('echo hostName | nc -v -t -w 2
 # HOST PORT'), on busybox's nc, which has no -v or -t (and no UDP: -u is refused, exit 2):
-# upstream's agnhost image carries netcat-openbsd, ours only busybox.
+# upstream's agnhost image carries netcat-openbsd, ours only busybox. The image's busybox calls
+# its nc applet "nd": its sh runs an applet before anything on PATH, so "nc" would never reach this.
 wait=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -55,5 +56,5 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-exec /bin/busybox nc \${wait:+-w "$wait"} "$@"
+exec /bin/busybox nd \${wait:+-w "$wait"} "$@"
 `;
