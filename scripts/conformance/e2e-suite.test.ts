@@ -6,7 +6,7 @@ const report = JSON.stringify([{
     { LeafNodeType: 'BeforeSuite', State: 'passed', RunTime: 1e9 },
     { ContainerHierarchyTexts: ['[sig-network] Services'], LeafNodeText: 'should serve a basic endpoint from pods [Conformance]', LeafNodeType: 'It', State: 'passed', RunTime: 12.5e9 },
     { ContainerHierarchyTexts: ['[sig-network] DNS'], LeafNodeText: 'should provide DNS for the cluster [Conformance]', LeafNodeType: 'It', State: 'failed', RunTime: 300e9,
-      Failure: { Message: 'Timed out after 300s.\npod did not start' }, CapturedGinkgoWriterOutput: 'Failed to pull image "provisioner.local/glibc-dns-testing:2.0.0"; also provisioner.local/agnhost:2.63.0 ran' },
+      Failure: { Message: 'Timed out after 300s.\npod did not start' }, CapturedGinkgoWriterOutput: 'Failed to pull image "provisioner.local/glibc-dns-testing:2.0.0": not found\nBack-off pulling image \\"provisioner.local/glibc-dns-testing:2.0.0\\"\nContainer image "provisioner.local/coredns:v1.14.2" already present on machine\nprovisioner.local/agnhost:2.63.0 ran' },
     { ContainerHierarchyTexts: ['[sig-apps] Deployment'], LeafNodeText: 'deployment should support rollover [Conformance]', LeafNodeType: 'It', State: 'skipped' },
     { LeafNodeType: 'AfterSuite', State: 'failed', RunTime: 2e9, Failure: { Message: 'cleanup failed' } },
   ],

@@ -137,11 +137,13 @@ export function summarize(specs: readonly SpecResult[], seconds: number): string
 }
 
 /**
- * The images a spec that did not pass asked for and we do not build: every provisioner.local ref
- * in its failure and log (the pods' ErrImagePull events name them) but ours (`e2eImageRefs`).
+ * The images a spec that did not pass could not pull: every provisioner.local ref its failure
+ * and log name in a kubelet pull event ("Failed to pull image", "Back-off pulling image"), but
+ * ours (`e2eImageRefs`). Node images named elsewhere in the log ("already present") are not.
  */
 export function missingImages(spec: SpecResult): string[] {
   const available = new Set<string>(Object.values(e2eImageRefs));
-  const refs = `${spec.failure ?? ''}\n${spec.output ?? ''}`.match(/provisioner\.local\/[\w./-]+:[\w.-]+/g) ?? [];
+  const text = `${spec.failure ?? ''}\n${spec.output ?? ''}`;
+  const refs = [...text.matchAll(/pull(?:ing)? image \\*"(provisioner\.local\/[\w./-]+:[\w.-]+)/gi)].map((m) => m[1]!);
   return [...new Set(refs)].filter((ref) => !available.has(ref)).sort();
 }

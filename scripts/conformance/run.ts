@@ -33,7 +33,7 @@ async function main(): Promise<void> {
   const catalog = await loadBinaryCatalog();
   const binaries = await ensureBinaries(['e2e.test', 'kubectl', 'agnhost'], { catalog });
   const userland = await ensureLayer(catalog, 'userland', { catalog });
-    const images = await ensureE2eImages(
+  const images = await ensureE2eImages(
     { path: binaries.agnhost!, version: catalog.binary('agnhost').version },
     { path: userland.path, sha256: userland.layer.sha256, description: 'userland' },
     { cacheDir: resolveCacheDir({}), architecture: arch },

@@ -118,7 +118,7 @@ describe('conformance: Kubernetes e2e [Conformance] tests on a 1 + 2 hosts clust
     const cacheDir = resolveCacheDir({});
     const [agnhostPath] = Object.values(await ensureBinaries(['agnhost'], { catalog }));
     const userland = await ensureLayer(catalog, 'userland', { catalog });
-        images = await ensureE2eImages(
+    images = await ensureE2eImages(
       { path: agnhostPath!, version: catalog.binary('agnhost').version },
       { path: userland.path, sha256: userland.layer.sha256, description: 'userland' },
       { cacheDir, architecture: 'amd64' },
