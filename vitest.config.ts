@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// Three tiers (see README "Tests"): unit tests sit beside the code; integration and
+// Four tiers (see README "Tests"): unit tests sit beside the code; integration and
 // end-to-end tests under test/ run the real bundled binaries and never skip.
 export default defineConfig({
   test: {
@@ -27,6 +27,16 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           testTimeout: 1_200_000,
           hookTimeout: 600_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        // Kubernetes' e2e.test ([Conformance] tests) against a hosts cluster: one cluster at a time.
+        test: {
+          name: 'conformance',
+          include: ['test/conformance/**/*.test.ts'],
+          testTimeout: 3_600_000,
+          hookTimeout: 900_000,
           fileParallelism: false,
         },
       },

@@ -1,5 +1,5 @@
 /**
- * `npm run bundle`: builds every bundled binary with `go build` from the wrapper
+ * `npm run bundle`: builds every bundled binary with `go build` (a test suite's with `go test -c`) from the wrapper
  * modules in embedded/modules or from our own module (provider/), assembles each provider's component manifest from
  * the module cache, and packages both into bundle/ with a manifest (the layout an
  * npm release ships; see src/embedded/manifest.ts).
@@ -359,7 +359,8 @@ async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: s
     buildDir = patchedWrapper ?? path.join(modulesDir, recipe.wrapper);
     inputs = await readWrapperInputs(path.join(modulesDir, recipe.wrapper));
   }
-  const args = ['build', '-trimpath', '-ldflags', ldflags];
+  // A test binary (recipe.testBinary) takes the same flags; `-c` writes it instead of running it.
+  const args = [...(recipe.testBinary ? ['test', '-c'] : ['build']), '-trimpath', '-ldflags', ldflags];
   const key = buildKey({ builderRevision, recipe, ldflags, patched, goVersion, env: goEnv(target), inputs });
   const dir = path.join(cacheRoot, key);
   const metaPath = path.join(dir, 'build.json');
@@ -384,7 +385,7 @@ async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: s
     });
   } catch (error) {
     await rm(tmpBinary, { force: true });
-    throw new Error(`go build of ${recipe.name} (${recipe.package}) for ${target.goos}/${target.goarch} failed; see the compiler output above`, { cause: error });
+    throw new Error(`go ${args[0]} of ${recipe.name} (${recipe.package}) for ${target.goos}/${target.goarch} failed; see the compiler output above`, { cause: error });
   }
   await rename(tmpBinary, binaryPath);
   const sha256 = await sha256File(binaryPath);

@@ -76,6 +76,11 @@ interface BinaryRecipeCommon {
   shipped: boolean;
   /** The operating systems it is built for (node-only binaries that do not compile elsewhere). Default: every release target's. */
   oses?: readonly Target['goos'][];
+  /**
+   * True: the package's test binary (`go test -c`, with the same flags and stamps) instead of
+   * `go build`'s command, for suites that exist only as tests (Kubernetes' e2e.test). Default: false.
+   */
+  testBinary?: boolean;
 }
 
 /** Whether a recipe is built for `target` (see `oses`). */
@@ -138,6 +143,9 @@ export const binaryRecipes: readonly BinaryRecipe[] = [
   { name: 'kubectl', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kubectl', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: false },
   // Kubernetes' e2e test server (DNS, HTTP, netexec...), for tests of Services and DNS on hosts-platform clusters.
   { name: 'agnhost', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/test/images/agnhost', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: false },
+  // Kubernetes' end-to-end suite (the [Conformance] tests among it), run against hosts-platform clusters by the
+  // conformance tier and `npm run conformance` (scripts/conformance). Linux only: the clusters it tests are.
+  { name: 'e2e.test', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/test/e2e', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: false, oses: ['linux'], testBinary: true },
 ];
 
 export type ProviderType = 'CoreProvider' | 'BootstrapProvider' | 'ControlPlaneProvider' | 'InfrastructureProvider';

@@ -39,6 +39,14 @@ export interface ImageFile {
   path: string;
 }
 
+/** A symbolic link of an image's binary layer. */
+export interface ImageSymlink {
+  /** Absolute path inside the image, e.g. `/bin/sh`. */
+  path: string;
+  /** What it points at, e.g. `busybox`. */
+  target: string;
+}
+
 /** A layer given as an uncompressed tar, put below the binary layer as it is. */
 export interface BaseLayer {
   /** The tar file. */
@@ -57,8 +65,12 @@ export interface ImageSpec {
   binaryPath?: string;
   /** The binary layer's files, in the order the history lists them. Default: `binaryPath` at /usr/local/bin/<name>. */
   files?: readonly ImageFile[];
-  /** The config's Entrypoint. Default: the first file's path. */
+  /** The config's Entrypoint. Default: the first file's path; empty: none (the image runs its `cmd`, or what a pod names). */
   entrypoint?: readonly string[];
+  /** The config's Cmd. Default: none. */
+  cmd?: readonly string[];
+  /** Symbolic links of the binary layer (a multi-call binary's names, e.g. busybox's applets). Default: none. */
+  symlinks?: readonly ImageSymlink[];
   /** Layers below the binary layer, bottom first. Default: none. */
   baseLayers?: readonly BaseLayer[];
   /** Full image references, e.g. `provisioner.local/kube-apiserver:v1.36.3`; at least one. */
@@ -112,16 +124,16 @@ export async function writeImageArchive(spec: ImageSpec, file: string): Promise<
       if (layer.diffId !== base.sha256) throw new Error(`image ${spec.name}: ${base.tarPath} has sha256 ${layer.diffId}, expected ${base.sha256}`);
       layers.push(layer);
     }
-    layers.push(await writeLayer(spec.name, binaryLayerTar(spec.name, sized), layerTemps[baseLayers.length]!));
+    layers.push(await writeLayer(spec.name, binaryLayerTar(spec.name, sized, spec.symlinks ?? []), layerTemps[baseLayers.length]!));
     const config = json({
       architecture: spec.architecture,
       os: spec.os,
-      config: { Entrypoint: [...(spec.entrypoint ?? [sized[0]!.path])], Env: [`PATH=${imagePath}`] },
+      config: imageConfig(spec, sized[0]!.path),
       rootfs: { type: 'layers', diff_ids: layers.map((l) => `sha256:${l.diffId}`) },
       // No `created` and no history timestamps: they would make every build differ.
       history: [
         ...baseLayers.map((b) => ({ created_by: `provisioner: ${b.description}` })),
-        { created_by: `provisioner: ${sized.map((f) => f.path).join(' ')}` },
+        { created_by: `provisioner: ${sized.map((f) => f.path).join(' ')}${spec.symlinks?.length ? ` and ${spec.symlinks.length} links to them` : ''}` },
       ],
     });
     const configDigest = sha256(config);
@@ -182,6 +194,12 @@ export function tagOf(ref: string): string {
   return colon === -1 ? 'latest' : ref.slice(colon + 1);
 }
 
+/** The config's `config`: Entrypoint (unless none), Cmd (when given) and PATH, in the key order earlier images were written with. */
+function imageConfig(spec: ImageSpec, firstFile: string): { Entrypoint?: string[]; Cmd?: string[]; Env: string[] } {
+  const entrypoint = [...(spec.entrypoint ?? [firstFile])];
+  return { ...(entrypoint.length > 0 ? { Entrypoint: entrypoint } : {}), ...(spec.cmd ? { Cmd: [...spec.cmd] } : {}), Env: [`PATH=${imagePath}`] };
+}
+
 interface SizedFile extends ImageFile {
   size: number;
 }
@@ -195,12 +213,13 @@ interface WrittenLayer {
 }
 
 /**
- * The binary layer: every parent directory (0755) and file (0755), sorted by path. For
+ * The binary layer: every parent directory (0755), file (0755) and symlink (0777), sorted by path. For
  * one file at /usr/local/bin/<name> these are the bytes the single-binary writer always wrote.
  */
-async function* binaryLayerTar(image: string, files: readonly SizedFile[]): AsyncGenerator<Buffer> {
-  const members = new Map<string, SizedFile | undefined>();
-  for (const f of files) {
+async function* binaryLayerTar(image: string, files: readonly SizedFile[], symlinks: readonly ImageSymlink[]): AsyncGenerator<Buffer> {
+  const members = new Map<string, SizedFile | ImageSymlink | undefined>();
+  for (const f of [...files, ...symlinks]) {
+    if (!f.path.startsWith('/') || f.path.endsWith('/')) throw new Error(`image ${image}: ${f.path} is not an absolute file path`);
     const relative = f.path.slice(1);
     for (let dir = path.posix.dirname(relative); dir !== '.'; dir = path.posix.dirname(dir)) members.set(`${dir}/`, undefined);
     if (members.has(relative)) throw new Error(`image ${image}: ${f.path} given twice`);
@@ -210,6 +229,10 @@ async function* binaryLayerTar(image: string, files: readonly SizedFile[]): Asyn
     const f = members.get(name);
     if (!f) {
       yield tarEntryHeader({ path: name, type: 'directory', mode: 0o755, size: 0 });
+      continue;
+    }
+    if ('target' in f) {
+      yield tarEntryHeader({ path: name, type: 'symlink', mode: 0o777, size: 0, linkname: f.target });
       continue;
     }
     yield tarEntryHeader({ path: name, type: 'file', mode: 0o755, size: f.size });
