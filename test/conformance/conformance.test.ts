@@ -41,7 +41,7 @@ export const chosenTests: readonly { name: string; why: string }[] = [
   { name: '[sig-network] Services should be able to create a functioning NodePort service [Conformance]', why: 'a NodePort answers on every node\'s address (kube-proxy\'s NodePort rules)' },
   { name: '[sig-network] Services should be able to change the type from ExternalName to ClusterIP [Conformance]', why: 'a Service changed to ClusterIP gets endpoints and answers by name and ClusterIP' },
   { name: '[sig-network] Endpoints should test the lifecycle of an Endpoint [Conformance]', why: 'the Endpoints API: create, watch, patch, delete' },
-  { name: '[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: http [NodeConformance] [Conformance]', why: 'HTTP from every pod to every pod, across the three nodes (flannel\'s VXLAN)' },
+  { name: '[sig-network] Networking Granular Checks: Pods should function for intra-pod communication: http [NodeConformance] [Conformance]', why: 'HTTP from every pod to every pod, across the three nodes (flannel\'s host-gw routes)' },
   { name: '[sig-network] Networking Granular Checks: Pods should function for node-pod communication: http [LinuxOnly] [NodeConformance] [Conformance]', why: 'HTTP from a host-network pod (the node itself) to pods on every node' },
   { name: '[sig-apps] Deployment RollingUpdateDeployment should delete old pods and create new ones [Conformance]', why: 'a Deployment rolls a ReplicaSet\'s pods over to a new template' },
   { name: '[sig-apps] ReplicaSet should serve a basic image on each replica with a public image [Conformance]', why: 'each replica of a ReplicaSet answers through the API server\'s pod proxy' },
