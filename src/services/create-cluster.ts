@@ -31,7 +31,7 @@ import { KubeApiError, KubeClient, apiRequestsMade, describeRef, type KubeObject
 import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
 import { Journal } from '../lifecycle/journal.js';
 import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
-import { effectiveCni, platformFor, prunableKinds, type KindRef, type Platform, type PlatformHookContext } from '../platforms/index.js';
+import { platformFor, prunableKinds, type KindRef, type Platform, type PlatformHookContext } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
 import { writeFileAtomic } from '../files.js';
 import { capiCoreApiVersion, capiGroups } from '../capi.js';
@@ -167,7 +167,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
     if (external) keepRunning = false;
     const noProgressTimeoutMs = request.noProgressTimeoutMs;
-    const healthy = { clusterName, namespace, expectedMachines, podNetwork: effectiveCni(config) !== 'none', sink, signal, ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}) };
+    const healthy = { clusterName, namespace, expectedMachines, podNetwork: config.networking.cni !== 'none', sink, signal, ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}) };
     const pivotTo = request.pivotTo ? path.resolve(request.pivotTo) : undefined;
     const pendingPivot = await readPivotJournal(dir);
     if (pivotTo && external && path.resolve(external) !== pivotTo) {
@@ -359,7 +359,11 @@ export interface HealthyWait {
   fatal?: Promise<never>;
   /** Time without any observable change before the wait fails. Default 10 min. */
   noProgressTimeoutMs?: number;
-  /** The cluster gets a pod network (networking.cni), so its nodes become Ready; false: they register and stay NotReady, which is what is waited for. Default true. */
+  /**
+   * The nodes become Ready: false only where the user said `networking.cni: none` (no pod network: they register and stay
+   * NotReady, which is what is waited for). A platform without the bundled add-ons, where cni is unset, waits for Ready
+   * nodes as it always did (its machines bring their network, or simulate it). Default true.
+   */
   podNetwork?: boolean;
 }
 

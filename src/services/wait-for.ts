@@ -18,7 +18,7 @@ import { log, type EventSink } from '../events.js';
 import type { KubeObject } from '../kube/client.js';
 import { readPivotJournal } from '../pivot/journal.js';
 import { acquireDirLock } from '../process/lock.js';
-import { effectiveCni, platformFor } from '../platforms/index.js';
+import { platformFor } from '../platforms/index.js';
 import { countMachines, handOff, waitHealthy } from './create-cluster.js';
 import { attachExternalManagement, attachLocalControlPlane, installControlPlane, recordedExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
 import { isUnfinished } from './pivot.js';
@@ -72,7 +72,7 @@ export async function waitForInstallComplete(request: WaitForRequest): Promise<W
         clusterName: config.metadata.name,
         namespace: config.metadata.namespace,
         expectedMachines: countMachines(objects),
-        podNetwork: effectiveCni(config) !== 'none',
+        podNetwork: config.networking.cni !== 'none',
         what: external ? `the cluster under the management of ${management.client.server}` : 'the control plane and nodes',
         sink,
         signal,

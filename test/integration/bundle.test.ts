@@ -64,6 +64,21 @@ const probes: VersionProbe[] = [
     fromBuildInfo: true,
   },
   { what: 'vCenter simulator', matches: (b) => b.name === 'vcsim', args: () => ['-version'], pattern: /^(v\S+)$/m },
+  // The hosts platform's add-ons and the test images' binaries: Go's build information names the module each was built from.
+  ...([
+    ['CoreDNS', 'github.com/coredns/coredns', (b: BundledBinary) => b.name === 'coredns'],
+    ['flanneld', 'github.com/flannel-io/flannel', (b: BundledBinary) => b.name === 'flanneld'],
+    ['flannel CNI plugin', 'github.com/containernetworking/plugins', (b: BundledBinary) => b.name === 'flannel'],
+    ['agnhost', 'k8s.io/kubernetes', (b: BundledBinary) => b.package === 'k8s.io/kubernetes/test/images/agnhost'],
+    ['e2e.test', 'k8s.io/kubernetes', (b: BundledBinary) => b.name === 'e2e.test'],
+  ] as const).map(([what, module, matches]): VersionProbe => ({
+    what,
+    matches,
+    args: () => [],
+    // A main module's line ends after its version; a dependency's goes on with its hash.
+    pattern: new RegExp(`^(?:mod|dep)\\t${module.replaceAll('.', '\\.').replaceAll('/', '\\/')}\\t(v\\S+)(?:\\t|$)`, 'm'),
+    fromBuildInfo: true,
+  })),
   // Ours (provider/): each prints package.json's version, which the bundle stamps.
   { what: 'agent manager', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/manager', args: () => ['--version'], pattern: /^(v\S+)$/m },
   { what: 'node agent', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/agent', args: () => ['version'], pattern: /^(v\S+)$/m },
