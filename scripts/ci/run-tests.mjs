@@ -1,6 +1,7 @@
 // Runs the test tiers one after another — unit, the agent provider's Go tests (go),
-// integration, end to end, and on request conformance (Kubernetes' e2e.test on a hosts cluster) — so the tiers that boot real control planes never compete for
-// this 2-core machine's CPU.
+// integration, end to end and conformance (Kubernetes' own e2e.test, [Conformance] tests on a
+// 1 + 2 hosts cluster) — so the tiers that boot real control planes never compete for this
+// 2-core machine's CPU. `node scripts/ci/run-tests.mjs e2e conformance` runs the named ones.
 // Every tier runs even when an earlier one failed (one run shows every failure). Above the
 // closing line it prints each tier's counts, wall time and five slowest files (tier-report.mjs);
 // the last line is the plain closing line CI readers look for: "tests: N passed, N failed".
@@ -10,10 +11,7 @@ import { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { formatTierReport, slowestGoPackages, vitestTierSummary } from './tier-report.mjs';
 
-// The conformance tier (`node scripts/ci/run-tests.mjs conformance`, or `npm run test:conformance`)
-// is not among the defaults yet: it passed in its own runs, but has not run in a whole CI run, whose
-// time budget issue 25 is bringing down; it joins the defaults once it has.
-const tiers = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'go', 'integration', 'e2e'];
+const tiers = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'go', 'integration', 'e2e', 'conformance'];
 rmSync('test-results', { recursive: true, force: true });
 mkdirSync('test-results', { recursive: true });
 

@@ -51,38 +51,43 @@ export function soundPools(config: InstallConfig, report: RuleReport): { pool: I
 }
 
 /**
- * For a platform without a ClusterClass layout: `manifests.layout: topology` is refused,
- * naming the field (the platform registry adds this rule to such a platform's section).
+ * One value of a field that a platform cannot serve, refused with the field named, why, and what
+ * to write instead. The platform registry adds such rules to the sections of the platforms they
+ * concern.
  */
-export function topologyLayoutRefused(platform: string): Rule {
+function valueRefused(refusal: { name: string; field: readonly [section: 'manifests' | 'networking', key: string]; value: string; message: string; hint: string }): Rule {
+  const [section, key] = refusal.field;
   return {
-    name: 'topology-layout-refused',
-    reads: ['manifests', 'platform'],
+    name: refusal.name,
+    reads: [section, 'platform'],
     check(config, report) {
-      if (config.manifests.layout !== 'topology') return;
-      report.error(
-        ['manifests', 'layout'],
-        `the ${platform} platform offers no ClusterClass layout: its provider has no infrastructure cluster template here`,
-        'remove manifests.layout (or set it to classic) to generate the classic objects',
-      );
+      // Both sections are plain objects once they passed the schema (`reads` guarantees that).
+      if ((config[section] as Record<string, unknown>)[key] !== refusal.value) return;
+      report.error([section, key], refusal.message, refusal.hint);
     },
   };
 }
 
-/** `networking.cni: flannel` on a platform whose nodes cannot take the bundle's images: refused, naming the field. */
+/** `manifests.layout: topology` on a platform without a ClusterClass layout. */
+export function topologyLayoutRefused(platform: string): Rule {
+  return valueRefused({
+    name: 'topology-layout-refused',
+    field: ['manifests', 'layout'],
+    value: 'topology',
+    message: `the ${platform} platform offers no ClusterClass layout: its provider has no infrastructure cluster template here`,
+    hint: 'remove manifests.layout (or set it to classic) to generate the classic objects',
+  });
+}
+
+/** `networking.cni: flannel` on a platform whose nodes cannot take the bundle's images. */
 export function bundledCniRefused(platform: string): Rule {
-  return {
+  return valueRefused({
     name: 'bundled-cni-refused',
-    reads: ['networking', 'platform'],
-    check(config, report) {
-      if (config.networking.cni !== 'flannel') return;
-      report.error(
-        ['networking', 'cni'],
-        `the bundled flannel runs only where nodes take their images from the bundle; the ${platform} platform's nodes pull theirs from registries`,
-        'set networking.cni to none (or remove it) and apply your CNI to the cluster once it is up',
-      );
-    },
-  };
+    field: ['networking', 'cni'],
+    value: 'flannel',
+    message: `the bundled flannel runs only where nodes take their images from the bundle; the ${platform} platform's nodes pull theirs from registries`,
+    hint: 'set networking.cni to none (or remove it) and apply your CNI to the cluster once it is up',
+  });
 }
 
 /** The namespace of the generated objects is none of `reserved` (the core ones and every platform's providers'), nor `kube-*`. */

@@ -16,15 +16,13 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBinaries, ensureLayer, resolveCacheDir } from '../../src/embedded/cache.js';
 import { loadBinaryCatalog, packageRoot } from '../../src/embedded/catalog.js';
 import { ensureE2eImages, type E2eImageArchive } from '../../src/nodeartifacts/e2e-images.js';
 import { focusOf, runSuite, summarize } from '../../scripts/conformance/e2e-suite.js';
-import { waitFor } from '../integration/support/controlplane.js';
-import { cliPath, ensureBuilt } from '../e2e/support/cli.js';
-import { HostsLab, hostsInstallConfig, type RunningAgent } from '../e2e/support/hosts-lab.js';
+import { ensureBuilt } from '../e2e/support/cli.js';
+import { HostsLab, hostsInstallConfig, type BackgroundRun, type RunningAgent } from '../e2e/support/hosts-lab.js';
 
 /**
  * The [Conformance] tests this tier runs, by their full names, and why each: Services, the pod
@@ -52,8 +50,7 @@ let lab: HostsLab;
 let dir = '';
 let destroyed = false;
 const agents: RunningAgent[] = [];
-let create: ResultPromise | undefined;
-let createOutput = '';
+let create: BackgroundRun | undefined;
 let images: E2eImageArchive[] = [];
 /** Milliseconds per stage, printed at the end. */
 const timings: Record<string, number> = {};
@@ -71,7 +68,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   process.stderr.write(`conformance tier timings (ms): ${JSON.stringify(timings)}\n`);
-  create?.kill('SIGKILL');
+  create?.child.kill('SIGKILL');
   // Destroy while the agents still run: they run the reset plans it waits for.
   if (dir && !destroyed) await lab?.cli(['destroy', 'cluster', '--dir', dir], 600_000).catch(() => undefined);
   for (const agent of agents) agent.process.kill('SIGKILL');
@@ -83,29 +80,14 @@ describe('conformance: Kubernetes e2e [Conformance] tests on a 1 + 2 hosts clust
     await mkdir(dir, { recursive: true });
     await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(name, lab.net.machine.address, 2));
     const started = Date.now();
-    let finished = false;
-    create = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', dir], { cwd: packageRoot, all: true, buffer: true, reject: false });
-    create.all?.on('data', (chunk: Buffer) => (createOutput += chunk.toString()));
-    void create.finally(() => (finished = true)).catch(() => undefined);
-
-    const commands = await waitFor('a registration command per host', () => {
-      const found = [...createOutput.matchAll(/^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/gm)];
-      if (finished) throw new Error(`create cluster ended before printing the commands:\n${createOutput}`);
-      return found.length === 3 ? found : undefined;
-    }, 600_000);
+    create = lab.spawnCli(['create', 'cluster', '--dir', dir]);
+    const commands = await lab.waitForHostCommands(create, 3);
     timings['registration commands printed'] = Date.now() - started;
-    expect(commands.map((c) => c[4]).sort()).toEqual(['control-plane', 'worker', 'worker']);
-    const roles = ['control-plane', 'worker', 'worker'] as const;
-    const unused = [...commands];
-    for (const [i, host] of lab.hosts.entries()) {
-      const command = unused.splice(unused.findIndex((c) => c[4] === roles[i]), 1)[0]!;
-      const registered = await lab.register(host, { token: command[1]!, server: command[2]!, checksum: command[3]! }, ['--roles', roles[i]!]);
-      expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
-      agents.push(lab.startAgent(host));
-    }
-    const done = await create;
+    expect(commands.map((c) => c.role).sort()).toEqual(['control-plane', 'worker', 'worker']);
+    agents.push(...(await lab.registerWithPrinted(lab.hosts.map((host, i) => [host, i === 0 ? 'control-plane' : 'worker'] as const), commands)));
+    const done = await create.child;
     timings['create cluster exited'] = Date.now() - started;
-    expect(done.exitCode, `${createOutput}\n${agents.map((a) => a.output().slice(-3000)).join('\n')}`).toBe(0);
+    expect(done.exitCode, `${create.output()}\n${agents.map((a) => a.output().slice(-3000)).join('\n')}`).toBe(0);
     const nodes = await lab.kubectlWith(workloadKubeconfig(), ['get', 'nodes', '-o', 'json']);
     expect(nodes.exitCode, nodes.stderr).toBe(0);
     const items = (JSON.parse(nodes.stdout) as { items: NodeView[] }).items;

@@ -8,22 +8,20 @@
  */
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { flannelObjects } from '../../src/addons/pod-network.js';
-import { packageRoot } from '../../src/embedded/catalog.js';
 import { flannelImageRef } from '../../src/nodeartifacts/node-images.js';
 import { waitFor } from '../integration/support/controlplane.js';
 import { testClusterNetworking } from '../support/netns.js';
-import { cliPath, ensureBuilt } from './support/cli.js';
-import { HostsLab, hostsInstallConfig, type RunningAgent } from './support/hosts-lab.js';
+import { ensureBuilt } from './support/cli.js';
+import { HostsLab, hostsInstallConfig, type BackgroundRun, type RunningAgent } from './support/hosts-lab.js';
 
 const name = 'bring-your-own';
 let lab: HostsLab;
 let dir = '';
 let destroyed = false;
 const agents: RunningAgent[] = [];
-let create: ResultPromise | undefined;
+let create: BackgroundRun | undefined;
 
 interface NodeView { metadata: { name: string }; status: { conditions?: { type: string; status: string; reason?: string; message?: string }[] } }
 
@@ -35,7 +33,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  create?.kill('SIGKILL');
+  create?.child.kill('SIGKILL');
   if (dir && !destroyed) await lab?.cli(['destroy', 'cluster', '--dir', dir], 600_000).catch(() => undefined);
   for (const agent of agents) agent.process.kill('SIGKILL');
   await lab?.remove();
@@ -46,14 +44,10 @@ describe('issue 29 acceptance: networking.cni none', () => {
     const [h0] = lab.hosts;
     await mkdir(dir, { recursive: true });
     await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(name, lab.net.machine.address, 0, 'none'));
-    let output = '';
-    create = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', dir], { cwd: packageRoot, all: true, buffer: true, reject: false });
-    create.all?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const [, token, server, checksum] = await waitFor('the registration command', () => /^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64})/m.exec(output) ?? undefined, 600_000);
-    const registered = await lab.register(h0!, { token: token!, server: server!, checksum: checksum! }, ['--roles', 'control-plane']);
-    expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
-    agents.push(lab.startAgent(h0!));
-    const done = await create;
+    create = lab.spawnCli(['create', 'cluster', '--dir', dir]);
+    agents.push(...(await lab.registerWithPrinted([[h0!, 'control-plane']], await lab.waitForHostCommands(create, 1))));
+    const done = await create.child;
+    const output = create.output();
     expect(done.exitCode, output).toBe(0);
     expect(output).toMatch(/stay NotReady until a pod network runs: networking\.cni is none/);
     expect(output).toContain('kubectl --kubeconfig auth/kubeconfig apply -f <your CNI manifest>');

@@ -26,15 +26,14 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBinaries, resolveCacheDir } from '../../src/embedded/cache.js';
-import { loadBinaryCatalog, packageRoot } from '../../src/embedded/catalog.js';
+import { loadBinaryCatalog } from '../../src/embedded/catalog.js';
 import { ensureAgnhostImage, kubeadmPauseTag } from '../../src/nodeartifacts/node-images.js';
 import { GiveUp, waitFor } from '../integration/support/controlplane.js';
 import { testClusterNetworking, type TestHost } from '../support/netns.js';
-import { cliPath, ensureBuilt } from './support/cli.js';
-import { HostsLab, hostsInstallConfig, type RunningAgent } from './support/hosts-lab.js';
+import { ensureBuilt } from './support/cli.js';
+import { HostsLab, hostsInstallConfig, type BackgroundRun, type RunningAgent } from './support/hosts-lab.js';
 
 const name = 'acceptance';
 let lab: HostsLab;
@@ -42,8 +41,7 @@ let dir = '';
 let destroyed = false;
 let labRemoved = false;
 const agents: RunningAgent[] = [];
-let create: ResultPromise | undefined;
-let createOutput = '';
+let create: BackgroundRun | undefined;
 /** Milliseconds per stage as this test saw them: the first `create cluster`'s stages from its start, the others from their own. */
 const timings: Record<string, number> = {};
 
@@ -157,7 +155,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   process.stderr.write(`hosts create-cluster timings (ms): ${JSON.stringify(timings)}\n`);
-  create?.kill('SIGKILL');
+  create?.child.kill('SIGKILL');
   // Destroy while the agents still run: they run the reset plans it waits for (without them it
   // waits for the manager's reset timeout, 10 min).
   if (dir && !destroyed) await lab?.cli(['destroy', 'cluster', '--dir', dir], 600_000).catch(() => undefined);
@@ -172,39 +170,22 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
     await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(name, lab.net.machine.address, 1));
 
     const started = Date.now();
-    let finished = false;
-    create = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', dir], { cwd: packageRoot, all: true, buffer: true, reject: false });
-    create.all?.on('data', (chunk: Buffer) => (createOutput += chunk.toString()));
-    void create.finally(() => (finished = true)).catch(() => undefined);
-
-    const commands = await waitFor('a registration command per pool', () => {
-      const found = [...createOutput.matchAll(/^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/gm)];
-      if (finished) throw new Error(`create cluster ended before printing the commands:\n${createOutput}`);
-      return found.length === 2 ? found : undefined;
-    }, 600_000);
+    const run = lab.spawnCli(['create', 'cluster', '--dir', dir]);
+    create = run;
+    const commands = await lab.waitForHostCommands(run, 2);
     timings['registration commands printed'] = Date.now() - started;
-    const stages = watchStages(started, () => finished);
-
-    for (const [host, role] of [[h0, 'control-plane'], [h1, 'worker']] as const) {
-      const command = commands.find((c) => c[4] === role);
-      expect(command, `no command for role ${role}:\n${createOutput}`).toBeDefined();
-      const [, token, server, checksum] = command!;
-      const files = HostsLab.files(host);
-      await writeFile(files.tokenFile, token!, { mode: 0o600 });
-      const registered = await lab.net.run(host.namespace, lab.agentPath, [
-        'register', '--server', server!, '--ca-checksum', checksum!, '--token-file', files.tokenFile, '--data-dir', files.data, '--host-name', host.name, '--roles', role,
-      ], { timeout: 180_000, all: true });
-      expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
-      agents.push(lab.startAgent(host));
-    }
+    const stages = watchStages(started, run.ended);
+    expect(commands.map((c) => c.role).sort()).toEqual(['control-plane', 'worker']);
+    agents.push(...(await lab.registerWithPrinted([[h0, 'control-plane'], [h1, 'worker']], commands)));
     const registeredAt = Date.now() - started;
-    await waitFor('create cluster to see every pool filled', () => createOutput.includes('Every pool can be filled') || finished, 600_000);
+    await waitFor('create cluster to see every pool filled', () => run.output().includes('Every pool can be filled') || run.ended(), 600_000);
     timings['registration wait (commands printed → every pool filled)'] = Date.now() - started - timings['registration commands printed']!;
     timings['hosts registered by the test'] = registeredAt;
 
-    const done = await create;
+    const done = await run.child;
     timings['create cluster exited'] = Date.now() - started;
     await stages;
+    const createOutput = run.output();
     expect(done.exitCode, `${createOutput}\n${agents.map((a) => a.output().slice(-3000)).join('\n')}`).toBe(0);
 
     const hosts = await json<{ items: { metadata: { name: string }; spec: { roles?: string[] } }[] }>(managementKubeconfig(), ['get', 'hosts']);
@@ -259,32 +240,21 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
     const scaled = before.replace(/(- name: worker\n\s+quantity: )1/, '$12');
     expect(scaled).not.toBe(before);
     await writeFile(config, scaled);
-    let output = '';
     const started = Date.now();
-    const again = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', dir], { cwd: packageRoot, all: true, buffer: true, reject: false });
-    again.all?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    let ended = false;
-    void again.finally(() => (ended = true)).catch(() => undefined);
+    const again = lab.spawnCli(['create', 'cluster', '--dir', dir]);
+    const output = () => again.output();
+    const ended = () => again.ended();
     try {
-      const commands = await waitFor('one worker registration command', () => {
-        const found = [...output.matchAll(/^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/gm)];
-        if (ended) throw new Error(`create cluster ended before printing a command:\n${output}`);
-        return found.length > 0 ? found : undefined;
-      }, 600_000);
-      expect(commands.map((c) => c[4])).toEqual(['worker']);
-      const [, token, server, checksum] = commands[0]!;
-      const files = HostsLab.files(h2);
-      await writeFile(files.tokenFile, token!, { mode: 0o600 });
-      const registered = await lab.net.run(h2.namespace, lab.agentPath, [
-        'register', '--server', server!, '--ca-checksum', checksum!, '--token-file', files.tokenFile, '--data-dir', files.data, '--host-name', h2.name, '--roles', 'worker',
-      ], { timeout: 180_000, all: true });
+      const commands = await lab.waitForHostCommands(again, 1);
+      expect(commands.map((c) => c.role)).toEqual(['worker']);
+      const registered = await lab.register(h2, commands[0]!, ['--roles', 'worker']);
       expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
       const first = lab.startAgent(h2);
       agents.push(first);
 
       // Killed early: the agent SIGKILLed as soon as its bootstrap plan runs `kubeadm join` (the process in the host's cgroup).
       await waitFor('kubeadm join running on the third host', async () => {
-        if (ended) throw new GiveUp(`create cluster ended before the third host's join:\n${output}`);
+        if (ended()) throw new GiveUp(`create cluster ended before the third host's join:\n${output()}`);
         return (await kubeadmJoins(h2)).length > 0 || undefined;
       }, 600_000);
       const early = await killAgent(h2, first);
@@ -297,7 +267,7 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
       // kubelet has done its TLS bootstrap (the Node exists): the join got that far, not to Cluster API's success marker.
       const kubeletStarted = path.join(h2.rootDir, 'var/lib/kubelet/kubeadm-flags.env');
       await waitFor('the retried kubeadm join started the kubelet', async () => {
-        if (ended) throw new GiveUp(`create cluster ended before the third host's second join:\n${output}`);
+        if (ended()) throw new GiveUp(`create cluster ended before the third host's second join:\n${output()}`);
         const pids = await kubeadmJoins(h2);
         if (pids.length === 0 || !existsSync(kubeletStarted)) return undefined;
         for (const pid of pids) process.kill(pid, 'SIGSTOP');
@@ -310,9 +280,9 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
       const third = lab.startAgent(h2);
       agents.push(third);
 
-      const done = await again;
+      const done = await again.child;
       timings['scale: second create cluster exited'] = Date.now() - started;
-      expect(done.exitCode, `${output}\n${third.output().slice(-3000)}`).toBe(0);
+      expect(done.exitCode, `${output()}\n${third.output().slice(-3000)}`).toBe(0);
       const plan = await joinPlanOf(h2);
       expect(plan?.status?.phase).toBe('Applied');
       expect(plan?.status?.attempts).toBe(3);
@@ -330,7 +300,7 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
       expect(outputs[joinInstruction]).toContain('kubeadm join succeeded in an earlier attempt of this plan');
       expect(third.output()).toContain('resuming the plan whose agent stopped while it held the lock');
     } finally {
-      again.kill('SIGKILL');
+      again.child.kill('SIGKILL');
     }
     const third = await waitFor('a third Ready node', async () => {
       const nodes = await json<{ items: NodeView[] }>(workloadKubeconfig(), ['get', 'nodes']);
@@ -491,7 +461,7 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
 describe('issue 16 acceptance: a host without containerd', () => {
   let bare: HostsLab | undefined;
   let bareDir = '';
-  let bareCreate: ResultPromise | undefined;
+  let bareCreate: BackgroundRun | undefined;
   const bareAgents: RunningAgent[] = [];
 
   beforeAll(async () => {
@@ -504,7 +474,7 @@ describe('issue 16 acceptance: a host without containerd', () => {
   }, 300_000);
 
   afterAll(async () => {
-    bareCreate?.kill('SIGKILL');
+    bareCreate?.child.kill('SIGKILL');
     if (bareDir) await bare?.cli(['destroy', 'cluster', '--dir', bareDir], 600_000).catch(() => undefined);
     for (const agent of bareAgents) agent.process.kill('SIGKILL');
     await bare?.remove();
@@ -531,20 +501,13 @@ platform:
 bootstrap:
   listenAddress: ${b.net.machine.address}
 `);
-    let output = '';
     const started = Date.now();
-    bareCreate = b.net.spawn(b.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', bareDir], { cwd: packageRoot, all: true, buffer: true, reject: false });
-    bareCreate.all?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const command = await waitFor('a registration command', () => /^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/m.exec(output) ?? undefined, 600_000);
-    expect(command[4]).toBe('control-plane');
-    const files = HostsLab.files(host);
-    await writeFile(files.tokenFile, command[1]!, { mode: 0o600 });
-    const registered = await b.net.run(host.namespace, b.agentPath, [
-      'register', '--server', command[2]!, '--ca-checksum', command[3]!, '--token-file', files.tokenFile, '--data-dir', files.data, '--host-name', host.name, '--roles', 'control-plane',
-    ], { timeout: 180_000, all: true });
-    expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
-    bareAgents.push(b.startAgent(host));
-    const done = await bareCreate;
+    bareCreate = b.spawnCli(['create', 'cluster', '--dir', bareDir]);
+    const commands = await b.waitForHostCommands(bareCreate, 1);
+    expect(commands.map((c) => c.role)).toEqual(['control-plane']);
+    bareAgents.push(...(await b.registerWithPrinted([[host, 'control-plane']], commands)));
+    const done = await bareCreate.child;
+    const output = bareCreate.output();
     timings['bare host: create cluster exited (6)'] = Date.now() - started;
     expect(done.exitCode, output).toBe(6);
     expect(output).toContain(`Host ${host.name} failed the bootstrap plan of HostMachine bare/`);

@@ -11,20 +11,17 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/embedded/catalog.js';
 import { Journal } from '../../src/lifecycle/journal.js';
 import { waitFor } from '../integration/support/controlplane.js';
-import { cliPath, ensureBuilt } from './support/cli.js';
-import { HostsLab, hostsInstallConfig, type RunningAgent } from './support/hosts-lab.js';
+import { ensureBuilt } from './support/cli.js';
+import { HostsLab, hostsInstallConfig, type BackgroundRun, type RunningAgent } from './support/hosts-lab.js';
 
 const name = 'moved';
 let lab: HostsLab;
 let dir = '';
 const agents: RunningAgent[] = [];
-let create: ResultPromise | undefined;
-let createOutput = '';
+let create: BackgroundRun | undefined;
 
 interface HostView { metadata: { labels?: Record<string, string> }; status?: { registration?: string; lastHeartbeatTime?: string; conditions?: { type: string; status: string }[] } }
 interface PlanList { items: { metadata: { name: string }; status?: { phase?: string } }[] }
@@ -44,7 +41,7 @@ beforeAll(async () => {
 }, 900_000);
 
 afterAll(async () => {
-  create?.kill('SIGKILL');
+  create?.child.kill('SIGKILL');
   // Destroy while the agent runs: the reset plan needs it (from the management cluster after the pivot).
   if (dir) await lab?.cli(['destroy', 'cluster', '--dir', dir], 900_000).catch(() => undefined);
   for (const agent of agents) agent.process.kill('SIGKILL');
@@ -57,17 +54,18 @@ describe('pivot of a hosts cluster into management start', () => {
     await mkdir(dir, { recursive: true });
     await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(name, lab.net.machine.address, 0));
     const started = Date.now();
-    create = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', dir, '--pivot-to', lab.kubeconfig], { cwd: packageRoot, all: true, buffer: true, reject: false });
-    create.all?.on('data', (chunk: Buffer) => (createOutput += chunk.toString()));
-    const [, token, server, checksum] = await waitFor('the registration command', () => /^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64})/m.exec(createOutput) ?? undefined, 600_000);
-    const registered = await lab.register(h0!, { token: token!, server: server!, checksum: checksum! }, ['--roles', 'control-plane']);
+    create = lab.spawnCli(['create', 'cluster', '--dir', dir, '--pivot-to', lab.kubeconfig]);
+    const [printed] = await lab.waitForHostCommands(create, 1);
+    const { server } = printed!;
+    const registered = await lab.register(h0!, printed!, ['--roles', printed!.role]);
     expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
     const files = HostsLab.files(h0!);
     const first = JSON.parse(await readFile(path.join(files.data, 'credential.json'), 'utf8')) as { server: string };
     const firstToken = await readFile(path.join(files.data, 'token'), 'utf8');
     expect(first.server).toBe(server);
     agents.push(lab.startAgent(h0!));
-    const done = await create;
+    const done = await create.child;
+    const createOutput = create.output();
     process.stderr.write(`hosts pivot: create cluster --pivot-to took ${Math.round((Date.now() - started) / 1000)} s\n`);
     expect(done.exitCode, `${createOutput}\n${agents[0]!.output()}`).toBe(0);
     expect(createOutput).toMatch(/Handing 1 host agent\(s\) over to https:\/\/\S+: h\S+/);

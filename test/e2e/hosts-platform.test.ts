@@ -11,19 +11,16 @@
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadBinaryCatalog, packageRoot } from '../../src/embedded/catalog.js';
+import { loadBinaryCatalog } from '../../src/embedded/catalog.js';
 import { Journal } from '../../src/lifecycle/journal.js';
-import { waitFor } from '../integration/support/controlplane.js';
-import { cliPath, ensureBuilt } from './support/cli.js';
-import { HostsLab, type RunningAgent } from './support/hosts-lab.js';
+import { ensureBuilt } from './support/cli.js';
+import { HostsLab, type BackgroundRun, type RunningAgent } from './support/hosts-lab.js';
 
 let lab: HostsLab;
 let dir: string;
 const agents: RunningAgent[] = [];
-let create: ResultPromise | undefined;
-let createOutput = '';
+let create: BackgroundRun | undefined;
 
 beforeAll(async () => {
   await ensureBuilt();
@@ -33,7 +30,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  create?.kill('SIGKILL');
+  create?.child.kill('SIGKILL');
   // Destroy while the agents run: the hosts' reset plans need them.
   if (dir) await lab?.cli(['destroy', 'cluster', '--dir', dir], 900_000).catch(() => undefined);
   for (const agent of agents) agent.process.kill('SIGKILL');
@@ -48,21 +45,13 @@ describe('a kubeadm cluster on registered hosts', () => {
 
   it('create cluster prints a registration command per host, waits for them, and ends with 2 Ready nodes at the bundled kubelet version', async () => {
     const started = Date.now();
-    create = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', dir], { cwd: packageRoot, all: true, buffer: true, reject: false });
-    create.all?.on('data', (chunk: Buffer) => (createOutput += chunk.toString()));
-    const commands = await waitFor('two registration commands', () => {
-      const found = [...createOutput.matchAll(/^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/gm)];
-      return found.length === 2 ? found : undefined;
-    }, 600_000);
-    expect(commands.map((c) => c[4])).toEqual(['control-plane', 'worker']);
-    expect(createOutput).toContain('0 of 1 control-plane hosts registered (pool control-plane)');
-    for (const [i, host] of lab.hosts.entries()) {
-      const [, token, server, checksum] = commands[i]!;
-      const registered = await lab.register(host, { token: token!, server: server!, checksum: checksum!, stdout: '' });
-      expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
-      agents.push(lab.startAgent(host));
-    }
-    const done = await create;
+    create = lab.spawnCli(['create', 'cluster', '--dir', dir]);
+    const commands = await lab.waitForHostCommands(create, 2);
+    expect(commands.map((c) => c.role)).toEqual(['control-plane', 'worker']);
+    expect(create.output()).toContain('0 of 1 control-plane hosts registered (pool control-plane)');
+    agents.push(...(await lab.registerWithPrinted([[lab.hosts[0]!, 'control-plane'], [lab.hosts[1]!, 'worker']], commands)));
+    const done = await create.child;
+    const createOutput = create.output();
     process.stderr.write(`hosts platform: create cluster took ${Math.round((Date.now() - started) / 1000)} s\n`);
     expect(done.exitCode, `${createOutput}\n${agents.map((a) => a.output()).join('\n')}`).toBe(0);
     expect(createOutput).toContain('Every pool can be filled');

@@ -11,6 +11,7 @@ import path from 'node:path';
 import type { ResultPromise } from 'execa';
 import { ensureBinaries } from '../../../src/embedded/cache.js';
 import { packageRoot } from '../../../src/embedded/catalog.js';
+import { GiveUp, waitFor } from '../../integration/support/controlplane.js';
 import { createTestNetwork, testClusterNetworking, type TestHost, type TestNetwork } from '../../support/netns.js';
 import { cliPath } from './cli.js';
 
@@ -26,6 +27,29 @@ export interface PrintedRegistration {
   server: string;
   checksum: string;
   stdout: string;
+}
+
+/** A registration command `create cluster` printed for a missing host, parsed. */
+export interface PrintedHostCommand {
+  token: string;
+  server: string;
+  checksum: string;
+  role: string;
+}
+
+/** Every registration command in `output`, in the order printed. */
+export function printedHostCommands(output: string): PrintedHostCommand[] {
+  return [...output.matchAll(/^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/gm)].map(
+    ([, token, server, checksum, role]) => ({ token: token!, server: server!, checksum: checksum!, role: role! }),
+  );
+}
+
+/** A CLI command running in the background inside the machine namespace, its output collected as it comes. */
+export interface BackgroundRun {
+  child: ResultPromise;
+  /** stdout and stderr so far, interleaved. */
+  output(): string;
+  ended(): boolean;
 }
 
 export interface RunningAgent {
@@ -82,6 +106,45 @@ export class HostsLab {
   /** The CLI, run inside the machine namespace. */
   cli(args: readonly string[], timeoutMs = 120_000): Promise<CommandRun> {
     return this.net.run(this.net.machine.namespace, process.execPath, [cliPath, ...args], { cwd: packageRoot, timeout: timeoutMs });
+  }
+
+  /** The CLI in the background inside the machine namespace: `create cluster`, which waits for the hosts it prints commands for. */
+  spawnCli(args: readonly string[]): BackgroundRun {
+    const child = this.net.spawn(this.net.machine.namespace, process.execPath, [cliPath, ...args], { cwd: packageRoot, all: true, buffer: true, reject: false });
+    let output = '';
+    let ended = false;
+    child.all?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    void child.finally(() => (ended = true)).catch(() => undefined);
+    return { child, output: () => output, ended: () => ended };
+  }
+
+  /** Waits until `run` has printed `count` registration commands; gives up at once, with its output, if it ends first. */
+  async waitForHostCommands(run: BackgroundRun, count: number, timeoutMs = 600_000): Promise<PrintedHostCommand[]> {
+    return waitFor(`${count} registration command(s)`, () => {
+      const found = printedHostCommands(run.output());
+      if (found.length >= count) return found;
+      if (run.ended()) throw new GiveUp(`the command ended after printing ${found.length} of ${count} registration commands:\n${run.output()}`);
+      return undefined;
+    }, timeoutMs);
+  }
+
+  /**
+   * Registers each host with a printed command of its role, as a user copies it (the token through
+   * a file, `--roles` as printed; each command used once), and starts its agent. Throws, with the
+   * agent's output, when a registration fails.
+   */
+  async registerWithPrinted(assignments: readonly (readonly [TestHost, string])[], commands: readonly PrintedHostCommand[]): Promise<RunningAgent[]> {
+    const unused = [...commands];
+    const agents: RunningAgent[] = [];
+    for (const [host, role] of assignments) {
+      const index = unused.findIndex((command) => command.role === role);
+      if (index < 0) throw new Error(`no printed registration command left for role ${role} (host ${host.name}); printed: ${commands.map((c) => c.role).join(', ')}`);
+      const [command] = unused.splice(index, 1);
+      const registered = await this.register(host, command!, ['--roles', role]);
+      if (registered.exitCode !== 0) throw new Error(`provisioner-agent register on ${host.name} exited ${registered.exitCode}:\n${registered.stdout}\n${registered.stderr}`);
+      agents.push(this.startAgent(host));
+    }
+    return agents;
   }
 
   /** The bundled kubectl against the management cluster, inside the machine namespace. */
