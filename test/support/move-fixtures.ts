@@ -54,7 +54,7 @@ export async function seedCluster(kube: KubeClient, namespace: string, shape: { 
       metadata: meta(name),
       spec: {
         paused: true,
-        clusterNetwork: { pods: { cidrBlocks: ['192.168.0.0/16'] }, services: { cidrBlocks: ['10.128.0.0/12'] } },
+        clusterNetwork: { pods: { cidrBlocks: ['198.19.0.0/17'] }, services: { cidrBlocks: ['198.19.128.0/20'] } },
         controlPlaneRef: { apiGroup: 'controlplane.cluster.x-k8s.io', kind: 'KubeadmControlPlane', name: `${name}-cp` },
         infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind: 'DevCluster', name },
       },

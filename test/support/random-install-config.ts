@@ -44,12 +44,15 @@ export class Random {
   }
 }
 
-/** Pod/service CIDR pairs that do not overlap each other nor CAPA's default VPC (10.0.0.0/16). */
+/**
+ * Pod/service CIDR pairs that do not overlap each other nor CAPA's default VPC (10.0.0.0/16),
+ * carved from 198.19.0.0/16 like every test cluster's (test/support/netns.ts).
+ */
 const networkPairs: [string[], string[]][] = [
-  [['192.168.0.0/16'], ['10.128.0.0/12']],
-  [['10.244.0.0/16'], ['10.96.0.0/12']],
-  [['172.16.0.0/16'], ['172.20.0.0/16']],
-  [['192.168.0.0/16', 'fd00:10:244::/56'], ['10.128.0.0/12', 'fd00:10:96::/112']],
+  [['198.19.0.0/17'], ['198.19.128.0/20']],
+  [['198.19.0.0/18'], ['198.19.192.0/20']],
+  [['198.19.64.0/18'], ['198.19.160.0/19']],
+  [['198.19.0.0/17', 'fd00:10:244::/56'], ['198.19.128.0/20', 'fd00:10:96::/112']],
 ];
 
 const labelKeys = ['example.com/team', 'node-role.kubernetes.io/worker', 'node-role.kubernetes.io/storage', 'node.cluster.x-k8s.io/zone', 'tier', 'app.example.org/role'];

@@ -16,6 +16,9 @@ const base = `apiVersion: provisioner.dev/v1alpha1
 kind: InstallConfig
 metadata:
   name: demo
+networking:
+  podCIDRs: [198.19.0.0/17]
+  serviceCIDRs: [198.19.128.0/20]
 machinePools:
   - name: control-plane
     quantity: 1
@@ -194,7 +197,7 @@ describe('what the hosts download', () => {
 
 describe('the pod network on hosts', () => {
   it('refuses a pod block too small for two node subnets, naming the field, unless the user brings the CNI', () => {
-    const small = withListen.replace('platform:\n  hosts: {}', 'networking:\n  podCIDRs: [198.19.0.0/24]\nplatform:\n  hosts: {}');
+    const small = withListen.replace('podCIDRs: [198.19.0.0/17]', 'podCIDRs: [198.19.0.0/24]');
     const error = configError(small);
     expect(error.problems.map((p) => p.path)).toEqual(['networking.podCIDRs']);
     expect(error.problems[0]!.message).toContain('/23 or shorter');
@@ -202,7 +205,7 @@ describe('the pod network on hosts', () => {
   });
 
   it('applies the bundled flannel by a ClusterResourceSet that selects the cluster, with the pod block and the imported image', () => {
-    const config = load(withListen.replace('platform:\n  hosts: {}', 'networking:\n  podCIDRs: [198.19.0.0/17]\n  serviceCIDRs: [198.19.128.0/20]\nplatform:\n  hosts: {}'));
+    const config = load(withListen);
     const set = generateManifests(config);
     const resources = set.manifests.find((m) => m.role === 'pod-network-resources')!.object as unknown as { metadata: { name: string }; data: Record<string, string> };
     const resourceSet = set.manifests.find((m) => m.role === 'pod-network')!.object as unknown as { spec: { clusterSelector: { matchLabels: Record<string, string> }; resources: { kind: string; name: string }[]; strategy: string } };
@@ -216,7 +219,7 @@ describe('the pod network on hosts', () => {
     expect(daemon.imagePullPolicy).toBe('Never');
     expect(daemon.args).toContain('--iface=$(POD_IP)');
     // cni: none: nothing of the pod network in the manifests, and no node-local bridge either.
-    const none = generateManifests(load(withListen.replace('platform:\n  hosts: {}', 'networking:\n  cni: none\nplatform:\n  hosts: {}')));
+    const none = generateManifests(load(withListen.replace('serviceCIDRs: [198.19.128.0/20]', 'serviceCIDRs: [198.19.128.0/20]\n  cni: none')));
     expect(none.manifests.map((m) => m.role)).not.toContain('pod-network');
     expect(JSON.stringify(none.manifests)).not.toContain('/etc/cni/net.d');
   });
