@@ -37,7 +37,7 @@ const noTimerPromises = [
   { name: 'timers/promises', message: timerPromisesMessage },
 ];
 
-const domainModules = ['addons', 'config', 'assets', 'pki', 'controlplane', 'apply', 'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms', 'progress', 'handoff', 'nodeartifacts', 'agent'];
+const domainModules = ['addons', 'config', 'assets', 'pki', 'controlplane', 'apply', 'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms', 'progress', 'handoff', 'nodeartifacts', 'agent', 'installdir'];
 // Every block refuses timers/promises too, but for the two modules that own waiting (`timersAllowed`).
 const restrict = (patterns, { timersAllowed = false } = {}) => ({ 'no-restricted-imports': ['error', { paths: timersAllowed ? [] : noTimerPromises, patterns }] });
 
@@ -84,8 +84,24 @@ export default tseslint.config(
     files: ['src/gather/redact.ts', 'src/gather/collect.ts'],
     rules: { 'provisioner/no-platform-names': ['error', { ...platformNames, allowedWords: ['aws'] }] },
   },
+  // Only installdir/ names provisioner's directory inside an install directory: the rest asks it for a path.
+  {
+    files: ['src/**/*.ts', 'src/**/*.tsx'],
+    ignores: ['src/installdir/**', '**/*.test.ts', '**/*.test.tsx'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...['Literal', 'TemplateElement[value.raw]'].map((node) => ({
+          selector: node === 'Literal' ? 'Literal[value=/(^|\\W)\\.provisioner(\\/|$)/]' : 'TemplateElement[value.raw=/(^|\\W)\\.provisioner(\\/|$)/]',
+          message: 'Ask src/installdir/paths.ts for the path (stateDirOf, recordPath, recordRelativePath, controlPlaneStateDir).',
+        })),
+      ],
+    },
+  },
   // process/ knows nothing of Kubernetes at all, nor does progress/ (the one waiting primitive, which process/ uses too).
   { files: ['src/process/**/*.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noKubernetes]) },
+  // installdir/ lays out files: it knows nothing of Kubernetes either.
+  { files: ['src/installdir/**/*.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noKubernetes]) },
   { files: ['src/progress/**/*.ts'], rules: restrict([noCliOrServices, noRendering, noKubeClient, noKubernetes], { timersAllowed: true }) },
   // concurrency.ts holds the one sleep.
   { files: ['src/concurrency.ts'], rules: restrict([noKubeClient], { timersAllowed: true }) },

@@ -37,3 +37,23 @@ describe('timers/promises belongs to the waiting and concurrency modules', () =>
     expect(await restrictedImports('src/pivot/planted.ts', `import '../services/pivot.js';\n`)).toHaveLength(1);
   });
 });
+
+describe('only installdir/ names .provisioner inside an install directory', () => {
+  /** The messages of `no-restricted-syntax` for `code` planted at `file`. */
+  async function restrictedSyntax(file: string, code: string): Promise<string[]> {
+    const [result] = await eslint.lintText(code, { filePath: `${repoRoot}${file}` });
+    return (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-syntax').map((m) => m.message);
+  }
+  const planted = "import path from 'node:path';\nexport const a = (dir: string) => path.join(dir, '.provisioner', 'x.json');\nexport const b = (dir: string) => `${dir}/.provisioner/y.json`;\n";
+
+  it.each(['src/services/planted.ts', 'src/pivot/planted.ts', 'src/cli/commands/planted.ts'])('refuses a string and a template naming it in %s', async (file) => {
+    const messages = await restrictedSyntax(file, planted);
+    expect(messages).toHaveLength(2);
+    expect(messages[0]).toContain('src/installdir/paths.ts');
+  });
+
+  it('allows it in installdir/ and leaves API groups such as agent.provisioner.dev alone', async () => {
+    expect(await restrictedSyntax('src/installdir/planted.ts', planted)).toEqual([]);
+    expect(await restrictedSyntax('src/services/planted.ts', "export const group = 'agent.provisioner.dev';\nexport const lock = '.provisioner.lock';\n")).toEqual([]);
+  });
+});

@@ -21,7 +21,7 @@ import type { FieldProblem } from '../errors.js';
 import type { Asset } from './asset.js';
 import { readInputText } from '../input-files.js';
 import { sha256 } from './files.js';
-import { stateDirName } from './state.js';
+import { stateDirName } from '../installdir/paths.js';
 
 export interface LoadedInstallConfig {
   config: InstallConfig;

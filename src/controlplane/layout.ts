@@ -4,6 +4,7 @@
  * on), the PKI, the ports it last used, one log per process and the pidfiles.
  */
 import path from 'node:path';
+import { controlPlaneStateDir } from '../installdir/paths.js';
 
 export interface ControlPlaneLayout {
   /** The install directory. */
@@ -33,7 +34,7 @@ export interface ControlPlaneLayout {
 
 export function controlPlaneLayout(dir: string): ControlPlaneLayout {
   const root = path.resolve(dir);
-  const stateDir = path.join(root, '.provisioner', 'controlplane');
+  const stateDir = controlPlaneStateDir(root);
   return {
     dir: root,
     stateDir,

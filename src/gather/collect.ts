@@ -21,6 +21,7 @@ import { stringify } from 'yaml';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { controlPlaneStatus } from '../controlplane/local-controlplane.js';
 import { InternalError, InterruptedError, messageOf } from '../errors.js';
+import { stateDirOf } from '../installdir/paths.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { cliVersion } from '../version.js';
@@ -259,7 +260,7 @@ async function gatherFiles(bundle: BundleWriter, dir: string, problem: Problem):
   const hookLogs = path.join(layout.logDir, 'hooks');
   for (const name of await filesIn(hookLogs, (n) => logFile.test(n))) await copy(`logs/hooks/${name}`, path.join(hookLogs, name));
   // The installer's own state: journal, timings, asset state. Not recursive: pki/ and etcd/ stay out.
-  const stateDir = path.join(layout.dir, '.provisioner');
+  const stateDir = stateDirOf(layout.dir);
   for (const name of await filesIn(stateDir, (n) => n.endsWith('.json'))) await copy(`state/${name}`, path.join(stateDir, name));
   // The control plane's ports and pidfiles, copied as they are before status reads (and prunes) them.
   for (const name of await filesIn(layout.stateDir, (n) => n === 'ports.json')) await copy(`controlplane/${name}`, path.join(layout.stateDir, name));

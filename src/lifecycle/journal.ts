@@ -4,10 +4,7 @@
  * A re-run reads it to resume: stages that completed are not repeated unless they are
  * idempotent re-applies; the run count shows how many attempts an install took.
  */
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
-import { writeFileAtomic } from '../files.js';
-import { invalidInput, readJsonFile, type FileKind } from '../input-files.js';
+import { InstallRecord } from '../installdir/record.js';
 
 export type StageState = 'running' | 'succeeded' | 'failed' | 'interrupted';
 
@@ -31,37 +28,40 @@ export interface JournalData {
 }
 
 /**
- * The journal as a file kind: provisioner's own, at most 4 MiB (a few hundred bytes per
- * stage). Losing it is recoverable: the next run starts the record afresh.
+ * The journal as a record: at most 4 MiB (a few hundred bytes per stage). Losing it is
+ * recoverable: the next run starts the record afresh.
  */
-const journalFile: FileKind = {
-  name: 'journal',
+const journalRecord = new InstallRecord<JournalData>({
+  record: 'journal',
+  title: 'journal',
   maxBytes: 4 * 1024 * 1024,
-  writer: 'provisioner',
-  hint: (file) =>
+  version: 1,
+  recovery: (file) =>
     `move it aside (mv ${file} ${file}.bak) and rerun create cluster: it then runs every stage again (applies are idempotent and waits see what is done), and hooks that already ran run again`,
-};
+  problems: (journal) =>
+    typeof journal.runs !== 'number' || typeof journal.stages !== 'object' || journal.stages === null
+      ? [{ path: 'stages', message: 'expected {"version": 1, "runs": <number>, "stages": {...}}' }]
+      : [],
+});
 
 export class Journal {
+  readonly file: string;
+
   private constructor(
-    readonly file: string,
+    private readonly dir: string,
     private data: JournalData,
-  ) {}
+  ) {
+    this.file = journalRecord.path(dir);
+  }
 
   static path(dir: string): string {
-    return path.join(dir, '.provisioner', 'journal.json');
+    return journalRecord.path(dir);
   }
 
   /** Reads the journal of `dir`; none yet is a first run. A corrupt one is an EnvironmentError with the way out. */
   static async open(dir: string): Promise<Journal> {
-    const file = Journal.path(dir);
-    const data = await readJsonFile(file, journalFile);
-    if (data === undefined) return new Journal(file, { version: 1, runs: 0, stages: {} });
-    const journal = data as Partial<JournalData> | null;
-    if (journal?.version !== 1 || typeof journal.runs !== 'number' || typeof journal.stages !== 'object' || journal.stages === null) {
-      throw invalidInput(file, journalFile, [{ path: file, message: 'expected {"version": 1, "runs": <number>, "stages": {...}}' }]);
-    }
-    return new Journal(file, journal as JournalData);
+    const data = await journalRecord.read(dir);
+    return new Journal(dir, data ?? { version: 1, runs: 0, stages: {} });
   }
 
   get runs(): number {
@@ -110,7 +110,6 @@ export class Journal {
   }
 
   private async save(): Promise<void> {
-    await mkdir(path.dirname(this.file), { recursive: true });
-    await writeFileAtomic(this.file, JSON.stringify(this.data, null, 2) + '\n');
+    await journalRecord.write(this.dir, this.data);
   }
 }

@@ -3,10 +3,7 @@
  * of the move with its source and target UIDs. Written atomically after each step, so a
  * crash at any point leaves a journal that says what to redo (run again) or undo (--rollback).
  */
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
-import { invalidInput, readJsonFile, type FileKind } from '../input-files.js';
-import { writeFileAtomic } from '../files.js';
+import { InstallRecord } from '../installdir/record.js';
 import type { ObjectRef } from './graph.js';
 
 /** In order; each is recorded once it is complete. */
@@ -54,36 +51,34 @@ export interface PivotJournal {
   lastError?: string;
 }
 
-export function pivotJournalPath(dir: string): string {
-  return path.join(path.resolve(dir), '.provisioner', 'pivot.json');
-}
-
 /**
- * The pivot journal as a file kind: provisioner's own, at most 64 MiB (a few hundred bytes
- * per moved object; 3 + 1000 machines move about 10,000 objects). Without it an unfinished
- * move can be neither resumed nor rolled back, so the way out is to look before moving it aside.
+ * The pivot journal as a record: at most 64 MiB (a few hundred bytes per moved object; 3 + 1000
+ * machines move about 10,000 objects). Without it an unfinished move can be neither resumed nor
+ * rolled back, so the way out is to look before moving it aside.
  */
-const pivotJournalFile: FileKind = {
-  name: 'pivot journal',
+const pivotJournalRecord = new InstallRecord<PivotJournal>({
+  record: 'pivot',
+  title: 'pivot journal',
   maxBytes: 64 * 1024 * 1024,
-  writer: 'provisioner',
-  hint: (file) =>
+  version: 1,
+  recovery: (file) =>
     `restore ${file} from a backup if you have one; otherwise see where the cluster's objects are (\`kubectl get clusters -A\` against the local control plane and the target), and only when no move is under way move the file aside (mv ${file} ${file}.bak) and rerun`,
-};
+  problems: (journal) =>
+    !pivotPhases.includes(journal.phase as PivotPhase) || !Array.isArray(journal.objects) || !Array.isArray(journal.clusters)
+      ? [{ path: 'phase', message: `expected {"version": 1, "phase": one of ${pivotPhases.join(', ')}, "clusters": [...], "objects": [...]}` }]
+      : [],
+});
+
+export function pivotJournalPath(dir: string): string {
+  return pivotJournalRecord.path(dir);
+}
 
 /** Reads the pivot journal of `dir`; undefined when no move was ever started. */
 export async function readPivotJournal(dir: string): Promise<PivotJournal | undefined> {
-  const file = pivotJournalPath(dir);
-  const journal = (await readJsonFile(file, pivotJournalFile)) as Partial<PivotJournal> | null | undefined;
-  if (journal === undefined) return undefined;
-  if (journal?.version !== 1 || !pivotPhases.includes(journal.phase as PivotPhase) || !Array.isArray(journal.objects) || !Array.isArray(journal.clusters)) {
-    throw invalidInput(file, pivotJournalFile, [{ path: file, message: `expected {"version": 1, "phase": one of ${pivotPhases.join(', ')}, "clusters": [...], "objects": [...]}` }]);
-  }
-  return journal as PivotJournal;
+  return pivotJournalRecord.read(dir);
 }
 
 export async function writePivotJournal(dir: string, journal: PivotJournal): Promise<void> {
   journal.updatedAt = new Date().toISOString();
-  await mkdir(path.dirname(pivotJournalPath(dir)), { recursive: true });
-  await writeFileAtomic(pivotJournalPath(dir), JSON.stringify(journal, null, 2) + '\n', 0o600);
+  await pivotJournalRecord.write(dir, journal);
 }

@@ -41,15 +41,9 @@ import { waitFor } from '../wait/waiter.js';
 import { applyObjects, dryRunObjects } from './apply-objects.js';
 import { createManifests } from './manifests.js';
 import { prepareNodeArtifactsFor } from './node-artifacts.js';
-import {
-  attachExternalManagement,
-  attachLocalControlPlane,
-  checkListenAddress,
-  checkManagementCluster,
-  installControlPlane,
-  recordedExternalManagement,
-  type AttachedControlPlane,
-} from './local-controlplane.js';
+import { attachExternalManagement, attachLocalControlPlane, checkListenAddress, checkManagementCluster, installControlPlane, type AttachedControlPlane } from './local-controlplane.js';
+import { recordedExternalManagement } from '../installdir/management.js';
+import { recordRelativePath } from '../installdir/paths.js';
 import { readPivotJournal } from '../pivot/journal.js';
 import { isUnfinished, pivotFrom } from './pivot.js';
 import { registerRancherLocked, type RancherStrategy } from './rancher.js';
@@ -103,7 +97,8 @@ export function createClusterControlPlane(config: InstallConfig, request: Pick<C
 }
 
 /** Where the final state of every CAPI object is written (never a Secret's data). */
-export const finalStateFile = path.join('.provisioner', 'cluster-state.yaml');
+/** The cluster's objects as create cluster left them, relative to the install directory. */
+export const finalStateFile = recordRelativePath('clusterState');
 
 export async function createCluster(request: CreateClusterRequest): Promise<CreateClusterResult> {
   const dir = path.resolve(request.dir);

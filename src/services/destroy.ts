@@ -33,7 +33,8 @@ import { finalStateFile } from './create-cluster.js';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
 import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
 import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
-import { attachExternalManagement, attachLocalControlPlane, externalManagementFile, installControlPlane, recordedExternalManagement } from './local-controlplane.js';
+import { attachExternalManagement, attachLocalControlPlane, installControlPlane } from './local-controlplane.js';
+import { forgetExternalManagement, recordedExternalManagement } from '../installdir/management.js';
 import { removeRancherRegistration } from './rancher.js';
 import { deregisterFleet } from './fleet.js';
 
@@ -141,7 +142,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     // An adopted (detached) local control plane is still running: stop it from its pidfiles.
     if (!external) await stopRecordedControlPlane(dir, sink);
     await removeLocalState(dir);
-    await rm(externalManagementFile(dir), { force: true });
+    await forgetExternalManagement(dir);
     return { deleted };
   } finally {
     await lock.release();

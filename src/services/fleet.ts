@@ -16,12 +16,12 @@
  * before anything is created, so a register run again resumes (each step looks its object up
  * first) and `destroy cluster` deletes exactly those objects.
  */
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
 import { ExternalError, InterruptedError, UsageError, messageOf, type ProvisionerError } from '../errors.js';
 import { log, type EventSink } from '../events.js';
-import { readIfExists, writeFileAtomic } from '../files.js';
+import { readIfExists } from '../files.js';
 import {
   agentBootstrapSecret,
   agentConfigMap,
@@ -45,7 +45,7 @@ import {
   type SecretObject,
 } from '../handoff/fleet/objects.js';
 import { agentCheckedIn, fleetClusterEvent, fleetKinds, tokenIssued } from '../handoff/fleet/wait.js';
-import { invalidInput, readJsonFile, type FileKind } from '../input-files.js';
+import { InstallRecord } from '../installdir/record.js';
 import { KubeApiError, KubeClient, describeRef, type KubeObject } from '../kube/client.js';
 import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
 import { acquireDirLock } from '../process/lock.js';
@@ -101,41 +101,38 @@ interface FleetRecord {
   labels: Record<string, string>;
 }
 
+/** fleet.json as a record: a few hundred bytes. */
+const fleetRecord = new InstallRecord<FleetRecord>({
+  record: 'fleet',
+  title: 'Fleet registration record',
+  maxBytes: 64 * 1024,
+  version: 1,
+  recovery: (file) =>
+    `it names the Fleet manager's kubeconfig, namespace and the labels of this cluster's Fleet objects: restore it, or delete those objects by their labels and move ${file} aside`,
+  problems: (record) => {
+    const labels = record.labels;
+    const sound =
+      typeof record.kubeconfig === 'string' &&
+      typeof record.namespace === 'string' &&
+      (record.mode === 'manager' || record.mode === 'agent') &&
+      typeof labels === 'object' &&
+      labels !== null &&
+      Object.keys(labels).length > 0;
+    return sound ? [] : [{ path: 'kubeconfig', message: 'expected {"kubeconfig", "server", "namespace", "mode", "labels"}' }];
+  },
+});
+
 export function fleetRecordFile(dir: string): string {
-  return path.join(path.resolve(dir), '.provisioner', 'fleet.json');
+  return fleetRecord.path(dir);
 }
 
-/** fleet.json as a file kind: provisioner's own record, a few hundred bytes. */
-const fleetRecordKind: FileKind = {
-  name: 'Fleet registration record',
-  maxBytes: 64 * 1024,
-  writer: 'provisioner',
-  hint: (file) =>
-    `it names the Fleet manager's kubeconfig, namespace and the labels of this cluster's Fleet objects: restore it, or delete those objects by their labels and move ${file} aside`,
-};
-
 async function readFleetRecord(dir: string): Promise<FleetRecord | undefined> {
-  const file = fleetRecordFile(dir);
-  const record = (await readJsonFile(file, fleetRecordKind)) as Partial<FleetRecord> | null | undefined;
-  if (record === undefined) return undefined;
-  const labels = record?.labels;
-  if (
-    typeof record?.kubeconfig !== 'string' ||
-    typeof record.namespace !== 'string' ||
-    (record.mode !== 'manager' && record.mode !== 'agent') ||
-    typeof labels !== 'object' ||
-    labels === null ||
-    Object.keys(labels).length === 0
-  ) {
-    throw invalidInput(file, fleetRecordKind, [{ path: file, message: 'expected {"kubeconfig", "server", "namespace", "mode", "labels"}' }]);
-  }
-  return { kubeconfig: record.kubeconfig, server: String(record.server ?? ''), namespace: record.namespace, mode: record.mode, labels: labels };
+  const record = await fleetRecord.read(dir);
+  return record && { ...record, server: String(record.server ?? '') };
 }
 
 async function writeFleetRecord(dir: string, record: FleetRecord): Promise<void> {
-  const file = fleetRecordFile(dir);
-  await mkdir(path.dirname(file), { recursive: true });
-  await writeFileAtomic(file, JSON.stringify(record, null, 2) + '\n');
+  await fleetRecord.write(dir, record);
 }
 
 function throwIfInterrupted(signal: AbortSignal): void {

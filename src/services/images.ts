@@ -14,7 +14,8 @@ import { log, type EventSink } from '../events.js';
 import { keepLoadedImage } from '../nodeartifacts/loaded-images.js';
 import { platformFor } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
-import { attachLocalControlPlane, installControlPlane, recordedExternalManagement } from './local-controlplane.js';
+import { attachLocalControlPlane, installControlPlane } from './local-controlplane.js';
+import { recordedExternalManagement } from '../installdir/management.js';
 import { prepareNodeArtifactsFor } from './node-artifacts.js';
 
 export interface LoadImagesRequest {

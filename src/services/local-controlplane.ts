@@ -8,16 +8,14 @@ import { removeStoredObjects } from '../controlplane/etcd-storage.js';
 import { LocalControlPlane, controlPlaneStatus, forwarderName, readListenRecord, stopRecordedControllers, type ProviderSpec } from '../controlplane/local-controlplane.js';
 import { ensureBinaries } from '../embedded/cache.js';
 import { loadBinaryCatalog } from '../embedded/catalog.js';
-import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, EnvironmentError, ExternalError, UsageError, messageOf } from '../errors.js';
 import { listenAddressProblem } from '../controlplane/listen-address.js';
-import { writeFileAtomic } from '../files.js';
-import { invalidInput, readJsonFile, type FileKind } from '../input-files.js';
 import { log, type EventSink } from '../events.js';
 import { KubeClient } from '../kube/client.js';
 import type { BundledComponents } from '../embedded/manifest.js';
 import { installConfigFileName, type InstallConfig } from '../config/index.js';
+import { recordExternalManagement } from '../installdir/management.js';
 import { allControllers, platformFor, type ControllerRequirement, type CredentialFileReference } from '../platforms/index.js';
 import type { FencedSource } from '../pivot/move.js';
 import type { ProcessError } from '../process/errors.js';
@@ -267,35 +265,6 @@ export async function checkRunningListenAddress(dir: string, wanted: string, fro
   });
 }
 
-/** Where `create cluster --management-kubeconfig` records the existing management cluster it used. */
-export function externalManagementFile(dir: string): string {
-  return path.join(path.resolve(dir), '.provisioner', 'management.json');
-}
-
-/**
- * management.json as a file kind: provisioner's own record, a few hundred bytes (at most
- * 64 KiB). Read as "no management cluster" when corrupt, it would send later commands to
- * the local control plane of a cluster that moved away, so it is refused instead.
- */
-const externalManagementRecord: FileKind = {
-  name: 'management cluster record',
-  maxBytes: 64 * 1024,
-  writer: 'provisioner',
-  hint: (file) =>
-    `it names the kubeconfig of the cluster that manages this install: rewrite it as {"kubeconfig": "/absolute/path"}, or pass that kubeconfig again with \`create cluster --management-kubeconfig\` after moving ${file} aside`,
-};
-
-/** The existing management cluster this install directory uses, if any (recorded by create cluster and pivot). */
-export async function recordedExternalManagement(dir: string): Promise<string | undefined> {
-  const file = externalManagementFile(dir);
-  const record = (await readJsonFile(file, externalManagementRecord)) as { kubeconfig?: unknown } | null | undefined;
-  if (record === undefined) return undefined;
-  if (typeof record?.kubeconfig !== 'string' || record.kubeconfig === '') {
-    throw invalidInput(file, externalManagementRecord, [{ path: file, message: 'expected {"kubeconfig": "<path>"}' }]);
-  }
-  return record.kubeconfig;
-}
-
 /** Kinds the generated manifests need served, by provider, for the preflight of an existing management cluster. */
 const requiredKinds: readonly { apiVersion: string; kind: string; provider: string }[] = [
   { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', provider: 'cluster-api (core)' },
@@ -333,12 +302,6 @@ export async function checkManagementCluster(kubeconfig: string, infrastructure:
     });
   }
   return client;
-}
-
-/** Records the management cluster of this install directory for later commands (destroy, wait-for, create again). */
-export async function recordExternalManagement(dir: string, kubeconfig: string): Promise<void> {
-  await mkdir(path.dirname(externalManagementFile(dir)), { recursive: true });
-  await writeFileAtomic(externalManagementFile(dir), JSON.stringify({ kubeconfig: path.resolve(kubeconfig) }, null, 2) + '\n');
 }
 
 /**

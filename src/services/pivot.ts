@@ -28,7 +28,9 @@ import { phaseIndex, readPivotJournal, writePivotJournal, type PivotJournal, typ
 import { coreKinds, describePlan, discoverMoveKinds, journalFor, planMove, preflight, rollbackPivot, runPivot, type FencedSource, type MovePlan } from '../pivot/move.js';
 import { platformOfDocument, type Platform } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
-import { attachLocalControlPlane, installControlPlane, recordExternalManagement, type AttachedControlPlane, type LocalControlPlaneRequest } from './local-controlplane.js';
+import { attachLocalControlPlane, installControlPlane, type AttachedControlPlane, type LocalControlPlaneRequest } from './local-controlplane.js';
+import { recordExternalManagement } from '../installdir/management.js';
+import { recordRelativePath } from '../installdir/paths.js';
 
 export interface PivotRequest {
   dir: string;
@@ -269,7 +271,7 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
     if (error instanceof ProvisionerError) throw error;
     throw new ExternalError(`The pivot failed: ${messageOf(error)}`, {
       cause: error,
-      hint: 'Run the same command again to resume from where it stopped, or `provisioner pivot --rollback` to undo it; the journal is in .provisioner/pivot.json.',
+      hint: `Run the same command again to resume from where it stopped, or \`provisioner pivot --rollback\` to undo it; the journal is in ${recordRelativePath('pivot')}.`,
     });
   } finally {
     target.close();

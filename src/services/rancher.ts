@@ -43,11 +43,12 @@ import {
   type RancherClusterSpec,
   type RancherWait,
 } from '../handoff/rancher/cluster.js';
-import { readRancherRecord, removeRancherRecord, writeRancherRecord, type RancherClusterQuery, type RancherRegistrationRecord, type RancherStep } from '../handoff/rancher/journal.js';
+import { rancherRecordPath, readRancherRecord, removeRancherRecord, writeRancherRecord, type RancherClusterQuery, type RancherRegistrationRecord, type RancherStep } from '../handoff/rancher/journal.js';
+import { recordRelativePath } from '../installdir/paths.js';
 import { createManifestObjects, fetchManifest, parseManifest, redactUrl } from '../handoff/rancher/manifest.js';
 import { acquireDirLock } from '../process/lock.js';
 import { finalStateFile } from './create-cluster.js';
-import { recordedExternalManagement } from './local-controlplane.js';
+import { recordedExternalManagement } from '../installdir/management.js';
 
 export type { RancherStrategy } from '../handoff/rancher/api.js';
 
@@ -179,7 +180,7 @@ export async function registerRancherLocked(request: RegisterRancherRequest): Pr
   try {
     if (record && record.server !== rancher.server) {
       throw new UsageError(`This install was registered with the Rancher at ${record.server}, not ${rancher.server}`, {
-        hint: `Run again with --kubeconfig ${record.rancherKubeconfig}; to move it to another Rancher, run destroy on that registration first (or remove ${path.join('.provisioner', 'rancher.json')} after deleting Rancher's cluster there).`,
+        hint: `Run again with --kubeconfig ${record.rancherKubeconfig}; to move it to another Rancher, run destroy on that registration first (or remove ${recordRelativePath('rancher')} after deleting Rancher's cluster there).`,
       });
     }
     if (record && record.query.strategy !== strategy) {
@@ -382,10 +383,10 @@ export async function importToRancher(request: ImportToRancherRequest): Promise<
 export async function removeRancherRegistration(dir: string, wait: { sink: EventSink; signal: AbortSignal; noProgressTimeoutMs?: number; pollIntervalMs?: number }): Promise<string[]> {
   const record = await readRancherRecord(dir);
   if (!record) return [];
-  await checkKubeconfigFile(record.rancherKubeconfig, `${path.join('.provisioner', 'rancher.json')} (rancherKubeconfig)`).catch((error: unknown) => {
+  await checkKubeconfigFile(record.rancherKubeconfig, `${recordRelativePath('rancher')} (rancherKubeconfig)`).catch((error: unknown) => {
     throw new EnvironmentError(`Rancher's kubeconfig ${record.rancherKubeconfig}, where this install was registered, cannot be used: ${messageOf(error)}`, {
       cause: error,
-      hint: `Restore that kubeconfig and run destroy again; to leave Rancher's cluster behind instead, delete ${path.join(dir, '.provisioner', 'rancher.json')} first.`,
+      hint: `Restore that kubeconfig and run destroy again; to leave Rancher's cluster behind instead, delete ${rancherRecordPath(dir)} first.`,
     });
   });
   const rancher = KubeClient.fromFile(record.rancherKubeconfig);
@@ -399,7 +400,7 @@ export async function removeRancherRegistration(dir: string, wait: { sink: Event
     if (wait.signal.aborted || (error instanceof ProvisionerError && !(error instanceof KubeApiError))) throw error;
     throw new ExternalError(`Removing Rancher's cluster for this install failed: ${messageOf(error)}`, {
       cause: error,
-      hint: `Check Rancher's cluster (${record.server}) and run destroy again; to leave Rancher's cluster behind instead, delete ${path.join(dir, '.provisioner', 'rancher.json')} first.`,
+      hint: `Check Rancher's cluster (${record.server}) and run destroy again; to leave Rancher's cluster behind instead, delete ${rancherRecordPath(dir)} first.`,
     });
   } finally {
     rancher.close();

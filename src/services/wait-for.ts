@@ -20,7 +20,8 @@ import { readPivotJournal } from '../pivot/journal.js';
 import { acquireDirLock } from '../process/lock.js';
 import { platformFor } from '../platforms/index.js';
 import { countMachines, handOff, waitHealthy } from './create-cluster.js';
-import { attachExternalManagement, attachLocalControlPlane, installControlPlane, recordedExternalManagement, type AttachedControlPlane } from './local-controlplane.js';
+import { attachExternalManagement, attachLocalControlPlane, installControlPlane, type AttachedControlPlane } from './local-controlplane.js';
+import { recordedExternalManagement } from '../installdir/management.js';
 import { isUnfinished } from './pivot.js';
 
 export interface WaitForRequest {

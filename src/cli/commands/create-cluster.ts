@@ -3,6 +3,7 @@ import { dirOption, listenAddressOption, noProgressTimeoutOption } from '../opti
 import type { Runner } from '../program.js';
 import { formatDuration } from '../ui/plain.js';
 import { rancherStrategyOption } from './register.js';
+import { recordRelativePath } from '../../installdir/paths.js';
 
 interface CreateClusterFlags {
   dir: string;
@@ -44,9 +45,9 @@ export function registerCreateCluster(create: Command, run: Runner): void {
     .addOption(listenAddressOption())
     .addHelpText(
       'after',
-      '\nRun it again after an interrupt or a failure: it resumes from .provisioner/journal.json.\n' +
+      `\nRun it again after an interrupt or a failure: it resumes from ${recordRelativePath('journal')}.\n` +
         'Outputs: auth/kubeconfig (the new cluster, 0600), auth/management.kubeconfig (its local manager),\n' +
-        '.provisioner/cluster-state.yaml (final state of every Cluster API object), logs/ (one log per process).\n' +
+        `${recordRelativePath('clusterState')} (final state of every Cluster API object), logs/ (one log per process).\n` +
         '\nExamples:\n  provisioner create install-config --dir ./demo --name demo\n  provisioner create cluster --dir ./demo\n  kubectl --kubeconfig ./demo/auth/kubeconfig get nodes\n' +
         '\n  # create, then hand the cluster to a lasting management cluster:\n  provisioner management start --dir ./mgmt\n  provisioner create cluster --dir ./demo --pivot-to ./mgmt/auth/management.kubeconfig',
     )

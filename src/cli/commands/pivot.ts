@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import { dirOption } from '../options.js';
 import type { Runner } from '../program.js';
 import { UsageError } from '../../errors.js';
+import { recordRelativePath } from '../../installdir/paths.js';
 
 interface PivotOptions {
   dir: string;
@@ -17,7 +18,7 @@ export function registerPivot(program: Command, run: Runner): void {
     .command('pivot')
     .description(
       'move the Cluster API objects of the install from its local control plane into a lasting management cluster: ' +
-        'preflight, pause, copy (owners first), verify, delete from the source, unpause. Journaled in .provisioner/pivot.json: ' +
+        `preflight, pause, copy (owners first), verify, delete from the source, unpause. Journaled in ${recordRelativePath('pivot')}: ` +
         'running it again resumes an unfinished move; --rollback undoes one that has not deleted from the source yet.',
     )
     .addOption(dirOption())

@@ -26,7 +26,7 @@ describe('the Rancher registration record', () => {
   it('round-trips, 0600, and is gone after removal', async () => {
     expect(await readRancherRecord(dir)).toBeUndefined();
     await writeRancherRecord(dir, record);
-    expect(await readRancherRecord(dir)).toEqual(record);
+    expect(await readRancherRecord(dir)).toEqual({ ...record, version: 1 });
     expect((await stat(rancherRecordPath(dir))).mode & 0o777).toBe(0o600);
     await removeRancherRecord(dir);
     expect(await readRancherRecord(dir)).toBeUndefined();

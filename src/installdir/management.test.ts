@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EnvironmentError } from '../errors.js';
-import { externalManagementFile, recordExternalManagement, recordedExternalManagement } from './local-controlplane.js';
+import { externalManagementFile, recordExternalManagement, recordedExternalManagement } from './management.js';
 
 describe('the recorded management cluster (management.json)', () => {
   let dir: string;
