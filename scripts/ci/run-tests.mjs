@@ -11,6 +11,8 @@ import { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { formatTierReport, slowestGoPackages, vitestTierSummary } from './tier-report.mjs';
 
+/** The Go linter the go tier runs, pinned (provider/Makefile's `lint` names the same). */
+const staticcheck = 'honnef.co/go/tools/cmd/staticcheck@v0.8.2';
 const tiers = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'go', 'integration', 'e2e', 'conformance'];
 rmSync('test-results', { recursive: true, force: true });
 mkdirSync('test-results', { recursive: true });
@@ -60,14 +62,34 @@ for (const tier of tiers) {
   }
 }
 /**
+ * The Go linters over provider/ (what `make -C provider lint` runs): `go vet`, then staticcheck
+ * at a pinned version, run with `go run` so the linter's own dependencies never enter the
+ * provider's go.mod (and so its shipped binaries). Each counts as one check, passed or failed.
+ */
+function runGoLinters(counts) {
+  for (const [name, args] of [['go vet', ['vet', './...']], ['staticcheck', ['run', staticcheck, './...']]]) {
+    const run = spawnSync('go', args, { cwd: 'provider', encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    if (run.status === 0) {
+      counts.passed += 1;
+      console.log(`go lint pass ${name}`);
+      continue;
+    }
+    counts.failed += 1;
+    failures.push(`go: ${name} found problems (or did not run)`);
+    process.stdout.write(`${run.stdout ?? ''}${run.stderr ?? ''}${run.error ? `${run.error.message}\n` : ''}`);
+  }
+}
+
+/**
  * `go test -json` in provider/ against the bundle's etcd and kube-apiserver (what `make -C
- * provider test` runs). Counts each test and subtest that passed, failed or skipped; a
+ * provider test` runs), after the linters. Counts each test and subtest that passed, failed or skipped; a
  * package that fails without a failing test (it does not build) and a missing go, bundle or
  * dist count as one failure each, never as a skip. Prints failing tests' output and one
  * line per package; returns the counts and the slowest packages.
  */
 function runGoTests() {
   const counts = { passed: 0, failed: 0, skipped: 0 };
+  runGoLinters(counts);
   const assets = spawnSync('provider/hack/envtest-assets.sh', [], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   if (assets.status !== 0) {
     console.log('tests: the go tier could not find etcd and kube-apiserver (provider/hack/envtest-assets.sh failed)');

@@ -84,5 +84,5 @@ type HostList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&Host{}, &HostList{})
+	objectTypes = append(objectTypes, &Host{}, &HostList{})
 }

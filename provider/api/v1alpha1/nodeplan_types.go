@@ -442,5 +442,5 @@ type NodePlanList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&NodePlan{}, &NodePlanList{})
+	objectTypes = append(objectTypes, &NodePlan{}, &NodePlanList{})
 }

@@ -151,5 +151,5 @@ type HostRegistrationList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&RegistrationToken{}, &RegistrationTokenList{}, &HostRegistration{}, &HostRegistrationList{})
+	objectTypes = append(objectTypes, &RegistrationToken{}, &RegistrationTokenList{}, &HostRegistration{}, &HostRegistrationList{})
 }

@@ -367,7 +367,7 @@ func (r *HostMachineReconciler) claimRequest(ctx context.Context, hm *infrav1.Ho
 	var cluster clusterv1.Cluster
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: hm.Namespace, Name: machine.Spec.ClusterName}, &cluster); err != nil {
 		if apierrors.IsNotFound(err) {
-			return claimRequest{}, fmt.Errorf("Cluster %s not found", machine.Spec.ClusterName)
+			return claimRequest{}, fmt.Errorf("the machine's Cluster %s was not found", machine.Spec.ClusterName)
 		}
 		return claimRequest{}, err
 	}

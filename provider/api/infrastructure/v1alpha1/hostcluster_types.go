@@ -82,5 +82,5 @@ type HostClusterList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&HostCluster{}, &HostClusterList{})
+	objectTypes = append(objectTypes, &HostCluster{}, &HostClusterList{})
 }

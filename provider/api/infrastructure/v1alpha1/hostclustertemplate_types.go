@@ -40,5 +40,5 @@ type HostClusterTemplateList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&HostClusterTemplate{}, &HostClusterTemplateList{})
+	objectTypes = append(objectTypes, &HostClusterTemplate{}, &HostClusterTemplateList{})
 }

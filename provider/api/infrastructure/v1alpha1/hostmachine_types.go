@@ -164,5 +164,5 @@ type HostMachineList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&HostMachine{}, &HostMachineList{})
+	objectTypes = append(objectTypes, &HostMachine{}, &HostMachineList{})
 }

@@ -42,5 +42,5 @@ type HostMachineTemplateList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&HostMachineTemplate{}, &HostMachineTemplateList{})
+	objectTypes = append(objectTypes, &HostMachineTemplate{}, &HostMachineTemplateList{})
 }
