@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { validateInstallConfigText } from '../config/index.js';
 import type { KubeObject } from '../kube/client.js';
 import { generateManifests, installConfigSchema } from '../platforms/index.js';
-import { countMachines, partitionByStage, userHooks } from './create-cluster.js';
+import { countMachines } from '../wait/healthy.js';
+import { partitionByStage, userHooks } from './create-cluster.js';
 
 /** An inmemory install config: 3 control-plane machines, pools of 2 and 4 workers; the rest defaulted. */
 const installConfig = `apiVersion: provisioner.dev/v1alpha1

@@ -19,31 +19,28 @@
  * Otherwise the temporary control plane stops after the hand-off and keeps its data for
  * `destroy` and `gather`.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { stringify } from 'yaml';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
 import { durationToMs, type HookStage, type InstallConfig } from '../config/index.js';
-import { ConfigError, InfrastructureError, ProvisionerError, UsageError, messageOf } from '../errors.js';
+import { ConfigError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
-import { KubeApiError, KubeClient, apiRequestsMade, describeRef, type KubeObject } from '../kube/client.js';
+import { KubeClient, apiRequestsMade, describeRef, type KubeObject } from '../kube/client.js';
 import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
+import { handOff } from '../lifecycle/hand-off.js';
 import { Journal } from '../lifecycle/journal.js';
 import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
-import { platformFor, prunableKinds, type KindRef, type Platform, type PlatformHookContext } from '../platforms/index.js';
+import { platformFor, prunableKinds, type Platform, type PlatformHookContext } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
-import { writeFileAtomic } from '../files.js';
-import { capiCoreApiVersion, capiGroups } from '../capi.js';
-import { clusterKinds, clusterReady, clusterRegistered, infrastructureReady, stallError } from '../wait/capi.js';
-import { waitForReadyNodes } from '../wait/nodes.js';
+import { capiCoreApiVersion } from '../capi.js';
+import { infrastructureReady, stallError } from '../wait/capi.js';
+import { countMachines, topologyOf, waitHealthy } from '../wait/healthy.js';
 import { waitFor } from '../wait/waiter.js';
 import { applyObjects, dryRunObjects } from './apply-objects.js';
 import { createManifests } from './manifests.js';
 import { prepareNodeArtifactsFor } from './node-artifacts.js';
 import { attachExternalManagement, attachLocalControlPlane, checkListenAddress, checkManagementCluster, installControlPlane, type AttachedControlPlane } from './local-controlplane.js';
 import { recordedExternalManagement } from '../installdir/management.js';
-import { recordRelativePath } from '../installdir/paths.js';
 import { readPivotJournal } from '../pivot/journal.js';
 import { isUnfinished, pivotFrom } from './pivot.js';
 import { registerRancherLocked, type RancherStrategy } from './rancher.js';
@@ -97,8 +94,6 @@ export function createClusterControlPlane(config: InstallConfig, request: Pick<C
 }
 
 /** Where the final state of every CAPI object is written (never a Secret's data). */
-/** The cluster's objects as create cluster left them, relative to the install directory. */
-export const finalStateFile = recordRelativePath('clusterState');
 
 export async function createCluster(request: CreateClusterRequest): Promise<CreateClusterResult> {
   const dir = path.resolve(request.dir);
@@ -341,71 +336,6 @@ async function withMachineFailures<T>(
   }
 }
 
-export interface HealthyWait {
-  clusterName: string;
-  namespace: string;
-  /** Machines the manifests ask for (`countMachines`): each needs a Ready node. */
-  expectedMachines: number;
-  /** What is waited for, in messages. */
-  what: string;
-  sink: EventSink;
-  signal: AbortSignal;
-  /** Fails the wait at once when it rejects (a local controller past its restart budget). Default: never. */
-  fatal?: Promise<never>;
-  /** Time without any observable change before the wait fails. Default 10 min. */
-  noProgressTimeoutMs?: number;
-  /**
-   * The nodes become Ready: false only where the user said `networking.cni: none` (no pod network: they register and stay
-   * NotReady, which is what is waited for). A platform without the bundled add-ons, where cni is unset, waits for Ready
-   * nodes as it always did (its machines bring their network, or simulate it). Default true.
-   */
-  podNetwork?: boolean;
-}
-
-/**
- * Until `management` reports the cluster healthy (control plane available, every machine
- * with a Ready node), then until the workload cluster's own API lists every node Ready:
- * conditions can be stale (copied by a pivot, or left from before every process was
- * restarted), so the workload API has the last word. `create cluster`'s wait-cluster and
- * wait-pivoted, and `wait-for install-complete`, all wait with this.
- */
-export async function waitHealthy(management: KubeClient, wait: HealthyWait): Promise<void> {
-  const { what, sink, signal } = wait;
-  const podNetwork = wait.podNetwork ?? true;
-  const limits = wait.noProgressTimeoutMs ? { noProgressTimeoutMs: wait.noProgressTimeoutMs } : {};
-  await waitFor(management, {
-    what,
-    kinds: clusterKinds(wait.namespace),
-    evaluate: podNetwork ? clusterReady(wait.clusterName, wait.expectedMachines) : clusterRegistered(wait.clusterName, wait.expectedMachines),
-    onStall: (last, ms) => stallError(what, last, ms, 'machines'),
-    events: sink,
-    signal,
-    ...(wait.fatal ? { fatal: wait.fatal } : {}),
-    ...limits,
-  });
-  const workload = KubeClient.fromText(await workloadKubeconfig(management, wait.clusterName, wait.namespace));
-  try {
-    await waitForReadyNodes(workload, wait.expectedMachines, { sink, signal, ready: podNetwork, ...limits });
-    if (!podNetwork) {
-      log(sink, 'warn', `The ${wait.expectedMachines} node(s) registered and stay NotReady until a pod network runs: networking.cni is none. Apply your CNI's manifest to the cluster (kubectl --kubeconfig auth/kubeconfig apply -f <your CNI manifest>); nodes become Ready once it runs.`);
-    }
-  } finally {
-    workload.close();
-  }
-}
-
-/** The workload cluster's admin kubeconfig, from the `<cluster>-kubeconfig` Secret the control-plane provider writes. */
-async function workloadKubeconfig(client: KubeClient, clusterName: string, namespace: string): Promise<string> {
-  const secret = await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: `${clusterName}-kubeconfig`, namespace } });
-  const value = secret?.data?.value;
-  if (!value) {
-    throw new InfrastructureError(`The cluster's kubeconfig Secret ${namespace}/${clusterName}-kubeconfig has no data`, {
-      hint: 'Run `provisioner gather bootstrap` and look at the kubeadm control-plane controller log.',
-    });
-  }
-  return Buffer.from(value, 'base64').toString('utf8');
-}
-
 /** Failures worth a log bundle: not bad input (nothing ran), not an interrupt, not a held lock. */
 function shouldGather(error: unknown): boolean {
   return !(error instanceof ProvisionerError) || ['infrastructure', 'machines', 'hook', 'internal', 'external'].includes(error.exitCode);
@@ -436,31 +366,6 @@ function infrastructureKinds(objects: readonly KubeObject[]): { apiVersion: stri
   const seen = new Map<string, { apiVersion: string; kind: string }>();
   for (const o of objects) if (o.apiVersion.startsWith('infrastructure.')) seen.set(`${o.apiVersion}/${o.kind}`, { apiVersion: o.apiVersion, kind: o.kind });
   return [...seen.values()];
-}
-
-/** Machines the manifests ask for: control-plane replicas plus every MachineDeployment's replicas, written as objects or in a Cluster's topology. */
-export function countMachines(objects: readonly KubeObject[]): number {
-  let count = 0;
-  for (const obj of objects) {
-    if (obj.kind === 'KubeadmControlPlane' || obj.kind === 'MachineDeployment') count += Number((obj.spec as { replicas?: number } | undefined)?.replicas ?? 1);
-    const topology = topologyOf(obj);
-    if (topology) {
-      count += Number(topology.controlPlane?.replicas ?? 1);
-      for (const md of topology.workers?.machineDeployments ?? []) count += Number(md.replicas ?? 1);
-    }
-  }
-  return count;
-}
-
-interface ClusterTopology {
-  controlPlane?: { replicas?: number };
-  workers?: { machineDeployments?: { replicas?: number }[] };
-}
-
-/** A Cluster's `spec.topology` (the ClusterClass layout); undefined for any other object. */
-function topologyOf(obj: KubeObject): ClusterTopology | undefined {
-  if (obj.kind !== 'Cluster' || !obj.apiVersion.startsWith(`${capiGroups.core}/`)) return undefined;
-  return (obj.spec as { topology?: ClusterTopology } | undefined)?.topology;
 }
 
 export interface StagedObjects {
@@ -496,36 +401,4 @@ export function partitionByStage(objects: readonly KubeObject[]): StagedObjects 
     else staged.workers.push(obj);
   }
   return staged;
-}
-
-/** Writes the workload cluster's kubeconfig (0600) and the final state of every CAPI object, with the platform's infrastructure kinds (`lifecycle.stateKinds`). */
-export async function handOff(client: KubeClient, dir: string, clusterName: string, namespace: string, platformKinds: readonly KindRef[]): Promise<string> {
-  const kubeconfig = path.join(dir, 'auth', 'kubeconfig');
-  await mkdir(path.dirname(kubeconfig), { recursive: true, mode: 0o700 });
-  await writeFileAtomic(kubeconfig, await workloadKubeconfig(client, clusterName, namespace), 0o600);
-
-  const state: KubeObject[] = [];
-  for (const kind of clusterKinds(namespace)) state.push(...(await client.list(kind.apiVersion, kind.kind, { namespace })));
-  const kinds: readonly KindRef[] = [
-    ...platformKinds,
-    { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfig' },
-    { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet' },
-    // The ClusterClass layout's class (its templates are as the classic layout's, recorded by neither).
-    { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'ClusterClass' },
-  ];
-  for (const { apiVersion, kind } of kinds) {
-    try {
-      state.push(...(await client.list(apiVersion, kind, { namespace })));
-    } catch (error) {
-      if (!(error instanceof KubeApiError && error.isNotFound)) throw error;
-    }
-  }
-  const body = state.map((o) => stringify(stripManagedFields(o), { lineWidth: 0 })).join('---\n');
-  await writeFile(path.join(dir, finalStateFile), `# Final state of the cluster's Cluster API objects (status included), written by create cluster.\n${body}`, { mode: 0o600 });
-  return kubeconfig;
-}
-
-function stripManagedFields(obj: KubeObject): KubeObject {
-  const { managedFields: _drop, ...metadata } = obj.metadata;
-  return { ...obj, metadata };
 }

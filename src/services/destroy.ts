@@ -29,12 +29,12 @@ import { acquireDirLock } from '../process/lock.js';
 import { capiCoreApiVersion } from '../capi.js';
 import { clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
 import { waitFor } from '../wait/waiter.js';
-import { finalStateFile } from './create-cluster.js';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
 import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
 import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
 import { attachExternalManagement, attachLocalControlPlane, installControlPlane } from './local-controlplane.js';
 import { forgetExternalManagement, recordedExternalManagement } from '../installdir/management.js';
+import { recordPath } from '../installdir/paths.js';
 import { removeRancherRegistration } from './rancher.js';
 import { deregisterFleet } from './fleet.js';
 
@@ -51,7 +51,7 @@ export interface DestroyRequest {
 /** Local state removed once nothing is left to manage. The user's files (install config, manifests) stay. */
 async function removeLocalState(dir: string): Promise<void> {
   const layout = controlPlaneLayout(dir);
-  for (const target of [layout.stateDir, Journal.path(dir), pivotJournalPath(dir), path.join(dir, finalStateFile), path.join(dir, 'auth'), layout.logDir]) {
+  for (const target of [layout.stateDir, Journal.path(dir), pivotJournalPath(dir), recordPath(dir, 'clusterState'), path.join(dir, 'auth'), layout.logDir]) {
     await rm(target, { recursive: true, force: true });
   }
 }

@@ -44,10 +44,9 @@ import {
   type RancherWait,
 } from '../handoff/rancher/cluster.js';
 import { rancherRecordPath, readRancherRecord, removeRancherRecord, writeRancherRecord, type RancherClusterQuery, type RancherRegistrationRecord, type RancherStep } from '../handoff/rancher/journal.js';
-import { recordRelativePath } from '../installdir/paths.js';
+import { recordPath, recordRelativePath } from '../installdir/paths.js';
 import { createManifestObjects, fetchManifest, parseManifest, redactUrl } from '../handoff/rancher/manifest.js';
 import { acquireDirLock } from '../process/lock.js';
-import { finalStateFile } from './create-cluster.js';
 import { recordedExternalManagement } from '../installdir/management.js';
 
 export type { RancherStrategy } from '../handoff/rancher/api.js';
@@ -112,10 +111,10 @@ const clusterStateFile: FileKind = {
  */
 async function installCapiCluster(dir: string): Promise<{ cluster: KubeObject; management?: string }> {
   const management = await recordedExternalManagement(dir);
-  const file = path.join(dir, finalStateFile);
+  const file = recordPath(dir, 'clusterState');
   const text = await readInputText(file, clusterStateFile);
   if (text === undefined) {
-    throw new UsageError(`${dir} holds no finished cluster (no ${finalStateFile})`, { hint: 'Run `provisioner create cluster --dir` first; register runs once the cluster is handed off.' });
+    throw new UsageError(`${dir} holds no finished cluster (no ${recordRelativePath('clusterState')})`, { hint: 'Run `provisioner create cluster --dir` first; register runs once the cluster is handed off.' });
   }
   const recorded = parseYamlStream(text, file, clusterStateFile).find((o): o is KubeObject => isCapiCluster(o));
   if (!recorded) throw new EnvironmentError(`${file} records no Cluster API Cluster`, { hint: clusterStateFile.hint(file) });
