@@ -18,7 +18,8 @@ import {
 } from '../config/index.js';
 import { installConfigSchema, platformNamed } from '../platforms/index.js';
 import type { FieldProblem } from '../errors.js';
-import type { Asset } from './asset.js';
+import type { Asset, AssetContext } from './asset.js';
+import { AssetStore } from './store.js';
 import { readInputText } from '../input-files.js';
 import { sha256 } from './files.js';
 import { stateDirName } from '../installdir/paths.js';
@@ -89,4 +90,13 @@ export function newInstallConfigAsset(answers: NewInstallConfigAnswers): Asset<L
       };
     },
   };
+}
+
+/**
+ * The install config of `dir` as every command after `create cluster`'s first run reads it:
+ * through the asset store, the user's edits kept, nothing regenerated or written.
+ */
+export async function readInstallConfig(options: { dir: string; sink: AssetContext['sink']; signal?: AbortSignal }): Promise<InstallConfig> {
+  const store = await AssetStore.open({ ...options, regenerate: [], keepEdits: true });
+  return (await store.fetch(installConfigAsset)).config;
 }

@@ -20,7 +20,6 @@
  * `destroy` and `gather`.
  */
 import path from 'node:path';
-import { AssetStore, installConfigAsset } from '../assets/index.js';
 import { durationToMs, type HookStage, type InstallConfig } from '../config/index.js';
 import { ConfigError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { gatherBundle } from '../gather/collect.js';
@@ -143,8 +142,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
 
     // Manifests: generated if missing, user edits kept; conflicts stop here, before anything runs.
     const manifests = (await stage('manifests', () => createManifests({ dir, regenerate: [], keepEdits: false, sink: withoutResults(sink), signal })))!;
-    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: false });
-    const { config } = await store.fetch(installConfigAsset);
+    const { config } = manifests;
     const objects = manifests.manifests.files.flatMap((f) => f.objects as unknown as KubeObject[]);
     const clusterName = config.metadata.name;
     const namespace = config.metadata.namespace;

@@ -29,7 +29,7 @@ import { acquireDirLock } from '../process/lock.js';
 import { capiCoreApiVersion } from '../capi.js';
 import { clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
 import { waitFor } from '../wait/waiter.js';
-import { AssetStore, installConfigAsset } from '../assets/index.js';
+import { readInstallConfig } from '../assets/index.js';
 import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
 import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
 import { attachExternalManagement, attachLocalControlPlane, installControlPlane } from './local-controlplane.js';
@@ -213,8 +213,7 @@ function templateRefsOf(clusterClass: KubeObject): { apiVersion: string; kind: s
 async function destroyPlatformBootstrap(dir: string, sink: EventSink, signal: AbortSignal): Promise<void> {
   let config: InstallConfig;
   try {
-    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
-    config = (await store.fetch(installConfigAsset)).config;
+    config = await readInstallConfig({ dir, sink, signal });
   } catch (error) {
     log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(error)}), so the platform's own bootstrap resources, if it has any, were left alone`);
     return;
@@ -225,8 +224,7 @@ async function destroyPlatformBootstrap(dir: string, sink: EventSink, signal: Ab
 /** This install's config (its objects' label selector, its platform); undefined (all Clusters, every provider) when it cannot be read and the control plane is ours. */
 async function ownConfig(dir: string, sink: EventSink, signal: AbortSignal, external: boolean): Promise<InstallConfig | undefined> {
   try {
-    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
-    return (await store.fetch(installConfigAsset)).config;
+    return await readInstallConfig({ dir, sink, signal });
   } catch (error) {
     if (external) {
       throw new EnvironmentError(`Cannot tell which Cluster of the management cluster is this install's: ${messageOf(error)}`, {

@@ -18,7 +18,7 @@
  */
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { AssetStore, installConfigAsset } from '../assets/index.js';
+import { readInstallConfig } from '../assets/index.js';
 import { ExternalError, InterruptedError, UsageError, messageOf, type ProvisionerError } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { readIfExists } from '../files.js';
@@ -179,8 +179,7 @@ async function openWorkload(dir: string, sink: EventSink, signal: AbortSignal): 
     });
   }
   await checkKubeconfigFile(kubeconfigFile, `the workload kubeconfig of ${dir}`);
-  const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
-  const config = (await store.fetch(installConfigAsset)).config;
+  const config = await readInstallConfig({ dir, sink, signal });
   const client = KubeClient.fromText(kubeconfig);
   let uid: string | undefined;
   try {

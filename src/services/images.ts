@@ -7,7 +7,7 @@
  */
 import { access } from 'node:fs/promises';
 import path from 'node:path';
-import { AssetStore, installConfigAsset } from '../assets/index.js';
+import { readInstallConfig } from '../assets/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { EnvironmentError, UsageError } from '../errors.js';
 import { log, type EventSink } from '../events.js';
@@ -44,8 +44,7 @@ export async function loadImages(request: LoadImagesRequest): Promise<LoadedImag
   }
   const lock = await acquireDirLock(dir, { command: 'images load', events: sink });
   try {
-    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
-    const { config } = await store.fetch(installConfigAsset);
+    const config = await readInstallConfig({ dir, sink, signal });
     const platform = platformFor(config);
     const load = platform.hooks?.loadImages;
     if (!load) {

@@ -4,7 +4,8 @@
  * would overwrite or delete an edited file.
  */
 import path from 'node:path';
-import { AssetStore, clusterApiManifestsAsset, manifestsDirName, type ClusterApiManifests, type CommitReport, type FileAction } from '../assets/index.js';
+import { AssetStore, clusterApiManifestsAsset, installConfigAsset, manifestsDirName, type ClusterApiManifests, type CommitReport, type FileAction } from '../assets/index.js';
+import type { InstallConfig } from '../config/index.js';
 import { log, type EventSink } from '../events.js';
 
 export interface CreateManifestsOptions {
@@ -19,6 +20,8 @@ export interface CreateManifestsOptions {
 
 export interface CreateManifestsResult {
   directory: string;
+  /** The install config the manifests were generated from (the store's one reading of it). */
+  config: InstallConfig;
   manifests: ClusterApiManifests;
   report: CommitReport;
   /** Files per action, for the summary. */
@@ -35,6 +38,7 @@ export async function createManifests(options: CreateManifestsOptions): Promise<
     keepEdits: options.keepEdits,
   });
   const manifests = await store.fetch(clusterApiManifestsAsset);
+  const { config } = await store.fetch(installConfigAsset);
   const report = await store.commit();
 
   const counts: Partial<Record<FileAction, number>> = {};
@@ -75,7 +79,7 @@ export async function createManifests(options: CreateManifestsOptions): Promise<
     text: `Manifests in ${directory}: ${manifests.files.length} files${summary ? ` (${summary})` : ''}`,
     data: { directory, files: manifests.files.map((f) => ({ path: f.path, origin: f.origin })), written: report.written, deleted: report.deleted, keptEdits: report.keptEdits },
   });
-  return { directory, manifests, report, counts };
+  return { directory, config, manifests, report, counts };
 }
 
 function summarize(counts: Partial<Record<FileAction, number>>): string {

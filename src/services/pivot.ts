@@ -13,7 +13,7 @@
  */
 import path from 'node:path';
 import { exists } from '../files.js';
-import { AssetStore, installConfigAsset } from '../assets/index.js';
+import { readInstallConfig } from '../assets/index.js';
 import { capiCoreApiVersion } from '../capi.js';
 import { installConfigFile, installConfigFileName } from '../config/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
@@ -80,8 +80,7 @@ async function platformOfInstall(dir: string): Promise<Platform | undefined> {
  */
 async function sourceControlPlane(dir: string, platform: Platform | undefined, sink: EventSink, signal: AbortSignal): Promise<Partial<LocalControlPlaneRequest>> {
   try {
-    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
-    return installControlPlane((await store.fetch(installConfigAsset)).config, dir);
+    return installControlPlane(await readInstallConfig({ dir, sink, signal }), dir);
   } catch (error) {
     log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(error)}): a stopped local control plane starts without its credentials files and listen address`);
     return platform ? { controllers: platform.controllers } : {};
