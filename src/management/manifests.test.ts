@@ -49,7 +49,7 @@ const providers: ManagedProvider[] = [
 let certs: WebhookCertificates;
 beforeAll(async () => {
   certs = await ensureWebhookCertificates({ serving: new Map() }, providers.map((p) => p.namespace));
-});
+}, 120_000);
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 const find = (objects: readonly KubeObject[], kind: string, name: string, namespace?: string) =>
@@ -184,7 +184,7 @@ describe('ensureWebhookCertificates', () => {
     const newCa = await createCertificateAuthority({ commonName: 'old', validityDays: 100 });
     const all = await ensureWebhookCertificates({ ca: newCa, serving: certs.serving }, providers.map((p) => p.namespace));
     expect(all.issued).toEqual(['CA', ...providers.map((p) => p.namespace)]);
-  });
+  }, 120_000);
 });
 
 describe('upstream RBAC rules', () => {
