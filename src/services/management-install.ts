@@ -30,6 +30,7 @@ import {
   type InstalledProvider,
   type ManagedProvider,
 } from '../management/manifests.js';
+import { upstreamRules } from '../management/upstream-rbac.js';
 import { agentController, coreControllers, type ControllerRequirement } from '../platforms/platform.js';
 import { platformFor } from '../platforms/index.js';
 import type { CertificateAndKey } from '../pki/index.js';
@@ -71,8 +72,6 @@ export interface ManagementInstallResult {
   timings: { imagesMs: number; availableMs: number; totalMs: number };
 }
 
-/** The managers `management install` can run as pods: those that need no credentials or platform settings of their own. */
-const podReadyBinaries = new Set(['capi-manager', 'provisioner-agent-manager']);
 const defaultNoProgressTimeoutMs = 5 * 60_000;
 const deploymentPollMs = 2_000;
 
@@ -192,7 +191,8 @@ async function wantedControllers(dir: string | undefined, sink: EventSink, signa
   const { config } = await store.fetch(installConfigAsset);
   const platform = platformFor(config);
   const controllers = platform.controllers.filter((c) => c.bundled);
-  const unsupported = controllers.filter((c) => !podReadyBinaries.has(c.binary));
+  // The providers whose pods need no credentials or platform settings of their own, and whose RBAC we carry.
+  const unsupported = controllers.filter((c) => upstreamRules[c.provider] === undefined);
   if (unsupported.length > 0) {
     throw new UsageError(`management install does not yet run the ${platform.name} platform's ${unsupported.map((c) => c.provider).join(', ')} as pods`, {
       hint: 'It installs the core, kubeadm and hosts providers; use a hosts install directory, or none.',

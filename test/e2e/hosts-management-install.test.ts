@@ -208,6 +208,14 @@ describe('issue 28 item 1: management install into a hosts cluster', () => {
     expect(result?.data?.unchanged.length).toBeGreaterThan(40);
   }, 900_000);
 
+  it('a cluster with another version of one of these providers is refused, naming it, before anything changes', async () => {
+    const patched = await lab.kubectlWith(kubeconfig(), ['patch', 'providers.clusterctl.cluster.x-k8s.io', 'cluster-api', '-n', 'capi-system', '--type', 'merge', '-p', '{"version":"v1.13.4"}']);
+    expect(patched.exitCode, patched.stderr).toBe(0);
+    const run = await lab.cli(['management', 'install', '--kubeconfig', kubeconfig(), '--dir', dir], 300_000);
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(8);
+    expect(run.stderr).toContain('capi-system/cluster-api CoreProvider v1.13.4');
+  }, 600_000);
+
   it('destroy cluster leaves nothing on the hosts', async () => {
     const run = await lab.cli(['destroy', 'cluster', '--dir', dir], 900_000);
     expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);

@@ -6,7 +6,7 @@
  * plane stopped. Afterwards the cluster's own API holds its Cluster, Machines and Hosts, the
  * nodes stay Ready and no Machine is replaced for a minute (same UIDs), the agents heartbeat
  * to the in-cluster manager, and no provider process of ours runs on the machine. Running it
- * again says there is nothing to move. Prints the time of the pivot and the providers' memory.
+ * again says there is nothing to move. A run SIGKILLed during its provider install is finished by the next. Prints the time of the pivot and the providers' memory.
  * Not covered yet (issue 28 items 2-3): hosts registered after the pivot, destroy of a
  * self-managed cluster; the hosts are reset by removing the test network.
  */
@@ -96,6 +96,16 @@ describe('issue 28 item 2 (first slice): pivot --to self', () => {
     const done = await create;
     expect(done.exitCode, output).toBe(0);
   }, 1_800_000);
+
+  it('pivot --to self SIGKILLed during its provider install: the next run finishes it', async () => {
+    const killed = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'pivot', '--dir', dir, '--to', 'self'], { cwd: packageRoot, all: true, buffer: true, reject: false });
+    await waitFor('the first provider namespace in the cluster', async () => (await lab.kubectlWith(kubeconfig(), ['get', 'namespace', 'capi-system'])).exitCode === 0 || undefined, 600_000);
+    killed.kill('SIGKILL');
+    await killed;
+    // Killed before the move began: the Cluster is still only in the local control plane.
+    const clusters = await lab.kubectlWith(kubeconfig(), ['get', 'clusters.cluster.x-k8s.io', '-A', '--no-headers']);
+    expect(clusters.stdout.trim()).toBe('');
+  }, 900_000);
 
   it('pivot --to self: the cluster holds its own objects, its agents follow, the local control plane stops', async () => {
     const started = Date.now();

@@ -7,12 +7,13 @@ import { formatDuration } from '../ui/plain.js';
 export function registerManagement(program: Command, run: Runner): void {
   const management = program
     .command('management')
-    .description('run a local management cluster that stays up (etcd, kube-apiserver and every bundled CAPI provider on loopback)')
+    .description('a management cluster: local processes that stay up (start, stop, status: etcd, kube-apiserver and every bundled CAPI provider on loopback), or the bundled providers installed into a real cluster (install)')
     .addHelpText(
       'after',
       '\nExamples:\n  provisioner management start --dir ./mgmt     # prints the kubeconfig path when ready\n' +
         '  kubectl --kubeconfig ./mgmt/auth/management.kubeconfig get providers -A\n' +
-        '  provisioner management status --dir ./mgmt\n  provisioner management stop --dir ./mgmt      # data stays; start brings it back',
+        '  provisioner management status --dir ./mgmt\n  provisioner management stop --dir ./mgmt      # data stays; start brings it back\n' +
+        '  provisioner management install --kubeconfig ./demo/auth/kubeconfig --dir ./demo   # providers as pods in that cluster',
     );
 
   management
