@@ -292,3 +292,33 @@ function kindsOf(journal: PivotJournal): { kind: string; count: number }[] {
 function clusterNames(journal: PivotJournal): string[] {
   return journal.clusters.map((c) => `${c.namespace}/${c.name}`);
 }
+
+export type PivotToSelfRequest = Omit<PivotRequest, 'toKubeconfig'>;
+
+/**
+ * `pivot --dir D --to self` (issue 28, item 2, first slice): the cluster of D becomes its own
+ * management cluster, as Cluster API's self-hosted flow does it. First `management install`
+ * into it with D (the providers as pods, their images loaded onto its nodes by the local
+ * control plane, which still serves them), then the journaled move into `D/auth/kubeconfig`;
+ * the hosts' agents follow to the in-cluster agent manager through the cluster's own API
+ * endpoint (the kubeconfig's server), and the local control plane, which manages no cluster
+ * any more, is stopped. A resume whose move has begun (journal past `planned`) goes straight to
+ * the move: the providers were installed before it began, and the source's controllers are
+ * fenced by then. Not yet: node artifacts served from inside the cluster (a host registered
+ * after the pivot cannot download them), and destroy of a self-managed cluster (item 3).
+ */
+export async function pivotToSelf(request: PivotToSelfRequest): Promise<PivotResult> {
+  const dir = path.resolve(request.dir);
+  const kubeconfig = path.join(dir, 'auth', 'kubeconfig');
+  await checkKubeconfigFile(kubeconfig, '--to self');
+  const journal = await readPivotJournal(dir);
+  if (journal?.phase === 'done' && !journal.rolledBack && path.resolve(journal.targetKubeconfig) === kubeconfig) {
+    return { action: 'nothing-to-move', kinds: [], clusters: journal.clusters.map((c) => `${c.namespace}/${c.name}`), lines: [`the cluster of ${dir} already manages itself`], sourceStopped: false };
+  }
+  const begun = isUnfinished(journal) && phaseIndex(journal.phase) > phaseIndex('planned');
+  if (!request.rollback && !begun) {
+    const { installManagement } = await import('./management-install.js');
+    await installManagement({ kubeconfig, dir, dryRun: request.dryRun ?? false, sink: request.sink, signal: request.signal });
+  }
+  return pivot({ ...request, toKubeconfig: kubeconfig });
+}

@@ -1,5 +1,5 @@
-import type { Command } from 'commander';
-import { dirOption, listenAddressOption } from '../options.js';
+import { Option, type Command } from 'commander';
+import { dirOption, listenAddressOption, noProgressTimeoutOption } from '../options.js';
 import type { Runner } from '../program.js';
 import { formatTable } from '../../text-table.js';
 import { formatDuration } from '../ui/plain.js';
@@ -7,12 +7,13 @@ import { formatDuration } from '../ui/plain.js';
 export function registerManagement(program: Command, run: Runner): void {
   const management = program
     .command('management')
-    .description('run a local management cluster that stays up (etcd, kube-apiserver and every bundled CAPI provider on loopback)')
+    .description('a management cluster: local processes that stay up (start, stop, status: etcd, kube-apiserver and every bundled CAPI provider on loopback), or the bundled providers installed into a real cluster (install)')
     .addHelpText(
       'after',
       '\nExamples:\n  provisioner management start --dir ./mgmt     # prints the kubeconfig path when ready\n' +
         '  kubectl --kubeconfig ./mgmt/auth/management.kubeconfig get providers -A\n' +
-        '  provisioner management status --dir ./mgmt\n  provisioner management stop --dir ./mgmt      # data stays; start brings it back',
+        '  provisioner management status --dir ./mgmt\n  provisioner management stop --dir ./mgmt      # data stays; start brings it back\n' +
+        '  provisioner management install --kubeconfig ./demo/auth/kubeconfig --dir ./demo   # providers as pods in that cluster',
     );
 
   management
@@ -31,6 +32,56 @@ export function registerManagement(program: Command, run: Runner): void {
           data: { kubeconfig: result.kubeconfig, alreadyRunning: result.alreadyRunning, durationMs: Math.round(result.durationMs) },
         });
         if (!result.alreadyRunning) ctx.sink.emit({ type: 'log', level: 'info', message: `Management cluster ready in ${formatDuration(result.durationMs)}` });
+      }),
+    );
+
+  management
+    .command('install')
+    .description('install the bundled providers into a real cluster as Deployments, the way clusterctl init lays them out, offline (no registry, no cert-manager)')
+    .addOption(new Option('--kubeconfig <file>', 'kubeconfig of the cluster to install into (required)').env('PROVISIONER_KUBECONFIG').makeOptionMandatory())
+    .addOption(new Option('--dir <path>', 'install directory of the hosts cluster the kubeconfig reaches: the images are loaded onto its nodes (`images load`)').env('PROVISIONER_DIR'))
+    .addOption(new Option('--dry-run', 'print what it would create and change nothing').env('PROVISIONER_DRY_RUN').default(false))
+    .addOption(noProgressTimeoutOption())
+    .addHelpText(
+      'after',
+      '\nWhat it installs, per provider (core Cluster API, kubeadm bootstrap, kubeadm control plane, and\n' +
+        'the hosts infrastructure provider with its agent manager): its namespace, CRDs, a ServiceAccount\n' +
+        'with the ClusterRole its source declares, a Deployment of the bundled manager, the webhook Service\n' +
+        'and webhook configurations, and clusterctl\'s inventory (providers.clusterctl.cluster.x-k8s.io), so\n' +
+        '`clusterctl describe`, `move` and `upgrade plan` recognise them.\n' +
+        '\nImages are built from the bundled binaries (provisioner.local/capi-manager:<version>, ...). With\n' +
+        '--dir D of a hosts install whose cluster the kubeconfig reaches, they are put on every node\n' +
+        'without a registry, as `images load` does; without it, import the archives it names on each node.\n' +
+        'Pushing them to a registry (--image-registry) is not built yet.\n' +
+        '\nWebhook certificates come from provisioner\'s own CA (Secret capi-system/provisioner-webhook-ca,\n' +
+        '10 years); each serving certificate lasts 1 year. Run management install again to renew: it\n' +
+        'reissues those with fewer than 90 days left and changes nothing else. It is idempotent and\n' +
+        'resumable (killed anywhere, run it again); a cluster with other versions of these providers is\n' +
+        'refused, naming them.\n' +
+        '\nExamples:\n  provisioner management install --kubeconfig ./demo/auth/kubeconfig --dir ./demo --dry-run\n' +
+        '  provisioner management install --kubeconfig ./demo/auth/kubeconfig --dir ./demo\n' +
+        '  kubectl --kubeconfig ./demo/auth/kubeconfig get providers -A\n',
+    )
+    .action(
+      run<{ kubeconfig: string; dir?: string; dryRun: boolean; noProgressTimeout?: number }>(async (options, ctx) => {
+        const { installManagement, describePlan } = await import('../../services/management-install.js');
+        const result = await installManagement({
+          kubeconfig: options.kubeconfig,
+          ...(options.dir ? { dir: options.dir } : {}),
+          dryRun: options.dryRun,
+          sink: ctx.sink,
+          signal: ctx.signal,
+          ...(options.noProgressTimeout ? { noProgressTimeoutMs: options.noProgressTimeout * 60_000 } : {}),
+        });
+        const summary = result.dryRun
+          ? describePlan(result)
+          : [
+              ...result.providers.map((p) => `${p.namespace}/${p.name} Available (${p.provider} ${p.version})`),
+              `${result.created.length} object(s) created, ${result.changed.length} changed, ${result.unchanged.length} unchanged` +
+                (result.certificatesIssued.length ? `; certificates issued: ${result.certificatesIssued.join(', ')}` : ''),
+              `images ${formatDuration(result.timings.imagesMs)}, Deployments Available ${formatDuration(result.timings.availableMs)}, in all ${formatDuration(result.timings.totalMs)}`,
+            ].join('\n');
+        ctx.sink.emit({ type: 'result', kind: 'management-install', text: summary, data: result });
       }),
     );
 

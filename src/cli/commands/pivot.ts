@@ -6,7 +6,8 @@ import { recordRelativePath } from '../../installdir/paths.js';
 
 interface PivotOptions {
   dir: string;
-  toKubeconfig: string;
+  toKubeconfig?: string;
+  to?: string;
   dryRun: boolean;
   rollback: boolean;
   cluster?: string;
@@ -22,7 +23,8 @@ export function registerPivot(program: Command, run: Runner): void {
         'running it again resumes an unfinished move; --rollback undoes one that has not deleted from the source yet.',
     )
     .addOption(dirOption())
-    .addOption(new Option('--to-kubeconfig <file>', 'kubeconfig of the target management cluster (required)').env('PROVISIONER_TO_KUBECONFIG').makeOptionMandatory())
+    .addOption(new Option('--to-kubeconfig <file>', 'kubeconfig of the target management cluster (this or --to self)').env('PROVISIONER_TO_KUBECONFIG'))
+    .addOption(new Option('--to <target>', 'self: the cluster manages itself (management install into it, then the move into it; the local control plane stops)').env('PROVISIONER_TO').choices(['self']))
     // Default false: the move runs.
     .addOption(new Option('--dry-run', 'print the plan (objects by kind, in order) and change nothing').env('PROVISIONER_DRY_RUN').default(false))
     // Default false.
@@ -35,17 +37,26 @@ export function registerPivot(program: Command, run: Runner): void {
       'after',
       '\nExamples:\n  provisioner pivot --dir ./demo --to-kubeconfig ~/mgmt.kubeconfig --dry-run\n' +
         '  provisioner pivot --dir ./demo --to-kubeconfig ~/mgmt.kubeconfig\n' +
-        '  provisioner pivot --dir ./demo --to-kubeconfig ~/mgmt.kubeconfig --rollback   # after a failed move',
+        '  provisioner pivot --dir ./demo --to-kubeconfig ~/mgmt.kubeconfig --rollback   # after a failed move\n' +
+        '  provisioner pivot --dir ./demo --to self   # the cluster of ./demo becomes its own management cluster\n' +
+        '\n--to self installs the bundled providers into the cluster (`management install --kubeconfig\n' +
+        'D/auth/kubeconfig --dir D`), then moves the objects there; the hosts\' agents follow to the\n' +
+        'in-cluster agent manager through the cluster\'s own API endpoint, and the local control plane\n' +
+        'stops. Run it again to resume. Not yet: hosts registered afterwards (node files are served by\n' +
+        'the stopped local control plane) and destroy cluster of a self-managed cluster.',
     )
     .action(
       run<PivotOptions>(async (options, ctx) => {
         const concurrency = Number(options.concurrency);
         if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError(`--concurrency must be a positive integer, not ${options.concurrency}`, { hint: 'For example --concurrency 16.' });
         if (options.dryRun && options.rollback) throw new UsageError('--dry-run and --rollback cannot be combined', { hint: 'Run --dry-run to see the plan, or --rollback to undo a move.' });
-        const { pivot } = await import('../../services/pivot.js');
-        const result = await pivot({
+        if ((options.toKubeconfig === undefined) === (options.to === undefined)) {
+          throw new UsageError('Name the target: --to-kubeconfig K, or --to self', { hint: 'provisioner pivot --dir ./demo --to-kubeconfig ~/mgmt.kubeconfig, or --to self for the cluster to manage itself.' });
+        }
+        const { pivot, pivotToSelf } = await import('../../services/pivot.js');
+        const result = await (options.to === 'self' ? pivotToSelf : pivot)({
           dir: options.dir,
-          toKubeconfig: options.toKubeconfig,
+          toKubeconfig: options.toKubeconfig ?? '',
           dryRun: options.dryRun,
           rollback: options.rollback,
           ...(options.cluster !== undefined ? { clusterName: options.cluster } : {}),
