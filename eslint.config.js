@@ -37,7 +37,7 @@ const noTimerPromises = [
   { name: 'timers/promises', message: timerPromisesMessage },
 ];
 
-const domainModules = ['addons', 'config', 'assets', 'pki', 'controlplane', 'apply', 'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms', 'progress', 'handoff', 'nodeartifacts', 'agent', 'installdir'];
+const domainModules = ['addons', 'config', 'assets', 'pki', 'controlplane', 'apply', 'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms', 'progress', 'handoff', 'nodeartifacts', 'agent', 'installdir', 'management'];
 // Every block refuses timers/promises too, but for the two modules that own waiting (`timersAllowed`).
 const restrict = (patterns, { timersAllowed = false } = {}) => ({ 'no-restricted-imports': ['error', { paths: timersAllowed ? [] : noTimerPromises, patterns }] });
 

@@ -11,23 +11,20 @@
  * nothing on the hosts. Prints the time of the install and the resident memory of the
  * providers as pods against the same set as the install's local processes.
  */
-import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
 import { waitFor } from '../integration/support/controlplane.js';
-import type { TestHost } from '../support/netns.js';
 import { cliPath, ensureBuilt } from './support/cli.js';
-import { HostsLab, hostsInstallConfig, type RunningAgent } from './support/hosts-lab.js';
+import { HostsLab, type RunningAgent } from './support/hosts-lab.js';
 
 const name = 'selfmanaged';
 let lab: HostsLab;
 let dir = '';
 let destroyed = false;
 const agents: RunningAgent[] = [];
-let create: ResultPromise | undefined;
 const figures: Record<string, number | string> = {};
 
 const providerDeployments = [
@@ -45,30 +42,6 @@ async function json<T>(args: readonly string[], config = kubeconfig()): Promise<
   return JSON.parse(run.stdout) as T;
 }
 
-/**
- * Resident memory (KiB) of every process whose program is one of `binaries`, split by whether it runs in a host's cgroup
- * (a pod) or is one of the install's local processes (its command line names the install directory: other tests'
- * control planes may run on the same machine).
- */
-async function rssOf(binaries: readonly string[]): Promise<{ pods: number; local: number; podCount: number; localCount: number }> {
-  const out = { pods: 0, local: 0, podCount: 0, localCount: 0 };
-  for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
-    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    if (!binaries.includes(path.basename(argv[0] ?? ''))) continue;
-    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-    const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-    const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
-    if (lab.hosts.some((h) => cgroup.includes(h.cgroup))) {
-      out.pods += rss;
-      out.podCount += 1;
-    } else if (argv.some((arg) => arg.includes(dir))) {
-      out.local += rss;
-      out.localCount += 1;
-    }
-  }
-  return out;
-}
-
 beforeAll(async () => {
   await ensureBuilt();
   lab = await HostsLab.create(2, { runtime: true });
@@ -78,7 +51,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   process.stderr.write(`management install figures: ${JSON.stringify(figures)}\n`);
-  create?.kill('SIGKILL');
   if (dir && !destroyed) await lab?.cli(['destroy', 'cluster', '--dir', dir], 600_000).catch(() => undefined);
   for (const agent of agents) agent.process.kill('SIGKILL');
   await lab?.remove();
@@ -86,27 +58,7 @@ afterAll(async () => {
 
 describe('issue 28 item 1: management install into a hosts cluster', () => {
   it('a 1 + 1 cluster on namespace hosts', async () => {
-    const [h0, h1] = lab.hosts as [TestHost, TestHost];
-    await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(name, lab.net.machine.address, 1));
-    let output = '';
-    let finished = false;
-    create = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', dir], { cwd: packageRoot, all: true, buffer: true, reject: false });
-    create.all?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    void create.finally(() => (finished = true)).catch(() => undefined);
-    const commands = await waitFor('a registration command per pool', () => {
-      const found = [...output.matchAll(/^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/gm)];
-      if (finished) throw new Error(`create cluster ended before printing the commands:\n${output}`);
-      return found.length === 2 ? found : undefined;
-    }, 600_000);
-    for (const [host, role] of [[h0, 'control-plane'], [h1, 'worker']] as const) {
-      const [, token, server, checksum] = commands.find((c) => c[4] === role)!;
-      const registered = await lab.register(host, { token: token!, server: server!, checksum: checksum! }, ['--roles', role]);
-      expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
-      agents.push(lab.startAgent(host));
-    }
-    const done = await create;
-    expect(done.exitCode, output).toBe(0);
+    agents.push(...(await lab.createCluster(dir, name, 1)).agents);
   }, 1_800_000);
 
   it('--dry-run prints what it would create and creates nothing', async () => {
@@ -186,7 +138,9 @@ describe('issue 28 item 1: management install into a hosts cluster', () => {
     figures['clusterctl move --dry-run'] = `exit ${move.exitCode}: ${`${move.stdout}\n${move.stderr}`.split('\n').slice(-3).join(' | ')}`;
     expect(move.exitCode, `${move.stdout}\n${move.stderr}`).toBe(0);
 
-    const rss = await rssOf(['capi-manager', 'provisioner-agent-manager']);
+    const processes = await lab.processesOf(['capi-manager', 'provisioner-agent-manager'], dir);
+    const kib = (list: { rssKiB: number }[]) => list.reduce((sum, p) => sum + p.rssKiB, 0);
+    const rss = { pods: kib(processes.pods), local: kib(processes.local), podCount: processes.pods.length, localCount: processes.local.length };
     figures['RSS as pods (MiB)'] = Math.round(rss.pods / 1024);
     figures['pod processes'] = rss.podCount;
     figures['RSS as local processes (MiB)'] = Math.round(rss.local / 1024);

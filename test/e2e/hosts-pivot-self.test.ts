@@ -10,21 +10,17 @@
  * Not covered yet (issue 28 items 2-3): hosts registered after the pivot, destroy of a
  * self-managed cluster; the hosts are reset by removing the test network.
  */
-import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/embedded/catalog.js';
 import { waitFor } from '../integration/support/controlplane.js';
-import type { TestHost } from '../support/netns.js';
 import { cliPath, ensureBuilt } from './support/cli.js';
-import { HostsLab, hostsInstallConfig, type RunningAgent } from './support/hosts-lab.js';
+import { HostsLab, type RunningAgent } from './support/hosts-lab.js';
 
 const name = 'itself';
 let lab: HostsLab;
 let dir = '';
 const agents: RunningAgent[] = [];
-let create: ResultPromise | undefined;
 const figures: Record<string, number | string> = {};
 
 const kubeconfig = () => path.join(dir, 'auth', 'kubeconfig');
@@ -33,25 +29,6 @@ async function json<T>(args: readonly string[]): Promise<T> {
   const run = await lab.kubectlWith(kubeconfig(), [...args, '-o', 'json']);
   if (run.exitCode !== 0) throw new Error(`kubectl ${args.join(' ')}: ${run.stderr}`);
   return JSON.parse(run.stdout) as T;
-}
-
-/**
- * Pids and resident memory (KiB) of the processes whose program is one of `binaries`, by whether they run in a host's
- * cgroup (pods) or are the install's local processes (their command line names the install directory; other tests'
- * control planes may run on the same machine).
- */
-async function processes(binaries: readonly string[]): Promise<{ pods: number[]; local: number[]; podRss: number }> {
-  const out = { pods: [] as number[], local: [] as number[], podRss: 0 };
-  for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
-    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    if (!binaries.includes(path.basename(argv[0] ?? ''))) continue;
-    const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
-    if (lab.hosts.some((h) => cgroup.includes(h.cgroup))) {
-      out.pods.push(Number(pid));
-      out.podRss += Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8').catch(() => ''))?.[1] ?? 0);
-    } else if (argv.some((arg) => arg.includes(dir))) out.local.push(Number(pid));
-  }
-  return out;
 }
 
 beforeAll(async () => {
@@ -63,7 +40,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   process.stderr.write(`pivot --to self figures: ${JSON.stringify(figures)}\n`);
-  create?.kill('SIGKILL');
   for (const agent of agents) agent.process.kill('SIGKILL');
   await lab?.remove();
 }, 900_000);
@@ -74,27 +50,7 @@ interface HostView { metadata: { name: string }; status?: { lastHeartbeatTime?: 
 
 describe('issue 28 item 2 (first slice): pivot --to self', () => {
   it('a 1 + 1 cluster on namespace hosts', async () => {
-    const [h0, h1] = lab.hosts as [TestHost, TestHost];
-    await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(name, lab.net.machine.address, 1));
-    let output = '';
-    let finished = false;
-    create = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'create', 'cluster', '--dir', dir], { cwd: packageRoot, all: true, buffer: true, reject: false });
-    create.all?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    void create.finally(() => (finished = true)).catch(() => undefined);
-    const commands = await waitFor('a registration command per pool', () => {
-      const found = [...output.matchAll(/^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64}) --roles (\S+)/gm)];
-      if (finished) throw new Error(`create cluster ended before printing the commands:\n${output}`);
-      return found.length === 2 ? found : undefined;
-    }, 600_000);
-    for (const [host, role] of [[h0, 'control-plane'], [h1, 'worker']] as const) {
-      const [, token, server, checksum] = commands.find((c) => c[4] === role)!;
-      const registered = await lab.register(host, { token: token!, server: server!, checksum: checksum! }, ['--roles', role]);
-      expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
-      agents.push(lab.startAgent(host));
-    }
-    const done = await create;
-    expect(done.exitCode, output).toBe(0);
+    agents.push(...(await lab.createCluster(dir, name, 1)).agents);
   }, 1_800_000);
 
   it('pivot --to self SIGKILLed during its provider install: the next run finishes it', async () => {
@@ -121,9 +77,10 @@ describe('issue 28 item 2 (first slice): pivot --to self', () => {
     expect(hosts.items.map((h) => h.metadata.name).sort()).toEqual(lab.hosts.map((h) => h.name).sort());
 
     // No provider of ours runs on the machine any more: only the pods in the hosts.
-    const after = await processes(['capi-manager', 'provisioner-agent-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder']);
+    const after = await lab.processesOf(['capi-manager', 'provisioner-agent-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder'], dir);
     expect(after.local, 'local provider and control-plane processes').toEqual([]);
-    figures['provider pods RSS (MiB)'] = Math.round((await processes(['capi-manager', 'provisioner-agent-manager'])).podRss / 1024);
+    const pods = (await lab.processesOf(['capi-manager', 'provisioner-agent-manager'], dir)).pods;
+    figures['provider pods RSS (MiB)'] = Math.round(pods.reduce((sum, p) => sum + p.rssKiB, 0) / 1024);
 
     // The agents heartbeat to the in-cluster manager: each Host's heartbeat moves on there.
     const beat = (items: HostView[]) => Object.fromEntries(items.map((h) => [h.metadata.name, h.status?.lastHeartbeatTime ?? '']));

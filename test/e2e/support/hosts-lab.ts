@@ -6,7 +6,7 @@
  * Everything the machine namespace serves is reached by running a command inside it (the
  * CLI, the bundled kubectl): its loopback is its own.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResultPromise } from 'execa';
 import { ensureBinaries } from '../../../src/embedded/cache.js';
@@ -62,6 +62,8 @@ export interface RunningAgent {
 export class HostsLab {
   readonly mgmt: string;
   readonly kubeconfig: string;
+  /** What spawnCli started: killed by remove() if still running (a test that failed or timed out mid-command). */
+  private readonly background: BackgroundRun[] = [];
 
   private constructor(
     readonly net: TestNetwork,
@@ -115,7 +117,9 @@ export class HostsLab {
     let ended = false;
     child.all?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     void child.finally(() => (ended = true)).catch(() => undefined);
-    return { child, output: () => output, ended: () => ended };
+    const run = { child, output: () => output, ended: () => ended };
+    this.background.push(run);
+    return run;
   }
 
   /** Waits until `run` has printed `count` registration commands; gives up at once, with its output, if it ends first. */
@@ -145,6 +149,40 @@ export class HostsLab {
       agents.push(this.startAgent(host));
     }
     return agents;
+  }
+
+  /**
+   * A cluster made as a user makes one: `hostsInstallConfig(name, …, workers)` written into `dir`,
+   * `create cluster` in the background, the first host registered as the control plane and the
+   * next `workers` as workers with the commands it prints. Throws, with its output, unless it exits 0.
+   */
+  async createCluster(dir: string, name: string, workers: number): Promise<{ output: string; agents: RunningAgent[] }> {
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(name, this.net.machine.address, workers));
+    const run = this.spawnCli(['create', 'cluster', '--dir', dir]);
+    const roles = this.hosts.slice(0, 1 + workers).map((host, i) => [host, i === 0 ? 'control-plane' : 'worker'] as const);
+    const agents = await this.registerWithPrinted(roles, await this.waitForHostCommands(run, roles.length));
+    const done = await run.child;
+    if (done.exitCode !== 0) throw new Error(`create cluster exited ${done.exitCode}:\n${run.output()}\n${agents.map((a) => a.output().slice(-3000)).join('\n')}`);
+    return { output: run.output(), agents };
+  }
+
+  /**
+   * The processes whose program is one of `binaries`, with their resident memory (KiB), split by
+   * whether they run in a host's cgroup (pods) or are the local processes of the install in
+   * `installDir` (their command line names it: other tests' control planes may run beside).
+   */
+  async processesOf(binaries: readonly string[], installDir: string): Promise<Record<'pods' | 'local', { pid: number; rssKiB: number }[]>> {
+    const out: Record<'pods' | 'local', { pid: number; rssKiB: number }[]> = { pods: [], local: [] };
+    for (const pid of (await readdir('/proc')).filter((p) => /^\d+$/.test(p))) {
+      const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+      if (!binaries.includes(path.basename(argv[0] ?? ''))) continue;
+      const rssKiB = Number(/VmRSS:\s+(\d+)/.exec(await readFile(`/proc/${pid}/status`, 'utf8').catch(() => ''))?.[1] ?? 0);
+      const cgroup = await readFile(`/proc/${pid}/cgroup`, 'utf8').catch(() => '');
+      if (this.hosts.some((h) => cgroup.includes(h.cgroup))) out.pods.push({ pid: Number(pid), rssKiB });
+      else if (argv.some((arg) => arg.includes(installDir))) out.local.push({ pid: Number(pid), rssKiB });
+    }
+    return out;
   }
 
   /** The bundled kubectl against the management cluster, inside the machine namespace. */
@@ -221,6 +259,7 @@ export class HostsLab {
 
   /** Stops the management cluster (its data goes with the network's scratch directory), then removes the namespaces. */
   async remove(): Promise<void> {
+    for (const run of this.background) if (!run.ended()) run.child.kill('SIGKILL');
     try {
       const stop = await this.cli(['management', 'stop', '--dir', this.mgmt], 180_000);
       if (stop.exitCode !== 0) process.stderr.write(`cleanup: management stop exited ${stop.exitCode}: ${stop.stderr}\n`);
