@@ -216,7 +216,13 @@ function createCgroup(name: string): void {
 function cgroupTree(name: string): string[] {
   const found: string[] = [];
   const walk = (dir: string) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) walk(path.join(dir, entry.name));
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return; // Removed meanwhile: the kubelet or containerd of a host still running deletes pods' cgroups as we walk.
+    }
+    for (const entry of entries) if (entry.isDirectory()) walk(path.join(dir, entry.name));
     found.push(dir);
   };
   for (const hierarchy of cgroupHierarchies()) if (existsSync(path.join(hierarchy, name))) walk(path.join(hierarchy, name));
