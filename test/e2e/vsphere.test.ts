@@ -200,8 +200,12 @@ describe('create cluster on vsphere against vcsim (1 + 1), addresses from a pool
       return vms[0]?.status?.ready === true ? vms[0] : undefined;
     }, 120_000);
     expect(ready.status?.addresses).toEqual([address.address]);
-    const machines = await managementGet('vspheremachines');
-    expect(machines.filter((m) => m.spec?.providerID === `vsphere://${vm.spec?.biosUUID as string}`)).toHaveLength(1);
+    // The VSphereMachine takes the VM's providerID and address: the Machine's infrastructure is ready.
+    const machine = await waitFor('the VSphereMachine with the VM\'s providerID', async () => {
+      const machines = await managementGet('vspheremachines');
+      return machines.find((m) => m.spec?.providerID === `vsphere://${vm.spec?.biosUUID as string}`);
+    }, 120_000);
+    expect(machine.status?.addresses).toEqual(expect.arrayContaining([expect.objectContaining({ address: address.address })]));
     const pools = await managementGet('addresspools.ipam.provisioner.dev');
     expect(pools.map((p) => p.status)).toEqual([{ total: 11, allocated: 1, free: 10 }]);
 
