@@ -26,8 +26,9 @@
  * fake the guests, could not be built (docs/architecture.md, "Bundle").
  *
  * `destroy cluster` then deletes the VM through CAPV (its finalizers wait for vCenter's
- * Destroy_Task); CAPV deletes the claim and our manager the IPAddress, seen with kubectl
- * while destroy's control plane runs; afterwards govc finds the simulator's VMs and
+ * Destroy_Task); CAPV deletes the claim and our manager the IPAddress, seen with a kubectl
+ * watch while destroy's control plane runs, and destroy waits for the claims and says
+ * which addresses went back to the pool; afterwards govc finds the simulator's VMs and
  * folders exactly as they were before the install, and nothing of the install runs.
  *
  * Fails (never skips) without the bundle: ensureBinaries throws for a missing vcsim or govc.
@@ -215,6 +216,7 @@ describe('create cluster on vsphere against vcsim (1 + 1), addresses from a pool
     // Past the VM's address: what is left is the node, which no kubelet registers.
     expect(ended.stderr).not.toMatch(/Machine vs\/vs-control-plane-\w+: InfrastructureReady NotReady/);
     expect(ended.stderr).toMatch(/Machine vs\/vs-control-plane-\w+: .*Node/);
+    process.stderr.write(`e2e vsphere: the wait ended with\n  ${ended.stderr.split('\n').filter((l) => /No progress|Machine vs\//.test(l)).join('\n  ')}\n`);
     const journal = await readJournal(dir);
     const timings = Object.entries(journal.stages).map(([stage, record]) => `${stage} ${record.state} ${Math.round((record.durationMs ?? 0) / 100) / 10}s`);
     process.stderr.write(`e2e vsphere stage timings on vcsim:\n  ${timings.join('\n  ')}\n`);
@@ -228,25 +230,37 @@ describe('create cluster on vsphere against vcsim (1 + 1), addresses from a pool
     const content = await execa('tar', ['-xzOf', path.join(dir, bundles[0]!)], { encoding: 'utf8', maxBuffer: 512 * 2 ** 20 });
     expect(content.stdout).not.toContain(vcenterUser.password);
 
-    // Destroy, watching the claims and addresses while its control plane runs.
+    // The bundle says what CAPV last recorded of the machine's infrastructure: its VSphereVM and the claim it owns.
+    const report = (await execa('tar', ['-xzOf', path.join(dir, bundles[0]!), '--wildcards', '*/resources/machines-infrastructure.txt'], { encoding: 'utf8' })).stdout;
+    expect(report).toMatch(new RegExp(`Machine vs/vs-control-plane-\\w+: infrastructure VSphereMachine ${vm.metadata.name}`));
+    expect(report).toContain(`  VSphereVM ${vm.metadata.name}: `);
+    expect(report).toContain(`  IPAddressClaim ${bound.claim.metadata.name}: every condition True`);
+    expect(report).toMatch(/last provider log line naming it: \(logs\/capv-manager\.log\)/);
+
+    // Destroy, with a watch on the claims and addresses of the namespace while its control plane runs.
     const destroying = startCli(['destroy', 'cluster', '--dir', dir], bootTimeoutMs);
-    const seen: { claims: number; addresses: number }[] = [];
-    while (!destroying.ended()) {
-      const out = await execa(await kubectl(), ['--kubeconfig', path.join(dir, 'auth', 'management.kubeconfig'), 'get', 'ipaddressclaims.ipam.cluster.x-k8s.io,ipaddresses.ipam.cluster.x-k8s.io', '-n', 'vs', '-o', 'json', '--request-timeout', '5s'], { reject: false });
-      if (out.exitCode === 0) {
-        const items = (JSON.parse(out.stdout) as { items: { kind: string }[] }).items;
-        seen.push({ claims: items.filter((i) => i.kind === 'IPAddressClaim').length, addresses: items.filter((i) => i.kind === 'IPAddress').length });
+    const watches = ['ipaddressclaims.ipam.cluster.x-k8s.io', 'ipaddresses.ipam.cluster.x-k8s.io'].map(async (resource) => {
+      let events = '';
+      while (!destroying.ended()) {
+        // Ends when the API server stops (or is not up yet); `EVENT NAME ...` rows.
+        const out = await execa(await kubectl(), ['--kubeconfig', path.join(dir, 'auth', 'management.kubeconfig'), 'get', resource, '-n', 'vs', '--watch', '--output-watch-events', '--no-headers'], { reject: false, timeout: bootTimeoutMs });
+        events += out.stdout;
+        await new Promise((resolve) => setTimeout(resolve, 300));
       }
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
+      return events.split('\n').map((line) => line.split(/\s+/).slice(0, 2).join(' ')).filter((line) => line !== '');
+    });
     const destroyed = await destroying.result();
     expect(destroyed.exitCode, destroyed.stderr).toBe(0);
     // CAPV drops a VSphereVM's finalizer only once vCenter's Destroy_Task succeeded: the object's deletion is the VM's.
     expect(destroyed.stderr).toMatch(/VirtualMachineProvisioned: Deleting/);
     expect(destroyed.stderr).toMatch(/Every Cluster API object of vs\/vs is gone/);
-    // The claim and its address existed when destroy's control plane came up, and were gone before it stopped.
-    expect(seen[0]).toEqual({ claims: 1, addresses: 1 });
-    expect(seen.at(-1)).toEqual({ claims: 0, addresses: 0 });
+    // The claim and its address existed when destroy's control plane came up, and were deleted before it stopped.
+    const [claimEvents, addressEvents] = await Promise.all(watches);
+    expect(claimEvents).toContain(`ADDED ${bound.claim.metadata.name}`);
+    expect(claimEvents).toContain(`DELETED ${bound.claim.metadata.name}`);
+    expect(addressEvents).toContain(`ADDED ${bound.addressName}`);
+    expect(addressEvents).toContain(`DELETED ${bound.addressName}`);
+    expect(destroyed.stderr).toContain(`Addresses of vs/vs released to their pool: ${bound.claim.metadata.name} (198.18.250.10)`);
     // The simulator holds what it held before the install: no VM, no folder of ours.
     expect(await inventory(vcenter, 'm')).toEqual(vmsBefore);
     expect(await inventory(vcenter, 'f')).toEqual(foldersBefore);

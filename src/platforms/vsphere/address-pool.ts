@@ -10,6 +10,10 @@
  * and broadcast addresses; the gateway is never handed out.
  */
 import { isIPv4 } from 'node:net';
+import { sleep } from '../../concurrency.js';
+import { KubeClient, type KubeObject } from '../../kube/client.js';
+import type { PlatformHookContext } from '../platform.js';
+import { clusterNameLabel } from '../types.js';
 
 export const addressPoolApiVersion = 'ipam.provisioner.dev/v1alpha1';
 export const addressPoolKind = 'AddressPool';
@@ -94,4 +98,49 @@ export function entriesOutsideNetwork(pool: Pick<AddressPoolSettings, 'addresses
 /** The pool object the manifests carry, named like the cluster (one pool per cluster). */
 export function addressPoolObject(name: string, pool: AddressPoolSettings): AddressPoolObject {
   return { apiVersion: addressPoolApiVersion, kind: addressPoolKind, metadata: { name }, spec: { addresses: [...pool.addresses], prefix: pool.prefix, gateway: pool.gateway } };
+}
+
+const ipamApiVersion = 'ipam.cluster.x-k8s.io/v1beta2';
+
+interface ClaimObject extends KubeObject {
+  spec?: { clusterName?: string };
+  status?: { addressRef?: { name?: string } };
+}
+
+/**
+ * clusterDeletion, with an address pool: once the cluster's Cluster API objects are gone,
+ * waits (up to the no-progress timeout) until none of its IPAddressClaims is left — CAPV
+ * deletes them with the VMs and the agent manager releases their addresses — and says
+ * which addresses went back to the pool, or which claims are still held.
+ */
+export async function releaseClusterAddresses(context: PlatformHookContext & { clusterName: string; namespace: string }): Promise<() => Promise<void>> {
+  const ofCluster = (claims: ClaimObject[]) => claims.filter((c) => c.spec?.clusterName === context.clusterName || c.metadata.labels?.[clusterNameLabel] === context.clusterName);
+  const client = KubeClient.fromFile(context.kubeconfig);
+  let before: ClaimObject[];
+  let addresses: Map<string, string>;
+  try {
+    before = ofCluster(await client.list<ClaimObject>(ipamApiVersion, 'IPAddressClaim', { namespace: context.namespace }));
+    const bound = await client.list<KubeObject & { spec?: { address?: string } }>(ipamApiVersion, 'IPAddress', { namespace: context.namespace });
+    addresses = new Map(bound.map((a) => [a.metadata.name, a.spec?.address ?? '?']));
+  } finally {
+    client.close();
+  }
+  return async () => {
+    if (before.length === 0) return;
+    const deadline = Date.now() + (context.noProgressTimeoutMs ?? 60_000);
+    const watcher = KubeClient.fromFile(context.kubeconfig);
+    try {
+      let left = before;
+      while (left.length > 0 && Date.now() < deadline) {
+        await sleep(500, context.signal);
+        left = ofCluster(await watcher.list<ClaimObject>(ipamApiVersion, 'IPAddressClaim', { namespace: context.namespace }));
+      }
+      const released = before.filter((c) => !left.some((l) => l.metadata.name === c.metadata.name));
+      const describe = (c: ClaimObject) => `${c.metadata.name} (${addresses.get(c.status?.addressRef?.name ?? '') ?? 'no address'})`;
+      if (released.length > 0) context.log(`Addresses of ${context.namespace}/${context.clusterName} released to their pool: ${released.map(describe).join(', ')}`);
+      if (left.length > 0) context.log(`IPAddressClaims of ${context.namespace}/${context.clusterName} still held after ${Math.round((context.noProgressTimeoutMs ?? 60_000) / 1000)} s: ${left.map(describe).join(', ')} (is provisioner-agent-manager running? its log says why)`);
+    } finally {
+      watcher.close();
+    }
+  };
 }

@@ -17,7 +17,7 @@ import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
 import { machineSection, platformSection, resolveConfigPath, type InstallConfig, type MachinePool } from '../../config/index.js';
 import { ConfigError, messageOf } from '../../errors.js';
-import { addressPoolApiVersion, addressPoolKind, addressPoolObject, type AddressPoolSettings } from './address-pool.js';
+import { addressPoolApiVersion, addressPoolKind, addressPoolObject, releaseClusterAddresses, type AddressPoolSettings } from './address-pool.js';
 import { addressPoolController, coreControllers, type ControllerRequirement, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
 import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureClusterTemplate, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 import { vsphereConfig, vsphereDefaultCredentialsFile, vsphereName, vspherePlatformSchema } from './config.js';
@@ -252,6 +252,10 @@ export const vspherePlatform: Platform = {
     /** What can be known without vCenter: the credentials file is readable and names a user and a password. */
     async preProvision({ config, dir }) {
       await checkVsphereCredentialsFile(resolveConfigPath(dir, vsphereSection(config).credentials.file));
+    },
+    /** With an address pool: destroy waits for the cluster's address claims to be released, and says so. */
+    async clusterDeletion(context) {
+      return vsphereSection(context.config).network.addressPool ? releaseClusterAddresses(context) : async () => {};
     },
   },
 };
