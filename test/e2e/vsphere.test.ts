@@ -26,7 +26,9 @@
  * fake the guests, could not be built (docs/architecture.md, "Bundle").
  *
  * `destroy cluster` then deletes the VM through CAPV (its finalizers wait for vCenter's
- * Destroy_Task); CAPV deletes the claim and our manager the IPAddress, seen with a kubectl
+ * Destroy_Task); CAPV then drops its finalizer from the claim and leaves it to the garbage
+ * collector, which no local control plane runs: our manager deletes the claim whose
+ * VSphereVM is gone, and its IPAddress, seen with a kubectl
  * watch while destroy's control plane runs, and destroy waits for the claims and says
  * which addresses went back to the pool; afterwards govc finds the simulator's VMs and
  * folders exactly as they were before the install, and nothing of the install runs.

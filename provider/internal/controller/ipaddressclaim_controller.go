@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
@@ -27,9 +28,16 @@ import (
 
 // +kubebuilder:rbac:groups=ipam.provisioner.dev,resources=addresspools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=ipam.provisioner.dev,resources=addresspools/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddressclaims,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddressclaims,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups=infrastructure.cluster.x-k8s.io,resources=*,verbs=get
 // +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddressclaims/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ipam.cluster.x-k8s.io,resources=ipaddresses,verbs=get;list;watch;create;delete
+
+// OwnerDeletingRetry is how soon a claim whose owner is being deleted is looked at again.
+const OwnerDeletingRetry = 2 * time.Second
+
+// DefaultOwnerCheckInterval is how often a claim with owners is checked for owners that are gone.
+const DefaultOwnerCheckInterval = 30 * time.Second
 
 // ExhaustedRetry is how often a claim its pool could not serve is tried again (besides
 // every change of the pool and every release of an address of it).
@@ -39,12 +47,17 @@ const ExhaustedRetry = 20 * time.Second
 // spec.poolRef names an AddressPool: it creates the claim's IPAddress (named like the
 // claim) with the first free address of the pool, sets status.addressRef and the Ready
 // condition (PoolExhausted, PoolNotFound when it cannot), and deletes the IPAddress when
-// the claim is deleted. One worker: two claims never pick an address at the same time.
+// the claim is deleted. A claim whose owners are all gone is deleted, as the garbage
+// collector would (the local control plane runs none, and CAPV leaves its claims to it).
+// One worker: two claims never pick an address at the same time.
 type IPAddressClaimReconciler struct {
 	Client client.Client
 	// Reader lists the pool's IPAddresses uncached, so an address allocated a moment ago is
-	// never handed out twice. Default: Client.
+	// never handed out twice, and reads claims' owners. Default: Client.
 	Reader client.Reader
+	// OwnerCheckInterval is how often a claim with owners is checked for owners that are
+	// gone. Default: DefaultOwnerCheckInterval.
+	OwnerCheckInterval time.Duration
 }
 
 func ours(ref ipamv1.IPPoolReference) bool {
@@ -54,6 +67,9 @@ func ours(ref ipamv1.IPPoolReference) bool {
 func (r *IPAddressClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Reader == nil {
 		r.Reader = r.Client
+	}
+	if r.OwnerCheckInterval == 0 {
+		r.OwnerCheckInterval = DefaultOwnerCheckInterval
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&ipamv1.IPAddressClaim{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -92,6 +108,24 @@ func (r *IPAddressClaimReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if !claim.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.release(ctx, &claim)
 	}
+	// The garbage collector's part, which no local control plane runs: a claim whose owners
+	// are all gone (CAPV drops its finalizer and leaves the claim to the collector) is deleted.
+	gone, ownerDeleting, err := r.ownersGone(ctx, &claim)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if gone {
+		ctrl.LoggerFrom(ctx).Info("deleting the claim: its owners are gone")
+		return ctrl.Result{}, client.IgnoreNotFound(r.Client.Delete(ctx, &claim))
+	}
+	// Owners are looked at again while one is being deleted, and now and then (their deletion is no event of this controller's).
+	requeue := ctrl.Result{}
+	if ownerDeleting {
+		requeue = ctrl.Result{RequeueAfter: OwnerDeletingRetry}
+	} else if len(claim.OwnerReferences) > 0 {
+		requeue = ctrl.Result{RequeueAfter: r.OwnerCheckInterval}
+	}
+
 	if unpatched := claim.DeepCopy(); controllerutil.AddFinalizer(&claim, poolv1.ClaimFinalizer) {
 		if err := r.Client.Patch(ctx, &claim, client.MergeFrom(unpatched)); err != nil {
 			return ctrl.Result{}, err
@@ -104,13 +138,13 @@ func (r *IPAddressClaimReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, r.setReady(ctx, &claim, "", metav1.ConditionFalse, poolv1.ReasonPoolNotFound,
+		return requeue, r.setReady(ctx, &claim, "", metav1.ConditionFalse, poolv1.ReasonPoolNotFound,
 			fmt.Sprintf("AddressPool %s does not exist", poolKey))
 	}
 
 	// The claim's address, if an earlier reconcile created it.
 	var address ipamv1.IPAddress
-	err := r.Reader.Get(ctx, req.NamespacedName, &address)
+	err = r.Reader.Get(ctx, req.NamespacedName, &address)
 	switch {
 	case err == nil:
 	case !apierrors.IsNotFound(err):
@@ -157,7 +191,31 @@ func (r *IPAddressClaimReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		fmt.Sprintf("%s/%d from AddressPool %s", address.Spec.Address, ptr.Deref(address.Spec.Prefix, 0), poolKey)); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.updatePoolStatus(ctx, &pool)
+	return requeue, r.updatePoolStatus(ctx, &pool)
+}
+
+// ownersGone says whether the claim has owners and none of them exists any more (by UID),
+// and whether one that exists is being deleted.
+func (r *IPAddressClaimReconciler) ownersGone(ctx context.Context, claim *ipamv1.IPAddressClaim) (gone, deleting bool, err error) {
+	if len(claim.OwnerReferences) == 0 {
+		return false, false, nil
+	}
+	for _, ref := range claim.OwnerReferences {
+		owner := &unstructured.Unstructured{}
+		owner.SetAPIVersion(ref.APIVersion)
+		owner.SetKind(ref.Kind)
+		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: ref.Name}, owner)
+		switch {
+		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+			continue
+		case err != nil:
+			return false, false, err
+		case owner.GetUID() != ref.UID:
+			continue
+		}
+		return false, owner.GetDeletionTimestamp() != nil, nil
+	}
+	return true, false, nil
 }
 
 // poolAddresses are the IPAddresses taken from pool (by label), read uncached.

@@ -190,3 +190,41 @@ func TestAddressClaimWaitsForItsPool(t *testing.T) {
 		t.Errorf("first address of 198.51.100.8/30 (network and broadcast excluded): got %s, want 198.51.100.9", address.Spec.Address)
 	}
 }
+
+// A claim whose owner is gone is deleted and its address released, as the garbage collector
+// would (the local control plane runs none; CAPV removes its finalizer and leaves the claim).
+func TestAddressClaimGoesWithItsOwner(t *testing.T) {
+	ctx := context.Background()
+	ns := ipamNamespace(t, "ipam-owner")
+	pool := &poolv1.AddressPool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}, Spec: poolv1.AddressPoolSpec{Addresses: []string{"203.0.113.5"}, Prefix: 24}}
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm"}}
+	for _, o := range []client.Object{pool, owner} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := newClaim(ns, "vm-0-0", "p")
+	claim.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}
+	if err := admin.Create(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	readyOf(t, ns, "vm-0-0", poolv1.ReasonAllocated, 20*time.Second)
+	// The owner still exists: the claim stays through a few owner checks.
+	time.Sleep(5 * time.Second)
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(claim), &ipamv1.IPAddressClaim{}); err != nil {
+		t.Fatalf("the claim went while its owner exists: %v", err)
+	}
+	if err := admin.Delete(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the claim and its IPAddress gone with the owner", func() (bool, string) {
+		errClaim := admin.Get(ctx, client.ObjectKeyFromObject(claim), &ipamv1.IPAddressClaim{})
+		errAddr := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vm-0-0"}, &ipamv1.IPAddress{})
+		return apierrors.IsNotFound(errClaim) && apierrors.IsNotFound(errAddr), fmt.Sprintf("claim: %v, address: %v", errClaim, errAddr)
+	})
+	eventually(t, 10*time.Second, "the address free again", func() (bool, string) {
+		var p poolv1.AddressPool
+		_ = admin.Get(ctx, client.ObjectKeyFromObject(pool), &p)
+		return p.Status.Free == 1, fmt.Sprintf("%+v", p.Status)
+	})
+}

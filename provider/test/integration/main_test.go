@@ -171,7 +171,7 @@ func startManager(ctx context.Context, env *envtest.Environment, cfg *rest.Confi
 		agentv1.SetupNodePlanWebhookWithManager,
 		agentv1.SetupHostRegistrationWebhookWithManager,
 		infrav1.SetupWebhooksWithManager,
-		(&controller.IPAddressClaimReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager,
+		(&controller.IPAddressClaimReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), OwnerCheckInterval: 2 * time.Second}).SetupWithManager,
 		poolv1.SetupWebhookWithManager,
 	} {
 		if err := setup(mgr); err != nil {
