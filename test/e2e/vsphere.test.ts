@@ -218,7 +218,7 @@ describe('create cluster on vsphere against vcsim (1 + 1), addresses from a pool
     // Past the VM's address: what is left is the node, which no kubelet registers.
     expect(ended.stderr).not.toMatch(/Machine vs\/vs-control-plane-\w+: InfrastructureReady NotReady/);
     expect(ended.stderr).toMatch(/Machine vs\/vs-control-plane-\w+: .*Node/);
-    process.stderr.write(`e2e vsphere: the wait ended with\n  ${ended.stderr.split('\n').filter((l) => /No progress|Machine vs\//.test(l)).join('\n  ')}\n`);
+    process.stderr.write(`e2e vsphere: create cluster ended in ${Math.round(ended.durationMs / 1000)} s with\n${ended.stderr.slice(ended.stderr.lastIndexOf('Error: '))}\n`);
     const journal = await readJournal(dir);
     const timings = Object.entries(journal.stages).map(([stage, record]) => `${stage} ${record.state} ${Math.round((record.durationMs ?? 0) / 100) / 10}s`);
     process.stderr.write(`e2e vsphere stage timings on vcsim:\n  ${timings.join('\n  ')}\n`);
@@ -252,6 +252,7 @@ describe('create cluster on vsphere against vcsim (1 + 1), addresses from a pool
       return events.split('\n').map((line) => line.split(/\s+/).slice(0, 2).join(' ')).filter((line) => line !== '');
     });
     const destroyed = await destroying.result();
+    process.stderr.write(`e2e vsphere: destroy cluster took ${Math.round(destroyed.durationMs / 1000)} s; its last lines:\n${destroyed.stderr.split('\n').slice(-6).join('\n')}\n`);
     expect(destroyed.exitCode, destroyed.stderr).toBe(0);
     // CAPV drops a VSphereVM's finalizer only once vCenter's Destroy_Task succeeded: the object's deletion is the VM's.
     expect(destroyed.stderr).toMatch(/VirtualMachineProvisioned: Deleting/);
