@@ -89,6 +89,8 @@ export interface ObjectNode<F extends Fields = Fields> extends NodeDoc {
   exactlyOne?: boolean;
   /** Hints for fields people often write but that do not exist, by exact name. */
   unknownFieldHints?: Readonly<Record<string, string>>;
+  /** The hint when the value is not a mapping (e.g. a field that was a string before). Default: none. */
+  typeHint?: string;
 }
 
 export type SchemaNode = StringNode | NumberNode | BooleanNode | LiteralNode | ArrayNode | MapNode | ObjectNode;
@@ -303,7 +305,7 @@ export function validateNode(node: SchemaNode, value: unknown, path: PathSegment
     }
     case 'object': {
       if (!isRecord(value)) {
-        problems.push({ path, message: `must be a mapping, got ${typeName(value)}` });
+        problems.push({ path, message: `must be a mapping, got ${typeName(value)}`, ...(node.typeHint ? { hint: node.typeHint } : {}) });
         return;
       }
       const known = Object.keys(node.fields);

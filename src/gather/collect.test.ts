@@ -222,6 +222,90 @@ describe('gatherBundle', () => {
     expect(get('README.txt')).toContain('  - test note');
   });
 
+  it('for cloud machines: each one\'s infrastructure objects and the provider\'s last answer and log line; no value of a credentials file in any file', async () => {
+    // What a platform's credentials files hold (by path, as the platform hands them to its controller).
+    const vcenterPassword = 'e2e-vcsim-password-0000';
+    const awsSecret = 'Zq8kP2xLm4Nv6Rt0Yw3Bc5Df7Gh9Jk1Ls2Ma4Nb';
+    const awsKeyId = 'AKIAZZZZZZZZZZZZZZZZ';
+    await put(join(dir, 'vcenter.yaml'), `username: capv-e2e-operator\npassword: "${vcenterPassword}"\n`);
+    await put(join(dir, 'aws-credentials'), `[default]\naws_access_key_id = ${awsKeyId}\naws_secret_access_key = ${awsSecret}\n# a comment\n`);
+    // Planted where no keyword gives them away: a provider that logs its login, a fault message quoting a request.
+    await put(join(dir, 'logs', 'capv-manager.log'), [
+      `{"ts":"2025-01-01T00:00:05Z","msg":"session for capv-e2e-operator with ${vcenterPassword}"}`,
+      '{"ts":"2025-01-01T00:00:08Z","msg":"Cloning VM","VSphereVM":{"name":"demo-cp-0","namespace":"demo"}}',
+      '{"ts":"2025-01-01T00:00:09Z","msg":"VM state is \\"notReady\\", waiting for \\"ready\\"","VSphereVM":{"name":"demo-cp-0","namespace":"demo"}}',
+      '{"ts":"2025-01-01T00:00:10Z","msg":"Reconciling VSphereCluster","VSphereCluster":{"name":"demo"}}',
+    ].join('\n') + '\n');
+    await put(join(dir, 'logs', 'capa-manager.log'), `{"ts":"2025-01-01T00:00:07Z","msg":"RunInstances failed","AWSMachine":"demo-md-0","request":"Signature=${awsSecret}"}\n`);
+    const machine = (name: string, kind: string) => ({ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Machine', metadata: { name, namespace: 'demo' }, spec: { clusterName: 'demo', infrastructureRef: { apiGroup: 'infrastructure.cluster.x-k8s.io', kind, name } }, status: { phase: 'Provisioning' } });
+    const owner = (kind: string, name: string) => [{ apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind, name, uid: 'u' }];
+    const objects: Record<string, KubeObject[]> = {
+      'cluster.x-k8s.io/v1beta2/Machine': [machine('demo-cp-0', 'VSphereMachine'), machine('demo-md-0', 'AWSMachine'), machine('demo-md-1', 'AWSMachine')],
+      'infrastructure.cluster.x-k8s.io/v1beta2/VSphereMachine': [
+        { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'VSphereMachine', metadata: { name: 'demo-cp-0', namespace: 'demo' }, status: { conditions: [{ type: 'VirtualMachineProvisioned', status: 'False', reason: 'NotProvisioned', lastTransitionTime: '2025-01-01T00:00:03Z' }] } },
+      ],
+      'infrastructure.cluster.x-k8s.io/v1beta2/VSphereVM': [
+        { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'VSphereVM', metadata: { name: 'demo-cp-0', namespace: 'demo', ownerReferences: owner('VSphereMachine', 'demo-cp-0') }, status: { conditions: [
+          { type: 'VirtualMachineProvisioned', status: 'False', reason: 'WaitingForIPAllocation', lastTransitionTime: '2025-01-01T00:00:09Z' },
+          { type: 'IPAddressClaimsFulfilled', status: 'True', reason: 'Fulfilled', lastTransitionTime: '2025-01-01T00:00:06Z' },
+        ] } },
+      ],
+      'infrastructure.cluster.x-k8s.io/v1beta2/AWSMachine': [
+        { apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2', kind: 'AWSMachine', metadata: { name: 'demo-md-0', namespace: 'demo' }, status: { failureReason: 'CreateError', failureMessage: `UnauthorizedOperation for key ${awsKeyId}`, conditions: [{ type: 'InstanceReady', status: 'False', reason: 'InstanceProvisionFailed', message: `AuthFailure: signature ${awsSecret} does not match`, lastTransitionTime: '2025-01-01T00:00:07Z' }] } },
+      ],
+      'ipam.cluster.x-k8s.io/v1beta2/IPAddressClaim': [
+        { apiVersion: 'ipam.cluster.x-k8s.io/v1beta2', kind: 'IPAddressClaim', metadata: { name: 'demo-cp-0-0-0', namespace: 'demo', ownerReferences: owner('VSphereVM', 'demo-cp-0') }, status: { conditions: [{ type: 'Ready', status: 'True', reason: 'AddressAllocated', lastTransitionTime: '2025-01-01T00:00:04Z' }] } },
+      ],
+    };
+    const resources = (list: [string, string][]) => ({ resources: list.map(([name, kind]) => ({ name, kind, namespaced: true, verbs: ['list'] })) });
+    const discovery: Record<string, unknown> = {
+      '/readyz': 'ok',
+      '/apis': { groups: ['cluster.x-k8s.io', 'infrastructure.cluster.x-k8s.io', 'ipam.cluster.x-k8s.io'].map((name) => ({ name, versions: [{ groupVersion: `${name}/v1beta2` }], preferredVersion: { groupVersion: `${name}/v1beta2` } })) },
+      '/apis/cluster.x-k8s.io/v1beta2': resources([['machines', 'Machine']]),
+      '/apis/infrastructure.cluster.x-k8s.io/v1beta2': resources([['vspheremachines', 'VSphereMachine'], ['vspherevms', 'VSphereVM'], ['awsmachines', 'AWSMachine']]),
+      '/apis/ipam.cluster.x-k8s.io/v1beta2': resources([['ipaddressclaims', 'IPAddressClaim']]),
+    };
+    const fake = {
+      server: 'https://127.0.0.1:1',
+      async raw(path: string) {
+        const body = discovery[path];
+        if (body === undefined) throw new Error(`unexpected GET ${path}`);
+        return typeof body === 'string' ? body : JSON.stringify(body);
+      },
+      async list(apiVersion: string, kind: string) {
+        return objects[`${apiVersion}/${kind}`] ?? [];
+      },
+    } as unknown as KubeClient; // a stand-in for the two calls gather makes
+
+    const credentialFiles = [join(dir, 'vcenter.yaml'), join(dir, 'aws-credentials')];
+    const result = await gatherBundle({ dir, client: fake, credentialFiles, now: new Date('2025-02-03T04:05:06Z') });
+    expect(result.problems).toEqual([]);
+    const files = await readArchive(result.path);
+    for (const [file, content] of files) {
+      for (const value of [vcenterPassword, awsSecret, awsKeyId]) expect(content, `${file} holds a credential value`).not.toContain(value);
+    }
+    const report = files.get('log-bundle-20250203T040506Z/resources/machines-infrastructure.txt') ?? '';
+    expect(report).toContain([
+      'Machine demo/demo-cp-0: infrastructure VSphereMachine demo-cp-0',
+      '  VSphereMachine demo-cp-0: VirtualMachineProvisioned=False NotProvisioned',
+      '  VSphereVM demo-cp-0: VirtualMachineProvisioned=False WaitingForIPAllocation',
+      '  IPAddressClaim demo-cp-0-0-0: every condition True',
+      '  last answer recorded (latest condition change): 2025-01-01T00:00:09Z VSphereVM demo-cp-0 VirtualMachineProvisioned=False WaitingForIPAllocation',
+      '  last provider log line naming it: (logs/capv-manager.log) {"ts":"2025-01-01T00:00:09Z","msg":"VM state is \\"notReady\\", waiting for \\"ready\\"","VSphereVM":{"name":"demo-cp-0","namespace":"demo"}}',
+    ].join('\n'));
+    expect(report).toContain([
+      'Machine demo/demo-md-0: infrastructure AWSMachine demo-md-0',
+      '  AWSMachine demo-md-0: InstanceReady=False InstanceProvisionFailed: AuthFailure: signature [REDACTED] does not match',
+      '    failure: CreateError UnauthorizedOperation for key [REDACTED]',
+    ].join('\n'));
+    expect(report).toContain('  last provider log line naming it: (logs/capa-manager.log) {"ts":"2025-01-01T00:00:07Z","msg":"RunInstances failed","AWSMachine":"demo-md-0","request":"Signature=[REDACTED]"}');
+    expect(report).toContain('Machine demo/demo-md-1: infrastructure AWSMachine demo-md-1\n  the infrastructure machine does not exist (not created yet, or deleted)');
+
+    // Without the credentials files, the planted password reaches the bundle: what the option prevents.
+    const unprotected = await gatherBundle({ dir, client: fake, output: join(dir, 'unprotected.tar.gz') });
+    expect([...(await readArchive(unprotected.path)).values()].join('\n')).toContain(vcenterPassword);
+  });
+
   it('records what it could not gather and still writes the bundle', async () => {
     const fake = {
       server: 'https://127.0.0.1:1',

@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { pipeline } from 'node:stream/promises';
@@ -46,6 +46,11 @@ export interface GatherOptions {
   notes?: readonly string[];
   /** The time in the bundle's name and README. Default: now. */
   now?: Date;
+  /**
+   * Credentials files of the install (a platform's, by path): every value in them is
+   * redacted wherever it appears, and the archive is refused if one survives. Default none.
+   */
+  credentialFiles?: readonly string[];
 }
 
 export interface GatherResult {
@@ -106,12 +111,14 @@ export async function gatherBundle(options: GatherOptions): Promise<GatherResult
   try {
     await mkdir(bundle.root, { recursive: true, mode: 0o700 });
 
-    // Secrets first: their values are then replaced wherever they appear, logs included.
+    // Secrets and credentials files first: their values are then replaced wherever they appear, logs included.
+    const credentials = await credentialValues(options.credentialFiles ?? [], problem);
+    bundle.knownValues = knownValuesPattern(credentials);
     let client = options.client;
     if (client && !(await isReady(client, problem))) client = undefined;
     if (client) {
       await stage(events, 'gather/secrets', async () => {
-        bundle.knownValues = await writeSecretList(bundle, client!, problem);
+        bundle.knownValues = knownValuesPattern([...credentials, ...(await writeSecretList(bundle, client!, problem))]);
       });
     }
     checkAbort();
@@ -294,14 +301,41 @@ type Problem = (what: string, error: unknown) => void;
 const byNamespacedName = (a: KubeObject, b: KubeObject) =>
   (a.metadata.namespace ?? '').localeCompare(b.metadata.namespace ?? '') || a.metadata.name.localeCompare(b.metadata.name);
 
-/** Lists Secrets, writes their names, types and keys (never values); returns a pattern of their values for the redactor. */
-async function writeSecretList(bundle: BundleWriter, client: KubeClient, problem: Problem): Promise<RegExp | undefined> {
+/** Shortest value of a credentials file that is redacted (shorter ones would match ordinary words). */
+const minCredentialValueLength = 8;
+
+/**
+ * The values of credentials files (`key: value` YAML, `key = value` INI lines; comments and
+ * section headers skipped), for the redactor. A file that cannot be read is a problem: its
+ * values cannot be looked for.
+ */
+async function credentialValues(files: readonly string[], problem: Problem): Promise<string[]> {
+  const values: string[] = [];
+  for (const file of files) {
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (error) {
+      problem(`the credentials file ${file} (its values cannot be redacted)`, error);
+      continue;
+    }
+    for (const line of text.split(/\r?\n/)) {
+      const match = /^\s*[^#;[\s][^:=]*[:=]\s*(.*?)\s*$/.exec(line);
+      const value = match?.[1]?.replace(/^(["'])(.*)\1$/, '$2');
+      if (value && value.length >= minCredentialValueLength) values.push(value);
+    }
+  }
+  return values;
+}
+
+/** Lists Secrets, writes their names, types and keys (never values); returns their values for the redactor. */
+async function writeSecretList(bundle: BundleWriter, client: KubeClient, problem: Problem): Promise<string[]> {
   let secrets: (KubeObject & { type?: string; data?: Record<string, string> })[];
   try {
     secrets = await client.list('v1', 'Secret');
   } catch (error) {
     problem('the list of Secrets', error);
-    return undefined;
+    return [];
   }
   secrets.sort(byNamespacedName);
   const values = secrets.flatMap((s) => secretValuesToMatch(s.data));
@@ -314,7 +348,7 @@ async function writeSecretList(bundle: BundleWriter, client: KubeClient, problem
   ]);
   const header = 'Secrets of the control plane: names, types and data keys only; values are never gathered.\n\n';
   await bundle.writeText('resources/secrets.txt', header + textTable(['NAMESPACE', 'NAME', 'TYPE', 'KEYS', 'OWNERS'], rows));
-  return knownValuesPattern(values);
+  return values;
 }
 
 async function gatherObjects(bundle: BundleWriter, client: KubeClient, problem: Problem, signal?: AbortSignal): Promise<number> {
@@ -327,6 +361,7 @@ async function gatherObjects(bundle: BundleWriter, client: KubeClient, problem: 
   let count = 0;
   const statusBlocks: string[] = [];
   const machines: KubeObject[] = [];
+  const all: KubeObject[] = [];
   for (const kind of kinds) {
     if (signal?.aborted) break;
     let items: KubeObject[];
@@ -341,6 +376,7 @@ async function gatherObjects(bundle: BundleWriter, client: KubeClient, problem: 
     count += items.length;
     await bundle.writeYaml(`resources/${kind.group}/${kind.resource}.yaml`, items.map((o) => redactObject(o)));
     for (const item of items) statusBlocks.push(statusBlock(item));
+    all.push(...items);
     if (kind.group === 'cluster.x-k8s.io' && kind.kind === 'Machine') machines.push(...items);
   }
   await bundle.writeText(
@@ -348,6 +384,7 @@ async function gatherObjects(bundle: BundleWriter, client: KubeClient, problem: 
     `Phase and conditions of every Cluster API object (${count}), from status.conditions.\n\n${statusBlocks.join('\n') || 'no Cluster API objects\n'}`,
   );
   await bundle.writeText('resources/machines.txt', machinesTable(machines));
+  await bundle.writeText('resources/machines-infrastructure.txt', machinesInfrastructure(machines, all, await bundledLogs(bundle)));
   try {
     const events = (await client.list('v1', 'Event')) as EventObject[];
     events.sort((a, b) => eventTime(a).localeCompare(eventTime(b)));
@@ -382,6 +419,84 @@ function machinesTable(machines: readonly KubeObject[]): string {
   });
   const header = 'Machines and their addresses (status.addresses), to reach the nodes of a stuck install.\n\n';
   return header + (rows.length ? textTable(['NAMESPACE', 'NAME', 'CLUSTER', 'PHASE', 'NODE', 'PROVIDER-ID', 'ADDRESSES'], rows) : 'no Machines\n');
+}
+
+/** The controller logs already in the bundle (redacted copies), by bundle path. */
+async function bundledLogs(bundle: BundleWriter): Promise<Map<string, string[]>> {
+  const logs = new Map<string, string[]>();
+  const dir = path.join(bundle.root, 'logs');
+  for (const name of await filesIn(dir, (n) => /\.log$/.test(n) && !/^(etcd|kube-apiserver|provisioner)\.log$/.test(n))) {
+    logs.set(`logs/${name}`, (await readFile(path.join(dir, name), 'utf8')).split('\n'));
+  }
+  return logs;
+}
+
+/** Objects of `namespace` that `root` owns, through any chain of owner references (root included). */
+function ownedTree(root: KubeObject, objects: readonly KubeObject[]): KubeObject[] {
+  const tree = [root];
+  for (let i = 0; i < tree.length; i++) {
+    const owner = tree[i]!;
+    for (const o of objects) {
+      if (tree.includes(o) || o.metadata.namespace !== root.metadata.namespace) continue;
+      if ((o.metadata.ownerReferences ?? []).some((r) => r.kind === owner.kind && r.name === owner.metadata.name)) tree.push(o);
+    }
+  }
+  return tree;
+}
+
+/**
+ * For each Machine, what its infrastructure provider last recorded of the infrastructure
+ * it asked for, as far as the objects and logs show it: the infrastructure machine and the
+ * objects it owns (a VM object, address claims), the latest condition of each (the
+ * provider's last answer from the cloud, with its reason and message), failure fields, and
+ * the provider log's last line naming one of them (the last call it logged). Platform
+ * neutral: it follows spec.infrastructureRef and owner references only.
+ */
+function machinesInfrastructure(machines: readonly KubeObject[], objects: readonly KubeObject[], logs: Map<string, string[]>): string {
+  const blocks = machines.map((m) => {
+    const ref = ((m.spec ?? {}) as { infrastructureRef?: { kind?: string; name?: string } }).infrastructureRef;
+    const lines = [`Machine ${m.metadata.namespace ?? ''}/${m.metadata.name}: infrastructure ${ref?.kind ?? '?'} ${ref?.name ?? '?'}`];
+    const root = objects.find((o) => o.kind === ref?.kind && o.metadata.name === ref?.name && o.metadata.namespace === m.metadata.namespace);
+    if (!root) {
+      lines.push('  the infrastructure machine does not exist (not created yet, or deleted)');
+      return lines.join('\n');
+    }
+    const tree = ownedTree(root, objects);
+    let latest: { at: string; text: string } | undefined;
+    for (const o of tree) {
+      const status = (o.status ?? {}) as { conditions?: Condition[]; failureReason?: string; failureMessage?: string; ready?: boolean };
+      const conditions = Array.isArray(status.conditions) ? status.conditions : [];
+      const describe = (c: Condition) => `${c.type ?? '?'}=${c.status ?? '?'}${c.reason ? ` ${c.reason}` : ''}${c.message ? `: ${c.message.split('\n')[0]}` : ''}`;
+      const notTrue = conditions.filter((c) => c.status !== 'True');
+      lines.push(`  ${o.kind} ${o.metadata.name}: ${notTrue.length ? notTrue.map(describe).join('; ') : conditions.length ? 'every condition True' : 'no conditions'}`);
+      if (status.failureReason || status.failureMessage) lines.push(`    failure: ${status.failureReason ?? ''} ${status.failureMessage ?? ''}`.trimEnd());
+      for (const c of conditions) {
+        if (c.lastTransitionTime && (!latest || c.lastTransitionTime >= latest.at)) latest = { at: c.lastTransitionTime, text: `${o.kind} ${o.metadata.name} ${describe(c)}` };
+      }
+    }
+    lines.push(`  last answer recorded (latest condition change): ${latest ? `${latest.at} ${latest.text}` : 'none'}`);
+    const names = tree.map((o) => o.metadata.name);
+    let lastLine: { file: string; line: string } | undefined;
+    let lastTime = '';
+    for (const [file, fileLines] of logs) {
+      for (let i = fileLines.length - 1; i >= 0; i--) {
+        const line = fileLines[i]!;
+        if (!names.some((n) => line.includes(n))) continue;
+        // Lines of different logs are compared by their timestamp (JSON "ts" or klog's leading time), else the later file wins.
+        const time = /"ts":"([^"]+)"/.exec(line)?.[1] ?? /^[IWEF](\d{4} \d{2}:\d{2}:\d{2}\.\d+)/.exec(line)?.[1] ?? '';
+        if (!lastLine || time >= lastTime) {
+          lastLine = { file, line: line.length > 2000 ? `${line.slice(0, 2000)}…` : line };
+          lastTime = time;
+        }
+        break;
+      }
+    }
+    lines.push(`  last provider log line naming it: ${lastLine ? `(${lastLine.file}) ${lastLine.line}` : 'none'}`);
+    return lines.join('\n');
+  });
+  const header = 'Each Machine\'s infrastructure as its provider last recorded it: the objects it owns, their conditions not True,\n' +
+    'the latest condition change (the last answer from the cloud the provider recorded) and the last provider log line naming them.\n\n';
+  return header + (blocks.length ? `${blocks.join('\n\n')}\n` : 'no Machines\n');
 }
 
 interface EventObject extends KubeObject {
@@ -464,6 +579,8 @@ function readme(input: ReadmeInput): string {
           '  resources/<group>/<resource>.yaml   every Cluster API object, with status and conditions',
           '  resources/status.txt        phase and every condition of each Cluster API object',
           '  resources/machines.txt      Machines: phase, node, provider id and addresses',
+          '  resources/machines-infrastructure.txt  each Machine\'s infrastructure objects: conditions, the last',
+          '                              answer the provider recorded, its last log line naming them',
           '  resources/events.yaml/.txt  Events of all namespaces, oldest first',
           '  resources/secrets.txt       Secrets by name, type and data keys (never values)',
         ]
@@ -473,7 +590,8 @@ function readme(input: ReadmeInput): string {
     'Never included: private keys and certificates of the control plane (pki/), etcd data, kubeconfigs',
     '(auth/), the data of any Secret. Every file passed through a redactor that replaces private keys,',
     'credential fields (tokens, passwords, client keys), bearer tokens, JWTs, bootstrap tokens, AWS keys,',
-    'passwords in URLs and Secret data with [REDACTED]; the archive was then checked again for any of them.',
+    'passwords in URLs, Secret data and the values of the platform\'s credentials files with [REDACTED];',
+    'the archive was then checked again for any of them.',
     '',
     'Files (bytes, redactions by kind):',
     textTable(['FILE', 'BYTES', 'REDACTED'], files).trimEnd(),

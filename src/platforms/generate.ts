@@ -75,13 +75,17 @@ export type ManifestObject =
   | MachineDeployment
   | InfrastructureCluster
   | InfrastructureClusterTemplate
-  | InfrastructureMachineTemplate;
+  | InfrastructureMachineTemplate
+  /** A platform's other objects (Platform.infrastructureResources). */
+  | KubeObject;
 
 export type ManifestRole =
   | 'namespace'
   | 'cluster'
   | 'infrastructure-cluster'
   | 'infrastructure-cluster-template'
+  /** A platform's object besides the infrastructure cluster (Platform.infrastructureResources). */
+  | 'infrastructure-resource'
   | 'control-plane-machine-template'
   | 'control-plane'
   | 'control-plane-template'
@@ -168,6 +172,7 @@ export function generateManifests(config: InstallConfig): ManifestSet {
   const manifests: GeneratedManifest[] = [
     namespaceManifest,
     ...(config.manifests.layout === 'topology' ? topologyLayout(context) : classicLayout(context)),
+    ...infrastructureResources(context),
     ...podNetwork(context),
   ].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
 
@@ -319,6 +324,15 @@ function topologyLayout(context: GenerationContext): GeneratedManifest[] {
     manifests.push({ file: poolFileName(pool.name, 'bootstrap-template'), role: 'bootstrap-template', pool: pool.name, object: bootstrap });
   }
   return manifests;
+}
+
+/** The platform's other objects (an address pool), one file each: `02_infrastructure-resource_<kind>-<name>.yaml`, applied before the machine templates that name them. */
+function infrastructureResources({ config, platform, meta }: GenerationContext): GeneratedManifest[] {
+  return (platform.infrastructureResources?.(config) ?? []).map((object) => ({
+    file: `02_infrastructure-resource_${object.kind.toLowerCase()}-${object.metadata.name}.yaml`,
+    role: 'infrastructure-resource' as const,
+    object: named<KubeObject>(object, meta(object.metadata.name)),
+  }));
 }
 
 /**

@@ -19,7 +19,10 @@
  */
 import type { InstallConfig, MachinePool, PlatformConfigSection, SchemaNode } from '../config/index.js';
 import type { EventSink } from '../events.js';
-import type { ClusterConfiguration, InfrastructureCluster, InfrastructureClusterTemplate, InfrastructureMachineTemplate, KubeadmFile, NodeRegistration, UnnamedObject } from './types.js';
+import type { ClusterConfiguration, InfrastructureCluster, KubeObject, InfrastructureClusterTemplate, InfrastructureMachineTemplate, KubeadmFile, NodeRegistration, UnnamedObject } from './types.js';
+
+/** An object with its name, before the generator adds the namespace, labels and ownership. */
+export type NamedObject = UnnamedObject<KubeObject> & { metadata: { name: string } };
 
 /** A bundled controller's executable name, e.g. `capi-manager`. */
 export type ControllerBinary = string;
@@ -267,8 +270,16 @@ export interface Platform {
   kubeadm(config: InstallConfig, role: TemplateRole): PlatformKubeadm;
   /** Kinds apply lists for pruning even when the new generation has none of them (a removed last pool's templates). */
   readonly prunableKinds: readonly KindRef[];
-  /** Controllers that must run to provision this platform; `create cluster` starts exactly these. */
+  /** Controllers that must run to provision this platform; `create cluster` starts these and those of `configControllers`. */
   readonly controllers: readonly ControllerRequirement[];
+  /** Controllers a particular install config needs besides `controllers` (e.g. the address pool's manager when the config has a pool). Default: none. */
+  configControllers?(config: InstallConfig): ControllerRequirement[];
+  /**
+   * Objects of the platform besides the infrastructure cluster and machine templates, each
+   * named (e.g. an address pool the machine templates name); the generator adds the
+   * namespace, the cluster label and the ownership. Default: none.
+   */
+  infrastructureResources?(config: InstallConfig): NamedObject[];
   /** Credentials files the controllers read (never their content). */
   credentialFiles(config: InstallConfig, installDir: string): CredentialFileReference[];
   readonly lifecycle: PlatformLifecycle;
@@ -309,6 +320,20 @@ const clusterTopology = clusterTopologyGate;
  */
 export function agentController(): ControllerRequirement {
   return { binary: 'provisioner-agent-manager', provider: 'agent-provisioner', featureGates: {}, bundled: true };
+}
+
+/**
+ * The controller of address pools (ipam.provisioner.dev AddressPool): the agent manager,
+ * whose IPAddressClaim controller serves Cluster API's IPAM contract from the pools. A
+ * platform whose machines take addresses from a pool declares it through this function.
+ */
+export function addressPoolController(): ControllerRequirement {
+  return agentController();
+}
+
+/** The controllers a local control plane runs for `config` on `platform`: the platform's, and those the config asks for. */
+export function platformControllers(platform: Platform, config: InstallConfig): ControllerRequirement[] {
+  return [...platform.controllers, ...(platform.configControllers?.(config) ?? [])];
 }
 
 /** Controllers more than one feature uses; their names are not a platform's (src/platforms/no-platform-names.test.ts). */

@@ -105,6 +105,8 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
   const lock = await acquireDirLock(dir, { command: 'create cluster', events: sink });
   let controlPlane: AttachedControlPlane | undefined;
   let keepRunning = false;
+  /** The platform's credentials files, whose values the failure bundle redacts. */
+  let credentialFiles: readonly string[] = [];
   try {
     const journal = await Journal.open(dir);
     const resumed = journal.runs > 0;
@@ -151,6 +153,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     // A dry-run changes nothing, so its control plane is temporary on every platform.
     keepRunning = platform.lifecycle.machinesInController && !request.dryRun;
     const localControlPlane = { dir, detached: keepRunning, ...createClusterControlPlane(config, request, dir), sink, signal };
+    credentialFiles = (localControlPlane.credentials ?? []).map((c) => c.path);
 
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
     if (external) keepRunning = false;
@@ -299,7 +302,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
       return path.resolve(target);
     }
   } catch (error) {
-    if (shouldGather(error)) await gatherAfterFailure(dir, controlPlane?.client, sink);
+    if (shouldGather(error)) await gatherAfterFailure(dir, controlPlane?.client, sink, credentialFiles);
     throw error;
   } finally {
     // A control plane that manages simulated machines keeps running (detached) even on failure,
@@ -340,9 +343,9 @@ function shouldGather(error: unknown): boolean {
 }
 
 /** The automatic `gather bootstrap` of a failed run; a failure to gather is reported, never hides the first error. */
-async function gatherAfterFailure(dir: string, client: KubeClient | undefined, sink: EventSink): Promise<void> {
+async function gatherAfterFailure(dir: string, client: KubeClient | undefined, sink: EventSink, credentialFiles: readonly string[]): Promise<void> {
   try {
-    const result = await gatherBundle({ dir, ...(client ? { client } : {}), events: sink, notes: ['Gathered automatically after `create cluster` failed.'] });
+    const result = await gatherBundle({ dir, ...(client ? { client } : {}), events: sink, credentialFiles, notes: ['Gathered automatically after `create cluster` failed.'] });
     log(sink, 'error', `Log bundle for this failure: ${result.path}`, { bundle: result.path });
   } catch (error) {
     log(sink, 'warn', `Could not write a log bundle: ${messageOf(error)}; run \`provisioner gather bootstrap\``);

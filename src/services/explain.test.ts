@@ -42,6 +42,13 @@ describe('explain', () => {
     expect(run('install-config.machinePools.platform.vsphere.template')).toContain('(default: platform.vsphere.template)');
   });
 
+  it('documents platform.vsphere.network.addressPool: its fields, rules and defaults', () => {
+    const text = run('install-config.platform.vsphere.network.addressPool', true);
+    for (const part of ['addresses <[]string> -required-', 'prefix <integer> -required-', 'gateway <string(ipv4)> -required-', 'nameservers <[]string(ipv4)> (default: [])', 'Default: unset', 'one more for a rolling update']) {
+      expect(text).toContain(part);
+    }
+  });
+
   it('lists nested fields with --recursive', () => {
     const text = run('install-config.platform', true);
     expect(text).toContain('FIELDS (set exactly one):');

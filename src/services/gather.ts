@@ -19,7 +19,9 @@ import { log, type EventSink } from '../events.js';
 import { gatherBundle, type GatherResult } from '../gather/collect.js';
 import { KubeClient } from '../kube/client.js';
 import { acquireDirLock } from '../process/lock.js';
-import { prepareLocalControlPlane } from './local-controlplane.js';
+import { installControlPlane, prepareLocalControlPlane } from './local-controlplane.js';
+import { AssetStore, installConfigAsset } from '../assets/index.js';
+import { installConfigFileName } from '../config/index.js';
 
 export interface GatherBootstrapRequest {
   dir: string;
@@ -36,6 +38,21 @@ export interface GatherBootstrapResult extends GatherResult {
   objectSource: ObjectSource;
 }
 
+/**
+ * The install's credentials files (its platform's, by path), whose values the bundle
+ * redacts; none when install-config.yaml cannot be read (said as a warning).
+ */
+async function installCredentialFiles(dir: string, sink: EventSink, signal: AbortSignal): Promise<string[]> {
+  if (!(await isFile(path.join(dir, installConfigFileName)))) return [];
+  try {
+    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
+    return (installControlPlane((await store.fetch(installConfigAsset)).config, dir).credentials ?? []).map((c) => c.path);
+  } catch (error) {
+    log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(error)}): the values of the platform's credentials files are not looked for in the bundle`);
+    return [];
+  }
+}
+
 export async function gatherBootstrap(request: GatherBootstrapRequest): Promise<GatherBootstrapResult> {
   const layout = controlPlaneLayout(request.dir);
   if (!(await isDirectory(layout.dir))) {
@@ -44,8 +61,9 @@ export async function gatherBootstrap(request: GatherBootstrapRequest): Promise<
   const { sink, signal } = request;
   const lock = await acquireDirLock(layout.dir, { command: 'gather bootstrap', events: sink });
   try {
+    const credentialFiles = await installCredentialFiles(layout.dir, sink, signal);
     const gather = (client: KubeClient | undefined, notes: string[]) =>
-      gatherBundle({ dir: layout.dir, events: sink, signal, notes, ...(client ? { client } : {}), ...(request.output !== undefined ? { output: request.output } : {}) });
+      gatherBundle({ dir: layout.dir, events: sink, signal, notes, credentialFiles, ...(client ? { client } : {}), ...(request.output !== undefined ? { output: request.output } : {}) });
 
     const { processes } = await controlPlaneStatus(layout.dir);
     const apiServer = processes.find((p) => p.name === apiServerName);

@@ -53,7 +53,7 @@ describe('createInstallConfig', () => {
     const result = await createInstallConfig({ dir, answers: { ...answers, platform: 'vsphere', platformAnswers }, force: true, sink: new RecordingSink() });
     const doc = parse(await readFile(result.path, 'utf8')) as { platform: unknown };
     expect(doc.platform).toEqual({
-      vsphere: { server: 'vc.example.com', datacenter: 'DC0', datastore: 'LocalDS_0', network: 'VM Network', resourcePool: '/DC0/host/DC0_C0/Resources', folder: '/DC0/vm', template: 'ubuntu', controlPlaneEndpoint: { host: '10.0.0.10' }, credentials: { file: 'vc.yaml' } },
+      vsphere: { server: 'vc.example.com', datacenter: 'DC0', datastore: 'LocalDS_0', network: { name: 'VM Network' }, resourcePool: '/DC0/host/DC0_C0/Resources', folder: '/DC0/vm', template: 'ubuntu', controlPlaneEndpoint: { host: '10.0.0.10' }, credentials: { file: 'vc.yaml' } },
     });
   });
 

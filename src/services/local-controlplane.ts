@@ -16,7 +16,7 @@ import { KubeClient } from '../kube/client.js';
 import type { BundledComponents } from '../embedded/manifest.js';
 import { installConfigFileName, type InstallConfig } from '../config/index.js';
 import { recordExternalManagement } from '../installdir/management.js';
-import { allControllers, platformFor, type ControllerRequirement, type CredentialFileReference } from '../platforms/index.js';
+import { allControllers, platformControllers, platformFor, type ControllerRequirement, type CredentialFileReference } from '../platforms/index.js';
 import type { FencedSource } from '../pivot/move.js';
 import type { ProcessError } from '../process/errors.js';
 
@@ -161,7 +161,7 @@ export function installControlPlane(config: InstallConfig, dir: string): Pick<Lo
   const source = { field: 'bootstrap.listenAddress', file: path.join(dir, installConfigFileName) };
   if (address) checkListenAddress(address, source);
   return {
-    controllers: platform.controllers,
+    controllers: platformControllers(platform, config),
     credentials: platform.credentialFiles(config, dir),
     ...(address ? { listenAddress: address, listenAddressFrom: describeListenAddressSource(source) } : {}),
   };

@@ -64,6 +64,7 @@ const probes: VersionProbe[] = [
     fromBuildInfo: true,
   },
   { what: 'vCenter simulator', matches: (b) => b.name === 'vcsim', args: () => ['-version'], pattern: /^(v\S+)$/m },
+  { what: 'govc', matches: (b) => b.name === 'govc', args: () => ['version'], pattern: /^govc (\S+)$/m },
   // The hosts platform's add-ons and the test images' binaries: Go's build information names the module each was built from.
   ...([
     ['CoreDNS', 'github.com/coredns/coredns', (b: BundledBinary) => b.name === 'coredns'],

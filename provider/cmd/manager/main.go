@@ -15,11 +15,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -29,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
+	poolv1 "provisioner.dev/provider/api/ipam/v1alpha1"
 	agentv1 "provisioner.dev/provider/api/v1alpha1"
 	"provisioner.dev/provider/internal/controller"
 	"provisioner.dev/provider/internal/version"
@@ -87,6 +91,12 @@ func run() error {
 	if err := clusterv1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := poolv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := ipamv1.AddToScheme(scheme); err != nil {
+		return err
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
@@ -142,6 +152,9 @@ func run() error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := setupAddressPools(mgr, cfg); err != nil {
+		return err
+	}
 	if err := agentv1.SetupNodePlanWebhookWithManager(mgr); err != nil {
 		return err
 	}
@@ -184,4 +197,38 @@ func publishServerCA(ctx context.Context, cfg *rest.Config, scheme *runtime.Sche
 		return err
 	}
 	return controller.PublishServerCA(ctx, c, namespace, caPEM)
+}
+
+// setupAddressPools serves AddressPools (their webhook, and the IPAddressClaim controller
+// that allocates from them) where the API server serves Cluster API's IPAM kinds (its core
+// provider's CRDs): a management cluster without them has no claim to serve, and the
+// manager's other controllers run there as before.
+func setupAddressPools(mgr ctrl.Manager, cfg *rest.Config) error {
+	log := ctrl.Log.WithName("setup")
+	if err := poolv1.SetupWebhookWithManager(mgr); err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	resources, err := dc.ServerResourcesForGroupVersion(ipamv1.GroupVersion.String())
+	if err != nil || !servesKind(resources, "IPAddressClaim") {
+		log.Info("the API server serves no " + ipamv1.GroupVersion.String() + " IPAddressClaim: the AddressPool controller does not run")
+		return nil
+	}
+	if resources, err := dc.ServerResourcesForGroupVersion(poolv1.GroupVersion.String()); err != nil || !servesKind(resources, poolv1.Kind) {
+		log.Info("the API server serves no " + poolv1.GroupVersion.String() + " AddressPool: the AddressPool controller does not run")
+		return nil
+	}
+	return (&controller.IPAddressClaimReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+}
+
+func servesKind(list *metav1.APIResourceList, kind string) bool {
+	for _, r := range list.APIResources {
+		if r.Kind == kind {
+			return true
+		}
+	}
+	return false
 }

@@ -26,8 +26,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
+	poolv1 "provisioner.dev/provider/api/ipam/v1alpha1"
 	agentv1 "provisioner.dev/provider/api/v1alpha1"
 	"provisioner.dev/provider/internal/agent"
 )
@@ -65,6 +67,8 @@ func startTarget(t *testing.T) *server {
 	_ = agentv1.AddToScheme(scheme)
 	_ = infrav1.AddToScheme(scheme)
 	_ = clusterv1.AddToScheme(scheme)
+	_ = ipamv1.AddToScheme(scheme)
+	_ = poolv1.AddToScheme(scheme)
 	admin2, err := client.New(cfg2, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)

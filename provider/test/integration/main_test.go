@@ -36,8 +36,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
+	poolv1 "provisioner.dev/provider/api/ipam/v1alpha1"
 	agentv1 "provisioner.dev/provider/api/v1alpha1"
 	"provisioner.dev/provider/internal/controller"
 )
@@ -105,6 +107,8 @@ func run(m *testing.M) int {
 	_ = agentv1.AddToScheme(scheme)
 	_ = infrav1.AddToScheme(scheme)
 	_ = clusterv1.AddToScheme(scheme)
+	_ = ipamv1.AddToScheme(scheme)
+	_ = poolv1.AddToScheme(scheme)
 	if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -122,15 +126,17 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// clusterAPICRDs are the Cluster and Machine CRDs of the Cluster API module this provider
-// builds against (the module cache's copy), for the HostCluster and HostMachine tests.
+// clusterAPICRDs are the Cluster, Machine, IPAddressClaim and IPAddress CRDs of the Cluster
+// API module this provider builds against (the module cache's copy), for the HostCluster,
+// HostMachine and AddressPool tests.
 func clusterAPICRDs() ([]string, error) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api").Output()
 	if err != nil {
 		return nil, fmt.Errorf("locate sigs.k8s.io/cluster-api: %w", err)
 	}
 	dir := filepath.Join(strings.TrimSpace(string(out)), "core", "config", "crd", "bases")
-	return []string{filepath.Join(dir, "cluster.x-k8s.io_clusters.yaml"), filepath.Join(dir, "cluster.x-k8s.io_machines.yaml")}, nil
+	return []string{filepath.Join(dir, "cluster.x-k8s.io_clusters.yaml"), filepath.Join(dir, "cluster.x-k8s.io_machines.yaml"),
+		filepath.Join(dir, "ipam.cluster.x-k8s.io_ipaddressclaims.yaml"), filepath.Join(dir, "ipam.cluster.x-k8s.io_ipaddresses.yaml")}, nil
 }
 
 func zapLevel() int8 {
@@ -165,6 +171,8 @@ func startManager(ctx context.Context, env *envtest.Environment, cfg *rest.Confi
 		agentv1.SetupNodePlanWebhookWithManager,
 		agentv1.SetupHostRegistrationWebhookWithManager,
 		infrav1.SetupWebhooksWithManager,
+		(&controller.IPAddressClaimReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), OwnerCheckInterval: 2 * time.Second}).SetupWithManager,
+		poolv1.SetupWebhookWithManager,
 	} {
 		if err := setup(mgr); err != nil {
 			return err

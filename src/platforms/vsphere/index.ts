@@ -3,7 +3,8 @@
  * CAPV v1.16.1 (sigs.k8s.io/cluster-api-provider-vsphere@v1.16.1, CRDs under
  * config/default/crd), shaped like the provider's
  * templates/cluster-template-external-loadbalancer.yaml: machines cloned from a template
- * with one DHCP NIC, the external cloud provider on every kubelet, node names from the
+ * with one NIC (DHCP, or an address from platform.vsphere.network.addressPool: an
+ * AddressPool of provider/ that CAPV's addressesFromPools claims from), the external cloud provider on every kubelet, node names from the
  * guest's hostname, and the manager's own vCenter user (no identityRef: CAPV reads the
  * user from its --credentials-file).
  *
@@ -16,7 +17,8 @@ import { readFile } from 'node:fs/promises';
 import { parse } from 'yaml';
 import { machineSection, platformSection, resolveConfigPath, type InstallConfig, type MachinePool } from '../../config/index.js';
 import { ConfigError, messageOf } from '../../errors.js';
-import { coreControllers, type ControllerRequirement, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
+import { addressPoolApiVersion, addressPoolKind, addressPoolObject, releaseClusterAddresses, type AddressPoolSettings } from './address-pool.js';
+import { addressPoolController, coreControllers, type ControllerRequirement, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
 import { capiGroups, capiVersion, type InfrastructureCluster, type InfrastructureClusterTemplate, type InfrastructureMachineTemplate, type UnnamedObject } from '../types.js';
 import { vsphereConfig, vsphereDefaultCredentialsFile, vsphereName, vspherePlatformSchema } from './config.js';
 
@@ -40,6 +42,16 @@ export interface VSphereClusterTemplate extends InfrastructureClusterTemplate {
   spec: { template: { spec: VSphereCluster['spec'] } };
 }
 
+/** A machine's NIC (CAPV's NetworkDeviceSpec): DHCP, or addresses claimed from pools. */
+export interface VSphereNetworkDevice {
+  networkName: string;
+  dhcp4: boolean;
+  dhcp6: boolean;
+  /** CAPV creates an IPAddressClaim per pool and machine, and writes the bound address into the machine's network config. */
+  addressesFromPools?: { apiGroup: string; kind: string; name: string }[];
+  nameservers?: string[];
+}
+
 export interface VSphereMachineTemplate extends InfrastructureMachineTemplate {
   apiVersion: 'infrastructure.cluster.x-k8s.io/v1beta2';
   kind: 'VSphereMachineTemplate';
@@ -52,7 +64,7 @@ export interface VSphereMachineTemplate extends InfrastructureMachineTemplate {
         datastore: string;
         folder: string;
         resourcePool: string;
-        network: { devices: { networkName: string; dhcp4: boolean; dhcp6: boolean }[] };
+        network: { devices: VSphereNetworkDevice[] };
         template: string;
         cloneMode?: 'fullClone' | 'linkedClone';
         numCPUs: number;
@@ -75,6 +87,19 @@ const vsphere = vspherePlatformSchema.fields;
 
 /** The controller that provisions vSphere; its vCenter user comes from the file given by --credentials-file. */
 const capv: ControllerRequirement = { binary: 'capv-manager', provider: 'infrastructure-vsphere', featureGates: {}, bundled: true };
+
+/** The machines' NIC: DHCP, or one address from the cluster's pool (named like the cluster) with the pool's nameservers. */
+function networkDevice(config: InstallConfig, network: { name: string; addressPool?: AddressPoolSettings }): VSphereNetworkDevice {
+  const pool = network.addressPool;
+  if (!pool) return { networkName: network.name, dhcp4: true, dhcp6: false };
+  return {
+    networkName: network.name,
+    dhcp4: false,
+    dhcp6: false,
+    addressesFromPools: [{ apiGroup: addressPoolApiVersion.split('/')[0]!, kind: addressPoolKind, name: config.metadata.name }],
+    ...(pool.nameservers.length > 0 ? { nameservers: [...pool.nameservers] } : {}),
+  };
+}
 
 function vsphereSection(config: InstallConfig) {
   const section = platformSection(config, vsphereConfig);
@@ -110,7 +135,7 @@ export const vspherePlatform: Platform = {
     { key: 'thumbprint', valueName: 'fingerprint', description: 'fingerprint of vCenter\'s TLS certificate (default: trust the system CAs)', label: 'vCenter certificate fingerprint (empty: system CAs)', node: vsphere.thumbprint.node },
     { key: 'datacenter', valueName: 'name', description: 'vSphere datacenter', label: 'Datacenter', required: true, node: vsphere.datacenter.node },
     { key: 'datastore', valueName: 'name', description: 'vSphere datastore', label: 'Datastore', required: true, node: vsphere.datastore.node },
-    { key: 'network', valueName: 'name', description: 'vSphere network (port group) of the machines', label: 'Network', required: true, node: vsphere.network.node },
+    { key: 'network', valueName: 'name', description: 'vSphere network (port group) of the machines', label: 'Network', required: true, node: vsphere.network.node.fields.name.node },
     { key: 'resourcePool', valueName: 'path', description: 'vSphere resource pool', label: 'Resource pool', required: true, node: vsphere.resourcePool.node },
     { key: 'folder', valueName: 'path', description: 'vSphere VM folder', label: 'VM folder', required: true, node: vsphere.folder.node },
     { key: 'template', valueName: 'name', description: 'VM template the machines are cloned from', label: 'VM template', required: true, node: vsphere.template.node },
@@ -124,7 +149,7 @@ export const vspherePlatform: Platform = {
       ...(answers.thumbprint ? { thumbprint: answers.thumbprint } : {}),
       datacenter: answers.datacenter,
       datastore: answers.datastore,
-      network: answers.network,
+      network: { name: answers.network },
       resourcePool: answers.resourcePool,
       folder: answers.folder,
       template: answers.template,
@@ -184,7 +209,7 @@ export const vspherePlatform: Platform = {
             datastore: section.datastore,
             folder: section.folder,
             resourcePool: section.resourcePool,
-            network: { devices: [{ networkName: section.network, dhcp4: true, dhcp6: false }] },
+            network: { devices: [networkDevice(config, section.network)] },
             template: machine.template,
             ...(machine.cloneMode ? { cloneMode: machine.cloneMode } : {}),
             numCPUs: machine.numCPUs,
@@ -207,6 +232,17 @@ export const vspherePlatform: Platform = {
 
   controllers: [...coreControllers(), capv],
 
+  /** With an address pool, the manager that allocates from it runs too. */
+  configControllers(config: InstallConfig) {
+    return vsphereSection(config).network.addressPool ? [addressPoolController()] : [];
+  },
+
+  /** The address pool (platform.vsphere.network.addressPool), named like the cluster: the machine templates' devices name it. */
+  infrastructureResources(config: InstallConfig) {
+    const pool = vsphereSection(config).network.addressPool;
+    return pool ? [addressPoolObject(config.metadata.name, pool)] : [];
+  },
+
   credentialFiles(config: InstallConfig, installDir: string) {
     const file = resolveConfigPath(installDir, vsphereSection(config).credentials.file);
     return [{ path: file, fileFlag: 'credentials-file', settings: {}, controllers: [capv.binary] }];
@@ -216,6 +252,10 @@ export const vspherePlatform: Platform = {
     /** What can be known without vCenter: the credentials file is readable and names a user and a password. */
     async preProvision({ config, dir }) {
       await checkVsphereCredentialsFile(resolveConfigPath(dir, vsphereSection(config).credentials.file));
+    },
+    /** With an address pool: destroy waits for the cluster's address claims to be released, and says so. */
+    async clusterDeletion(context) {
+      return vsphereSection(context.config).network.addressPool ? releaseClusterAddresses(context) : async () => {};
     },
   },
 };
