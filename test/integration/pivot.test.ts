@@ -28,6 +28,7 @@ import { sourceUidAnnotation } from '../../src/pivot/move.js';
 import { pivotJournalPath, pivotPhases, readPivotJournal, type PivotPhase } from '../../src/pivot/journal.js';
 import { storageKey, storedKeys } from '../../src/controlplane/etcd-storage.js';
 import { attachedFrom, prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { allControllers } from '../../src/platforms/index.js';
 import { issueRegistrationCommand } from '../../src/agent/registration.js';
 import { pivotFrom, type PivotRequest } from '../../src/services/pivot.js';
 import { checkMoved, seedCluster, setClusterPaused } from '../support/move-fixtures.js';
@@ -104,11 +105,20 @@ describe('pivot between two real control planes', () => {
   let source: LocalControlPlane;
   let target: LocalControlPlane;
   const abort = new AbortController();
+  /**
+   * The source as an install's local control plane runs its platform's controllers, not every
+   * bundled provider as the lasting target does: capi-manager (Cluster API's core, kubeadm and
+   * in-memory providers, whose kinds the seeded clusters use) and our agent manager (Host and
+   * NodePlan move too). Each move fences the source and the next test starts it again: about
+   * half the time of a start with every provider (14.5 against 29 s on this machine).
+   */
+  const sourceControllers = allControllers().filter((c) => c.binary === 'capi-manager' || c.binary === 'provisioner-agent-manager');
+  const sourceRequest = () => ({ dir: sourceDir, detached: false, sink: new RecordingSink(), signal: abort.signal, controllers: sourceControllers });
 
   beforeAll(async () => {
     sourceDir = await mkdtemp(path.join(os.tmpdir(), 'pivot-src-'));
     targetDir = await mkdtemp(path.join(os.tmpdir(), 'pivot-dst-'));
-    source = await prepareLocalControlPlane({ dir: sourceDir, detached: false, sink: new RecordingSink(), signal: abort.signal });
+    source = await prepareLocalControlPlane(sourceRequest());
     await source.start();
     target = await prepareLocalControlPlane({ dir: targetDir, detached: false, sink: new RecordingSink(), signal: abort.signal });
     await target.start();
@@ -139,7 +149,7 @@ describe('pivot between two real control planes', () => {
   async function sourceWithControllers(): Promise<LocalControlPlane> {
     if (fenced) {
       await source.stop();
-      source = await prepareLocalControlPlane({ dir: sourceDir, detached: false, sink: new RecordingSink(), signal: abort.signal });
+      source = await prepareLocalControlPlane(sourceRequest());
       await source.start();
       fenced = false;
     }
