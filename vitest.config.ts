@@ -16,6 +16,8 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
+          // Removes what killed runs left: their temp dirs and the control planes recorded there.
+          globalSetup: ['test/support/run-dirs.ts'],
           testTimeout: 600_000,
           hookTimeout: 600_000,
           fileParallelism: false,
@@ -25,6 +27,7 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          globalSetup: ['test/support/run-dirs.ts'],
           testTimeout: 1_200_000,
           hookTimeout: 600_000,
           fileParallelism: false,

@@ -14,9 +14,8 @@
  * `--no-progress-timeout 5` so a stall ends as the CLI's own error naming what blocks,
  * well before the test's timeout.
  */
-import { chmod, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { parseAllDocuments } from 'yaml';
@@ -38,6 +37,7 @@ import {
   type BackgroundCli,
   type CliRun,
 } from './support/cli.js';
+import { runTempDir } from '../support/run-dirs.js';
 
 /** Longest one `create cluster` of 3+2 may take on a loaded 2-core machine before the test calls it hung. */
 const createTimeoutMs = 900_000;
@@ -70,7 +70,7 @@ const dirs: string[] = [];
 const background: BackgroundCli[] = [];
 
 async function newInstallDir(prefix: string): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), `provisioner-e2e-${prefix}-`));
+  const dir = await runTempDir(`e2e-${prefix}`);
   dirs.push(dir);
   return dir;
 }

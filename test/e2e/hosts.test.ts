@@ -7,14 +7,14 @@
  * namespaces reaching a listen address are hosts-namespaces.test.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { waitFor } from '../integration/support/controlplane.js';
 import { cli, ensureBuilt } from './support/cli.js';
+import { runTempDir } from '../support/run-dirs.js';
 
 const commandTimeoutMs = 300_000;
 const host = `e2e-${randomBytes(3).toString('hex')}`;
@@ -26,8 +26,8 @@ let agent: ResultPromise | undefined;
 beforeAll(async () => {
   await ensureBuilt();
   agentBinary = (await ensureBinaries(['provisioner-agent']))['provisioner-agent']!;
-  mgmt = await mkdtemp(path.join(os.tmpdir(), 'e2e-hosts-mgmt-'));
-  hostDir = await mkdtemp(path.join(os.tmpdir(), 'e2e-hosts-host-'));
+  mgmt = await runTempDir('e2e-hosts-mgmt');
+  hostDir = await runTempDir('e2e-hosts-host');
 }, commandTimeoutMs);
 
 afterAll(async () => {

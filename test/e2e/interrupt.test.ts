@@ -11,14 +11,14 @@
  * Fails (never skips) without the bundle: the CLI then exits 4 before any process starts.
  */
 import { readFileSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { processStartTime } from '../../src/process/proc.js';
 import { aliveRecorded, killRecorded, recordedProcesses, waitFor } from '../integration/support/controlplane.js';
 import { cli, editInstallConfig, ensureBuilt, processesMentioning, readJournal, startCli, useFakeAwsCredentials, type BackgroundCli } from './support/cli.js';
+import { runTempDir } from '../support/run-dirs.js';
 
 /** Longest a start of the control plane and the stages before the interrupt may take on a loaded 2-core machine. */
 const bootTimeoutMs = 600_000;
@@ -41,7 +41,7 @@ const runs: BackgroundCli[] = [];
 
 beforeAll(async () => {
   await ensureBuilt();
-  dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-e2e-sigint-'));
+  dir = await runTempDir('e2e-sigint');
 });
 
 afterAll(async () => {

@@ -15,14 +15,14 @@
  *
  * Fails (never skips) without the bundle: the CLI then exits 4 before any process starts.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { aliveRecorded, killRecorded } from '../integration/support/controlplane.js';
 import { cli, ensureBuilt, fakeAwsKeys, processesMentioning, readJournal, startCli, useFakeAwsCredentials, type BackgroundCli } from './support/cli.js';
+import { runTempDir } from '../support/run-dirs.js';
 
 /** Longest the control plane's start and the stages before the wait may take on a loaded 2-core machine. */
 const bootTimeoutMs = 600_000;
@@ -34,7 +34,7 @@ let run: BackgroundCli | undefined;
 
 beforeAll(async () => {
   await ensureBuilt();
-  dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-e2e-stall-'));
+  dir = await runTempDir('e2e-stall');
 });
 
 afterAll(async () => {

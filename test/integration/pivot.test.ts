@@ -9,8 +9,7 @@
  * failures injected after a phase then resumed or rolled back.
  * Fails (never skips) when the bundle has not been built: run `npm run bundle` first.
  */
-import { access, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { access, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { parseAllDocuments } from 'yaml';
@@ -33,6 +32,7 @@ import { issueRegistrationCommand } from '../../src/agent/registration.js';
 import { pivotFrom, type PivotRequest } from '../../src/services/pivot.js';
 import { checkMoved, seedCluster, setClusterPaused } from '../support/move-fixtures.js';
 import { removeInstallDir, waitFor } from './support/controlplane.js';
+import { runTempDir } from '../support/run-dirs.js';
 
 /** The CLI from its sources (no build step): `node --import tsx src/main.ts ...`. */
 function cli(args: string[]) {
@@ -116,8 +116,8 @@ describe('pivot between two real control planes', () => {
   const sourceRequest = () => ({ dir: sourceDir, detached: false, sink: new RecordingSink(), signal: abort.signal, controllers: sourceControllers });
 
   beforeAll(async () => {
-    sourceDir = await mkdtemp(path.join(os.tmpdir(), 'pivot-src-'));
-    targetDir = await mkdtemp(path.join(os.tmpdir(), 'pivot-dst-'));
+    sourceDir = await runTempDir('pivot-src');
+    targetDir = await runTempDir('pivot-dst');
     source = await prepareLocalControlPlane(sourceRequest());
     await source.start();
     target = await prepareLocalControlPlane({ dir: targetDir, detached: false, sink: new RecordingSink(), signal: abort.signal });
@@ -322,7 +322,7 @@ describe('pivot between two real control planes', () => {
     const hostName = 'agent-h0';
     const seeded = await seedSource(name);
     const agentBin = (await ensureBinaries(['provisioner-agent']))['provisioner-agent']!;
-    const work = await mkdtemp(path.join(os.tmpdir(), 'pivot-agent-'));
+    const work = await runTempDir('pivot-agent');
     const dataDir = path.join(work, 'data');
     const command = await issueRegistrationCommand(source.kube, { dir: sourceDir, signal: abort.signal });
     const register = await execa(agentBin, ['register', '--server', command.server, '--ca-checksum', command.caChecksum, '--host-name', hostName, '--data-dir', dataDir], {
@@ -522,7 +522,7 @@ describe('pivot between two real control planes', () => {
   });
 
   it('through the CLI, from an in-memory install\'s detached control plane: moved, and the source stopped with its data kept', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'pivot-inmemory-'));
+    const dir = await runTempDir('pivot-inmemory');
     try {
       const start = await cli(['management', 'start', '--dir', dir]);
       expect(start.exitCode, start.stderr).toBe(0);
