@@ -72,5 +72,5 @@ export async function sweepStaleRunDirs(): Promise<string[]> {
 /** vitest globalSetup: the sweep, once before a run's files. */
 export async function setup(): Promise<void> {
   const swept = await sweepStaleRunDirs();
-  if (swept.length > 0) process.stderr.write(`tests: removed ${swept.length} temp dir(s) of killed runs, and the processes they recorded: ${swept.join(', ')}\n`);
+  if (swept.length > 0) process.stderr.write(`tests: removed ${swept.length} temp dir(s) of runs that are gone (a killed run's, or a finished one's kubectl cache), and the processes they recorded: ${swept.join(', ')}\n`);
 }
