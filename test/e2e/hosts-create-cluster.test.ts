@@ -1,8 +1,8 @@
 /**
  * Issue 16's acceptance, run as a new user would, on three namespace test hosts with their own
- * containerd (test/support/netns.ts, `runtime`): an install config written by hand
- * (`platform: hosts`, bootstrap.listenAddress = the machine namespace's address, one
- * control-plane replica, one worker pool of 1); `create cluster` in the background prints a
+ * containerd (test/support/netns.ts, `runtime`): `create install-config --platform hosts
+ * --listen-address <the machine namespace's address>` (one control-plane replica, one worker
+ * pool of 1; its pod and Service blocks then set to the test range); `create cluster` in the background prints a
  * registration command per pool; h0 registers as `control-plane`, h1 as `worker`, both run
  * their agents; `create cluster` exits 0 with 2 Ready nodes at the bundled kubelet version; a
  * pod of our pause image runs on the worker; the worker pool scaled to 2 in the install config
@@ -17,7 +17,8 @@
  * Service answering from both replicas by its DNS name to a pod on the control-plane node, cluster
  * names resolving from every pod, the ClusterIP from a host and a NodePort from the machine's side
  * of the hosts' bridge; `destroy cluster` exits 0 and leaves no kubelet, container, NodePlan,
- * iptables rule, pod route, CNI interface or image on any host. Then a host without containerd: its bootstrap plan
+ * iptables rule, pod route, CNI interface or image on any host, and nothing on the machine's own
+ * side of the directories the hosts bind (`machineFootprint`). Then a host without containerd: its bootstrap plan
  * fails the containerd-socket check, `create cluster` exits 6 naming it, and `destroy cluster`
  * still exits 0. Per-stage timings, as this test sees them, are printed.
  * The only thing a test host needs beyond a real one is its own kubelet cgroup root (several
