@@ -1,4 +1,14 @@
+import os from 'node:os';
+import path from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * kubectl's discovery and HTTP cache for the tests' own kubectl runs, instead of the
+ * machine's ~/.kube/cache (one directory per API server the tests ever asked, left there
+ * for good): a run dir of this vitest process, swept by the next run once it is gone
+ * (test/support/run-dirs.ts).
+ */
+const env = { KUBECACHEDIR: path.join(os.tmpdir(), `provisioner-run-${process.pid}-kubectl-cache`) };
 
 // Four tiers (see README "Tests"): unit tests sit beside the code; integration and
 // end-to-end tests under test/ run the real bundled binaries and never skip.
@@ -16,6 +26,9 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
+          // Removes what killed runs left: their temp dirs and the control planes recorded there.
+          globalSetup: ['test/support/run-dirs.ts'],
+          env,
           testTimeout: 600_000,
           hookTimeout: 600_000,
           fileParallelism: false,
@@ -25,6 +38,8 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          globalSetup: ['test/support/run-dirs.ts'],
+          env,
           testTimeout: 1_200_000,
           hookTimeout: 600_000,
           fileParallelism: false,

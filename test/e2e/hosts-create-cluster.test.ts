@@ -1,8 +1,8 @@
 /**
  * Issue 16's acceptance, run as a new user would, on three namespace test hosts with their own
- * containerd (test/support/netns.ts, `runtime`): an install config written by hand
- * (`platform: hosts`, bootstrap.listenAddress = the machine namespace's address, one
- * control-plane replica, one worker pool of 1); `create cluster` in the background prints a
+ * containerd (test/support/netns.ts, `runtime`): `create install-config --platform hosts
+ * --listen-address <the machine namespace's address>` (one control-plane replica, one worker
+ * pool of 1; its pod and Service blocks then set to the test range); `create cluster` in the background prints a
  * registration command per pool; h0 registers as `control-plane`, h1 as `worker`, both run
  * their agents; `create cluster` exits 0 with 2 Ready nodes at the bundled kubelet version; a
  * pod of our pause image runs on the worker; the worker pool scaled to 2 in the install config
@@ -17,7 +17,8 @@
  * Service answering from both replicas by its DNS name to a pod on the control-plane node, cluster
  * names resolving from every pod, the ClusterIP from a host and a NodePort from the machine's side
  * of the hosts' bridge; `destroy cluster` exits 0 and leaves no kubelet, container, NodePlan,
- * iptables rule, pod route, CNI interface or image on any host. Then a host without containerd: its bootstrap plan
+ * iptables rule, pod route, CNI interface or image on any host, and nothing on the machine's own
+ * side of the directories the hosts bind (`machineFootprint`). Then a host without containerd: its bootstrap plan
  * fails the containerd-socket check, `create cluster` exits 6 naming it, and `destroy cluster`
  * still exits 0. Per-stage timings, as this test sees them, are printed.
  * The only thing a test host needs beyond a real one is its own kubelet cgroup root (several
@@ -31,9 +32,10 @@ import { ensureBinaries, resolveCacheDir } from '../../src/embedded/cache.js';
 import { loadBinaryCatalog } from '../../src/embedded/catalog.js';
 import { ensureAgnhostImage, kubeadmPauseTag } from '../../src/nodeartifacts/node-images.js';
 import { GiveUp, waitFor } from '../integration/support/controlplane.js';
-import { testClusterNetworking, type TestHost } from '../support/netns.js';
-import { ensureBuilt } from './support/cli.js';
-import { HostsLab, hostsInstallConfig, type BackgroundRun, type RunningAgent } from './support/hosts-lab.js';
+import { machineFootprint, testClusterNetworking, type TestHost } from '../support/netns.js';
+import { editInstallConfig, ensureBuilt } from './support/cli.js';
+import { HostsLab, type BackgroundRun, type RunningAgent } from './support/hosts-lab.js';
+import { step } from './support/steps.js';
 
 const name = 'acceptance';
 let lab: HostsLab;
@@ -42,6 +44,8 @@ let destroyed = false;
 let labRemoved = false;
 const agents: RunningAgent[] = [];
 let create: BackgroundRun | undefined;
+/** The machine's own side of the paths the hosts bind, once the hosts exist (`machineFootprint`). */
+let footprint: string[] = [];
 /** Milliseconds per stage as this test saw them: the first `create cluster`'s stages from its start, the others from their own. */
 const timings: Record<string, number> = {};
 
@@ -151,6 +155,7 @@ beforeAll(async () => {
   lab = await HostsLab.create(3, { runtime: true });
   await lab.writeKubeletCgroupRoots();
   dir = path.join(lab.net.root, 'cluster');
+  footprint = await machineFootprint();
 }, 300_000);
 
 afterAll(async () => {
@@ -164,18 +169,27 @@ afterAll(async () => {
 }, 900_000);
 
 describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the worker, Services, DNS and a pod network across nodes, destroy', () => {
-  it('create cluster waits for a control-plane and a worker host, then ends with 2 Ready nodes at the bundled kubelet version', async () => {
+  // Each test runs the steps it stands on (step(): at most once per file), so each also passes alone.
+  const createCluster = step(async () => {
     const [h0, h1] = lab.hosts as [TestHost, TestHost];
     await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(name, lab.net.machine.address, 1));
+    // As a new user writes it: create install-config --platform hosts records the listen address; the pod and
+    // Service blocks then carved from the test range, as in every test cluster.
+    const config = await lab.cli(['create', 'install-config', '--dir', dir, '--name', name, '--platform', 'hosts', '--listen-address', lab.net.machine.address, '--control-plane-replicas', '1', '--workers', '1']);
+    expect(config.exitCode, config.stderr).toBe(0);
+    await editInstallConfig(dir, (doc) => {
+      expect((doc['bootstrap'] as { listenAddress?: string } | undefined)?.listenAddress).toBe(lab.net.machine.address);
+      doc['networking'] = { ...(doc['networking'] as object | undefined), podCIDRs: [testClusterNetworking.podCIDR], serviceCIDRs: [testClusterNetworking.serviceCIDR] };
+    });
 
     const started = Date.now();
     const run = lab.spawnCli(['create', 'cluster', '--dir', dir]);
     create = run;
     const commands = await lab.waitForHostCommands(run, 2);
     timings['registration commands printed'] = Date.now() - started;
+    expect(commands.map((c) => c.role)).toEqual(['control-plane', 'worker']);
+    expect(run.output()).toContain('0 of 1 control-plane hosts registered (pool control-plane)');
     const stages = watchStages(started, run.ended);
-    expect(commands.map((c) => c.role).sort()).toEqual(['control-plane', 'worker']);
     agents.push(...(await lab.registerWithPrinted([[h0, 'control-plane'], [h1, 'worker']], commands)));
     const registeredAt = Date.now() - started;
     await waitFor('create cluster to see every pool filled', () => run.output().includes('Every pool can be filled') || run.ended(), 600_000);
@@ -203,9 +217,12 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
       expect(node.status.nodeInfo.kubeletVersion).toBe(kubeletVersion);
       expect(node.spec.providerID).toBe(`provisioner-host://${node.metadata.name}`);
     }
-  }, 1_800_000);
+  });
+
+  it('create cluster waits for a control-plane and a worker host, then ends with 2 Ready nodes at the bundled kubelet version', createCluster, 1_800_000);
 
   it('a pod of an image we built (provisioner.local/pause) runs on the worker', async () => {
+    await createCluster();
     const h1 = lab.hosts[1]!;
     const pod = {
       apiVersion: 'v1', kind: 'Pod', metadata: { name: 'pause', namespace: 'default' },
@@ -231,15 +248,16 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
     expect(node?.spec.podCIDR).toMatch(/^198\.19\.\d+\.0\/24$/);
     expect(running.status.podIP?.split('.').slice(0, 3).join('.')).toBe(node!.spec.podCIDR!.split('.').slice(0, 3).join('.'));
     expect(await processesOf(h1)).toEqual(expect.arrayContaining(['kubelet', 'pause']));
-  }, 300_000);
+  }, 2_100_000);
 
-  it('scaling the worker pool to 2 in the install config: create cluster again prints one worker command, a third host registers, a third Ready node', async () => {
+  const scale = step(async () => {
+    await createCluster();
     const h2 = lab.hosts[2]!;
-    const config = path.join(dir, 'install-config.yaml');
-    const before = await readFile(config, 'utf8');
-    const scaled = before.replace(/(- name: worker\n\s+quantity: )1/, '$12');
-    expect(scaled).not.toBe(before);
-    await writeFile(config, scaled);
+    await editInstallConfig(dir, (doc) => {
+      const worker = (doc['machinePools'] as { name: string; quantity: number }[]).find((p) => p.name === 'worker');
+      expect(worker?.quantity).toBe(1);
+      worker!.quantity = 2;
+    });
     const started = Date.now();
     const again = lab.spawnCli(['create', 'cluster', '--dir', dir]);
     const output = () => again.output();
@@ -310,9 +328,12 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
     expect(third.status.nodeInfo.kubeletVersion).toBe('v1.36.3');
     const nodes = await json<{ items: NodeView[] }>(workloadKubeconfig(), ['get', 'nodes']);
     expect(nodes!.items.map((n) => n.metadata.name).sort()).toEqual(lab.hosts.map((h) => h.name).sort());
-  }, 1_200_000);
+  });
+
+  it('scaling the worker pool to 2 in the install config: create cluster again prints one worker command, a third host registers, a third Ready node', scale, 3_000_000);
 
   it('a working cluster: kube-proxy, the pod network and CoreDNS run; a Service answers by its DNS name from both workers\' replicas; a NodePort answers from the machine', async () => {
+    await scale();
     const [h0, h1, h2] = lab.hosts as [TestHost, TestHost, TestHost];
     const kubeconfig = workloadKubeconfig();
     const started = Date.now();
@@ -405,9 +426,10 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
       expect(web.map((p) => p.metadata.name), `NodePort ${nodePort} on ${worker.name}: ${answer.stderr}`).toContain(answer.stdout.trim());
     }
     timings['network: Services, DNS and the NodePort checked'] = Date.now() - started;
-  }, 1_200_000);
+  }, 4_200_000);
 
-  it('destroy cluster exits 0 and leaves no kubelet, container or plan on any host', async () => {
+  it('destroy cluster exits 0 and leaves no kubelet, container or plan on any host, nor anything on the machine\'s own disk', async () => {
+    await scale();
     // The control plane stops at the end of destroy: watch the hosts' plan namespaces while it runs.
     const planNamespaces = new Set(lab.hosts.map((h) => `host-${h.name}`));
     let lastPlans: NodePlanView[] | undefined;
@@ -455,7 +477,11 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
       expect(images.stdout.trim(), `${host.name}'s images`).toBe('');
       expect(existsSync(path.join(host.rootDir, 'opt/cni/bin/flannel')), `${host.name}'s flannel CNI plugin`).toBe(false);
     }
-  }, 900_000);
+    // Everything the cluster's plans, agents and nodes wrote stayed in the hosts' own directories: the machine's
+    // side of every path they bind (and of the few a real host's agent or kubelet could use) is as it was.
+    const after = await machineFootprint();
+    expect({ added: after.filter((e) => !footprint.includes(e)), removed: footprint.filter((e) => !after.includes(e)) }, 'the machine\'s own disk changed').toEqual({ added: [], removed: [] });
+  }, 3_900_000);
 });
 
 describe('issue 16 acceptance: a host without containerd', () => {

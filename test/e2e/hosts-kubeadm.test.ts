@@ -24,6 +24,7 @@ import { prepareNodeArtifactsFor, type ServedNodeArtifact } from '../../src/serv
 import { waitFor } from '../integration/support/controlplane.js';
 import { testClusterNetworking, type TestHost } from '../support/netns.js';
 import { ensureBuilt } from './support/cli.js';
+import { step } from './support/steps.js';
 import { HostsLab, type NodePlanView, type RunningAgent } from './support/hosts-lab.js';
 
 let lab: HostsLab;
@@ -155,7 +156,8 @@ async function processesOf(host: TestHost): Promise<string[]> {
 interface NodeList { items: { metadata: { name: string }; status: { nodeInfo: { kubeletVersion: string }; conditions: { type: string; status: string }[] } }[] }
 
 describe('kubeadm nodes on namespace hosts, from hand-written NodePlans', () => {
-  it('h0: kubelet and kubeadm downloaded, images imported, the supervised kubelet, kubeadm init: the API server answers on 198.18.0.10:6443', async () => {
+  // Each test runs the steps it stands on (step(): at most once per file), so each also passes alone.
+  const init = step(async () => {
     const h0 = lab.hosts[0]!;
     const config = `apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
@@ -207,9 +209,10 @@ networking:
     const version = await lab.kubectlWith(workloadKubeconfig, ['version', '-o', 'json']);
     expect(version.exitCode, version.stderr).toBe(0);
     expect((JSON.parse(version.stdout) as { serverVersion: { gitVersion: string } }).serverVersion.gitVersion).toBe(kubeletVersion);
-  }, 900_000);
+  });
 
-  it('h1 joins as a worker: two nodes Ready with the bundled kubelet version', async () => {
+  const join = step(async () => {
+    await init();
     const [h0, h1] = [lab.hosts[0]!, lab.hosts[1]!];
     const ca = new X509Certificate(await readFile(path.join(h0.rootDir, 'etc/kubernetes/pki/ca.crt')));
     const caHash = `sha256:${createHash('sha256').update(ca.publicKey.export({ type: 'spki', format: 'der' })).digest('hex')}`;
@@ -249,9 +252,14 @@ ${nodeRegistration(h1)}
     timings['h1 Ready after plan start'] = Date.now() - started;
     expect(nodes!.items.map((n) => n.metadata.name).sort()).toEqual([h0.name, h1.name].sort());
     expect(nodes!.items.map((n) => n.status.nodeInfo.kubeletVersion)).toEqual([kubeletVersion, kubeletVersion]);
-  }, 900_000);
+  });
+
+  it('h0: kubelet and kubeadm downloaded, images imported, the supervised kubelet, kubeadm init: the API server answers on 198.18.0.10:6443', init, 900_000);
+
+  it('h1 joins as a worker: two nodes Ready with the bundled kubelet version', join, 1_800_000);
 
   it('a pod of our pause image runs on the worker', async () => {
+    await join();
     const h1 = lab.hosts[1]!;
     const pod = {
       apiVersion: 'v1', kind: 'Pod', metadata: { name: 'pause', namespace: 'default' },
@@ -268,9 +276,10 @@ ${nodeRegistration(h1)}
     expect(running.status.podIP).toMatch(/^198\.19\.1\.\d+$/);
     // Its processes are in h1's cgroup: the pod cgroups are below the kubelet's cgroupRoot.
     expect(await processesOf(h1)).toEqual(expect.arrayContaining(['kubelet', 'containerd', 'pause']));
-  }, 300_000);
+  }, 1_800_000);
 
   it('reset plans leave no kubelet, container or shim on either host', async () => {
+    await join();
     for (const host of [...lab.hosts].reverse()) {
       const started = Date.now();
       expect((await lab.applyPlan(host, 'reset', resetPlan)).exitCode).toBe(0);
@@ -285,5 +294,5 @@ ${nodeRegistration(h1)}
       const status = await lab.net.run(host.namespace, lab.agentPath, ['supervise', 'status', '--name', 'kubelet']);
       expect(status.exitCode).toBe(1);
     }
-  }, 900_000);
+  }, 1_800_000);
 });

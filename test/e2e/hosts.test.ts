@@ -7,14 +7,15 @@
  * namespaces reaching a listen address are hosts-namespaces.test.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { waitFor } from '../integration/support/controlplane.js';
 import { cli, ensureBuilt } from './support/cli.js';
+import { runTempDir } from '../support/run-dirs.js';
+import { step } from './support/steps.js';
 
 const commandTimeoutMs = 300_000;
 const host = `e2e-${randomBytes(3).toString('hex')}`;
@@ -26,8 +27,8 @@ let agent: ResultPromise | undefined;
 beforeAll(async () => {
   await ensureBuilt();
   agentBinary = (await ensureBinaries(['provisioner-agent']))['provisioner-agent']!;
-  mgmt = await mkdtemp(path.join(os.tmpdir(), 'e2e-hosts-mgmt-'));
-  hostDir = await mkdtemp(path.join(os.tmpdir(), 'e2e-hosts-host-'));
+  mgmt = await runTempDir('e2e-hosts-mgmt');
+  hostDir = await runTempDir('e2e-hosts-host');
 }, commandTimeoutMs);
 
 afterAll(async () => {
@@ -50,13 +51,15 @@ async function planPhase(name: string): Promise<string> {
 }
 
 describe('hosts: a real agent registers with the printed command and runs plans', () => {
-  it('management start runs the agent manager', async () => {
+  // Each test runs the steps it stands on (step(): at most once per file), so each also passes alone.
+  const start = step(async () => {
     const run = await cli(['management', 'start', '--dir', mgmt], commandTimeoutMs);
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stderr).toMatch(/provisioner-agent-manager ready/);
-  }, commandTimeoutMs);
+  });
 
-  it('registration-command prints a line the agent registers with; the token stays out of the debug log', async () => {
+  const register = step(async () => {
+    await start();
     const run = await cli(['hosts', 'registration-command', '--dir', mgmt, '--ttl', '10m'], 120_000);
     expect(run.exitCode, run.stderr).toBe(0);
     const [line, expiry] = run.stdout.split('\n');
@@ -78,9 +81,14 @@ describe('hosts: a real agent registers with the printed command and runs plans'
     const list = await cli(['hosts', 'list', '--dir', mgmt], 60_000);
     expect(list.exitCode, list.stderr).toBe(0);
     expect(list.stdout).toMatch(new RegExp(`^${host}\\s+\\S+\\s+Registered\\s`, 'm'));
-  }, 300_000);
+  });
+
+  it('management start runs the agent manager', start, commandTimeoutMs);
+
+  it('registration-command prints a line the agent registers with; the token stays out of the debug log', register, commandTimeoutMs + 300_000);
 
   it('plan apply: the agent writes the file and runs the instruction, and the plan is Applied', async () => {
+    await register();
     const written = path.join(hostDir, 'written.txt');
     const touched = path.join(hostDir, 'touched');
     const planFile = path.join(mgmt, 'plan.yaml');
@@ -99,9 +107,10 @@ describe('hosts: a real agent registers with the printed command and runs plans'
     expect(await readFile(written, 'utf8')).toBe('from a plan\n');
     expect((await stat(written)).mode & 0o777).toBe(0o640);
     await stat(touched);
-  }, 300_000);
+  }, commandTimeoutMs + 600_000);
 
   it('plan cancel stops a running plan, which ends Cancelled', async () => {
+    await register();
     const planFile = path.join(mgmt, 'long.yaml');
     await writeFile(planFile, [
       'apiVersion: agent.provisioner.dev/v1alpha1',
@@ -116,5 +125,5 @@ describe('hosts: a real agent registers with the printed command and runs plans'
     const cancel = await cli(['plan', 'cancel', '--dir', mgmt, '--host', host, 'long'], 60_000);
     expect(cancel.exitCode, cancel.stderr).toBe(0);
     await waitFor('plan long Cancelled', async () => (await planPhase('long')) === 'Cancelled', 120_000);
-  }, 300_000);
+  }, commandTimeoutMs + 600_000);
 });

@@ -11,14 +11,15 @@
  * Fails (never skips) without the bundle: the CLI then exits 4 before any process starts.
  */
 import { readFileSync } from 'node:fs';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { processStartTime } from '../../src/process/proc.js';
 import { aliveRecorded, killRecorded, recordedProcesses, waitFor } from '../integration/support/controlplane.js';
 import { cli, editInstallConfig, ensureBuilt, processesMentioning, readJournal, startCli, useFakeAwsCredentials, type BackgroundCli } from './support/cli.js';
+import { runTempDir } from '../support/run-dirs.js';
+import { step } from './support/steps.js';
 
 /** Longest a start of the control plane and the stages before the interrupt may take on a loaded 2-core machine. */
 const bootTimeoutMs = 600_000;
@@ -41,7 +42,7 @@ const runs: BackgroundCli[] = [];
 
 beforeAll(async () => {
   await ensureBuilt();
-  dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-e2e-sigint-'));
+  dir = await runTempDir('e2e-sigint');
 });
 
 afterAll(async () => {
@@ -111,9 +112,8 @@ async function expectNothingRunning(): Promise<void> {
 }
 
 describe('Ctrl-C (SIGINT to the CLI process group) during create cluster with a temporary control plane (aws, 1 + 1)', () => {
-  let interruptedInHook = false;
-
-  it('during a pre-provision hook: stops the hook with its child, then every control-plane process in order; exits 130', async () => {
+  // The resume stands on the first interrupt: a step (step(): at most once per file) both tests run, so each also passes alone.
+  const interruptedInHook = step(async () => {
     const config = await cli(['create', 'install-config', '--dir', dir, '--name', 'sigint', '--platform', 'aws', '--region', 'eu-west-1', '--control-plane-replicas', '1', '--workers', '1'], 60_000);
     expect(config.exitCode, config.stderr).toBe(0);
     // The platform's own pre-provision check runs first and needs a well-formed credentials file.
@@ -149,11 +149,12 @@ describe('Ctrl-C (SIGINT to the CLI process group) during create cluster with a 
     const journal = await readJournal(dir);
     expect(journal.stages['hooks/pre-provision']?.state).toBe('interrupted');
     expect(journal.completedAt).toBeUndefined();
-    interruptedInHook = true;
   });
 
+  it('during a pre-provision hook: stops the hook with its child, then every control-plane process in order; exits 130', interruptedInHook);
+
   it('resumed, during wait-infrastructure: the same ordered stop; the journal shows where to go on', async () => {
-    expect(interruptedInHook, 'the first run was not interrupted as planned').toBe(true);
+    await interruptedInHook();
     await writeFile(path.join(dir, 'hold.sh'), '#!/bin/sh\necho ok\n');
     const run = startCreate();
     await waitFor(

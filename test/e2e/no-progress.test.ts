@@ -15,14 +15,15 @@
  *
  * Fails (never skips) without the bundle: the CLI then exits 4 before any process starts.
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { aliveRecorded, killRecorded } from '../integration/support/controlplane.js';
 import { cli, ensureBuilt, fakeAwsKeys, processesMentioning, readJournal, startCli, useFakeAwsCredentials, type BackgroundCli } from './support/cli.js';
+import { runTempDir } from '../support/run-dirs.js';
+import { step } from './support/steps.js';
 
 /** Longest the control plane's start and the stages before the wait may take on a loaded 2-core machine. */
 const bootTimeoutMs = 600_000;
@@ -34,7 +35,7 @@ let run: BackgroundCli | undefined;
 
 beforeAll(async () => {
   await ensureBuilt();
-  dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-e2e-stall-'));
+  dir = await runTempDir('e2e-stall');
 });
 
 afterAll(async () => {
@@ -45,7 +46,8 @@ afterAll(async () => {
 });
 
 describe('create cluster --no-progress-timeout 1 on aws, which CAPA cannot reach from here (1 + 1)', () => {
-  it('fails wait-infrastructure about a minute after the last change: exit 5 naming the Cluster and its blocking condition', async () => {
+  // The destroy stands on the stalled create: a step (step(): at most once per file) both tests run, so each also passes alone.
+  const stalledCreate = step(async () => {
     const config = await cli(['create', 'install-config', '--dir', dir, '--name', 'stall', '--platform', 'aws', '--region', 'eu-west-1', '--control-plane-replicas', '1', '--workers', '1'], 60_000);
     expect(config.exitCode, config.stderr).toBe(0);
     await useFakeAwsCredentials(dir);
@@ -87,9 +89,12 @@ describe('create cluster --no-progress-timeout 1 on aws, which CAPA cannot reach
     expect(content.stdout).not.toContain(fakeAwsKeys.id);
   });
 
+  it('fails wait-infrastructure about a minute after the last change: exit 5 naming the Cluster and its blocking condition', stalledCreate);
+
   // CAPA removes an AWSCluster's finalizer only once AWS confirms its resources are gone, which it cannot here. It recorded
   // nothing it created there (the first call failed) and no call got an answer: after the stall, destroy releases it and ends.
   it('destroy cluster on that install exits 0 after releasing the AWSCluster CAPA never created in AWS, saying why, and leaves nothing', async () => {
+    await stalledCreate();
     const destroyed = await cli(['destroy', 'cluster', '--dir', dir, '--no-progress-timeout', '1'], bootTimeoutMs + stallExitMs);
     expect(destroyed.exitCode, destroyed.stderr).toBe(0);
     expect(destroyed.stderr).toMatch(/Released AWSCluster stall\/stall \(its finalizers removed\): CAPA recorded no VPC, subnet, security group, load balancer or instance of it in AWS, and its \w+ condition shows AWS was never reached/);

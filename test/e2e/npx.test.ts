@@ -15,8 +15,7 @@
  * Packing builds the host's binaries through the build cache (seconds when `npm run
  * bundle` ran; a fresh machine needs Go here, as for every other test tier).
  */
-import { mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import os from 'node:os';
+import { mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -27,6 +26,7 @@ import { packageRoot } from '../../src/embedded/catalog.js';
 import type { VersionReport } from '../../src/services/version.js';
 import { getNodes, waitForInMemoryPort } from './support/cli.js';
 import { seedDependencies, startRegistry, type LocalRegistry } from './support/registry.js';
+import { runTempDir } from '../support/run-dirs.js';
 
 const packTimeoutMs = 1_500_000;
 const createTimeoutMs = 900_000;
@@ -63,7 +63,7 @@ describe('npx provisioner from a registry, with no Go', () => {
   const platform = targetPlatform(hostTarget());
 
   beforeAll(async () => {
-    work = await mkdtemp(path.join(os.tmpdir(), 'provisioner-npx-'));
+    work = await runTempDir('e2e-npx');
     const packStarted = performance.now();
     report = await releasePack({ targets: [hostTarget()], outDir: path.join(work, 'release') });
     console.log(`release:pack --targets host took ${((performance.now() - packStarted) / 1000).toFixed(0)} s`);

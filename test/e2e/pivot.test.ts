@@ -12,8 +12,7 @@
  * created with `--management-kubeconfig M` for the same cluster, which has no local control
  * plane at all. `destroy cluster` then deletes it from M. Fails (never skips) without the bundle.
  */
-import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import os from 'node:os';
+import { copyFile, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +20,7 @@ import { phaseIndex, type JournalObject, type PivotJournal, type PivotPhase } fr
 import { sourceUidAnnotation } from '../../src/pivot/move.js';
 import { aliveRecorded, killRecorded, waitFor } from '../integration/support/controlplane.js';
 import { cli, ensureBuilt, getNodes, kubectl, processesMentioning, readJournal, startCli, type BackgroundCli, type CliRun } from './support/cli.js';
+import { runTempDir } from '../support/run-dirs.js';
 
 const createTimeoutMs = 900_000;
 const stallMinutes = '5';
@@ -110,7 +110,7 @@ async function expectEachMovedOnce(journal: PivotJournal): Promise<void> {
 beforeAll(async () => {
   await ensureBuilt();
   await kubectl(); // throws with the bundle hint, at once, when the bundle is missing
-  base = await mkdtemp(path.join(os.tmpdir(), 'provisioner-e2e-pivot-'));
+  base = await runTempDir('e2e-pivot');
   mgmt = path.join(base, 'M');
   dir = path.join(base, 'D');
   second = path.join(base, 'D2');

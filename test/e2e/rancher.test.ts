@@ -7,8 +7,7 @@
  * then `destroy cluster` removes Rancher's cluster by its labels before the cluster itself.
  * Fails (never skips) without the bundle.
  */
-import { access, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { access, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
@@ -19,6 +18,7 @@ import { prepareLocalControlPlane } from '../../src/services/local-controlplane.
 import { killRecorded } from '../integration/support/controlplane.js';
 import { RancherDouble } from '../support/rancher-double.js';
 import { cli, ensureBuilt, kubectl, readJournal, waitForInMemoryPort } from './support/cli.js';
+import { runTempDir } from '../support/run-dirs.js';
 
 const management = 'management.cattle.io/v3';
 const createTimeoutMs = 900_000;
@@ -34,7 +34,7 @@ describe('create cluster --register-rancher, then destroy cluster', () => {
   beforeAll(async () => {
     await ensureBuilt();
     await kubectl(); // throws with the bundle hint when the bundle is missing
-    base = await mkdtemp(path.join(os.tmpdir(), 'provisioner-e2e-rancher-'));
+    base = await runTempDir('e2e-rancher');
     dir = path.join(base, 'install');
     rancherPlane = await prepareLocalControlPlane({ dir: path.join(base, 'rancher'), detached: false, controllers: [], sink: new RecordingSink(), signal: abort.signal });
     await rancherPlane.start();

@@ -10,13 +10,14 @@
  *
  * Fails (never skips) without the bundle: the CLI exits 4 and the kubectl lookup throws.
  */
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aliveRecorded, killRecorded } from '../integration/support/controlplane.js';
 import { cli, editInstallConfig, ensureBuilt, getNodes, kubectl, processesMentioning, readJournal, waitForInMemoryPort } from './support/cli.js';
+import { step } from './support/steps.js';
+import { runTempDir } from '../support/run-dirs.js';
 
 /** Longest `create cluster` of 1 + 1 may take on a loaded 2-core machine. */
 const createTimeoutMs = 900_000;
@@ -34,7 +35,7 @@ let created = false;
 
 beforeAll(async () => {
   await ensureBuilt();
-  dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-e2e-topology-'));
+  dir = await runTempDir('e2e-topology');
 });
 
 afterAll(async () => {
@@ -45,7 +46,8 @@ afterAll(async () => {
 });
 
 describe('create cluster with manifests.layout: topology (in-memory, 1 + 1)', () => {
-  it('exits 0: the topology controller made the control plane and the MachineDeployment from the ClusterClass, and both nodes are Ready', async () => {
+  /** The create both tests stand on (the destroy test runs it too when run alone). */
+  const createCluster = step(async () => {
     await kubectl(); // throws with the bundle hint when the bundle is missing
     const config = await cli(['create', 'install-config', '--dir', dir, '--name', 'topo', '--control-plane-replicas', '1', '--workers', '1'], 60_000);
     expect(config.exitCode, config.stderr).toBe(0);
@@ -58,6 +60,10 @@ describe('create cluster with manifests.layout: topology (in-memory, 1 + 1)', ()
     process.stderr.write(`e2e topology: create cluster took ${Math.round(run.durationMs / 1000)} s\n`);
     expect(run.exitCode, run.stderr.slice(-4000)).toBe(0);
     created = true;
+  });
+
+  it('exits 0: the topology controller made the control plane and the MachineDeployment from the ClusterClass, and both nodes are Ready', async () => {
+    await createCluster();
 
     const files = await readdir(path.join(dir, 'cluster-api'));
     expect(files).toEqual(expect.arrayContaining(['01_cluster.yaml', '02_infrastructure-cluster-template.yaml', '04_control-plane-template.yaml', '05_cluster-class.yaml']));
@@ -81,6 +87,7 @@ describe('create cluster with manifests.layout: topology (in-memory, 1 + 1)', ()
   });
 
   it('destroy cluster exits 0, deletes the ClusterClass with the cluster, and leaves nothing running', async () => {
+    await createCluster();
     expect(created, 'create cluster did not succeed').toBe(true);
     const run = await cli(['destroy', 'cluster', '--dir', dir], destroyTimeoutMs);
     expect(run.exitCode, run.stderr).toBe(0);

@@ -8,8 +8,7 @@
  * Fails (never skips) when the bundle has not been built: run `npm run bundle` first.
  */
 import { randomBytes } from 'node:crypto';
-import { appendFile, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
-import os from 'node:os';
+import { appendFile, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,6 +20,7 @@ import { destroyBootstrap } from '../../src/services/destroy.js';
 import { gatherBootstrap } from '../../src/services/gather.js';
 import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
 import { expectedProcessCount } from './support/controlplane.js';
+import { runTempDir } from '../support/run-dirs.js';
 
 const namespace = 'gather-it';
 const clusterName = 'gather-demo';
@@ -77,7 +77,7 @@ describe('gather with the real control plane', () => {
   const abort = new AbortController();
 
   beforeAll(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'gather-it-'));
+    dir = await runTempDir('gather-it');
     controlPlane = await prepareLocalControlPlane({ dir, detached: false, sink: new RecordingSink(), signal: abort.signal });
     await controlPlane.start();
     const kube = controlPlane.kube;

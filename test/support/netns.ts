@@ -42,7 +42,7 @@
  */
 import { execFileSync, spawn as spawnChild } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { execa, type Options, type ResultPromise } from 'execa';
@@ -101,6 +101,36 @@ export const hostDirectories = [
  * DaemonSets (created on the machine otherwise).
  */
 export const hostFiles = { '/etc/resolv.conf': `nameserver ${machineAddress}\n`, '/run/xtables.lock': '' } as const;
+/**
+ * Where a plan, the agent or a node's runtime could write on a real host besides
+ * `hostDirectories`: the agent's default data directory, the kubelet flags file kubeadm's unit
+ * reads, upstream flannel's binary directory. A test host never writes them (its agent gets a
+ * --data-dir under the run's directory); `machineFootprint` watches them with the others.
+ */
+export const machinePathsWatched = ['/var/lib/provisioner-agent', '/etc/default/kubelet', '/opt/bin'] as const;
+
+/**
+ * The machine's own view (this process's mount namespace, not a host's) of every path a host
+ * binds (`hostDirectories`) and of `machinePathsWatched`: one line per entry below them,
+ * `<path> <type> <size> <mtime>`, sorted; not the test networks' namespace files in /run/netns.
+ * The empty mount points a host's creation makes are in it; anything a test host's plan, agent or node wrote through to the machine's disk, or
+ * changed there, shows as a difference between two calls.
+ */
+export async function machineFootprint(): Promise<string[]> {
+  const entries: string[] = [];
+  const walk = async (at: string): Promise<void> => {
+    // The test networks' own namespaces (ip netns add: /run/netns/<runPrefix><pid>-…), this run's and other runs', come and go.
+    if (path.dirname(at) === '/run/netns' && path.basename(at).startsWith(runPrefix)) return;
+    const info = await lstat(at).catch(() => undefined);
+    if (!info) return;
+    const type = info.isDirectory() ? 'dir' : info.isSymbolicLink() ? `link->${await readlink(at).catch(() => '?')}` : 'file';
+    entries.push(`${at} ${type} ${info.isDirectory() ? '-' : info.size} ${info.isDirectory() ? '-' : Math.round(info.mtimeMs)}`);
+    if (info.isDirectory()) for (const name of await readdir(at).catch(() => [] as string[])) await walk(path.join(at, name));
+  };
+  for (const root of [...hostDirectories, ...machinePathsWatched]) await walk(root);
+  return entries.sort();
+}
+
 /** Debian's containernetworking-plugins install here; each host's /opt/cni/bin links to them. */
 export const cniBinDir = '/usr/lib/cni';
 /** The sandbox (pause) image every host's containerd uses. */

@@ -3,12 +3,12 @@
  * control plane records, who listens where (read from /proc, so no `ss` is needed), and a
  * cleanup that kills whatever a failed test left running.
  */
-import { mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readdir, readFile, readlink, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { controlPlaneLayout } from '../../../src/controlplane/layout.js';
 import { loadCatalog } from '../../../src/embedded/catalog.js';
 import { isAlive, readPidfiles, type PidfileEntry } from '../../../src/process/pidfile.js';
+import { runTempDir } from '../../support/run-dirs.js';
 
 export const loopbackAddress = '127.0.0.1';
 
@@ -24,7 +24,7 @@ export async function expectedProcessCount(): Promise<number> {
 
 /** A fresh install directory under the OS temp dir. */
 export function tempInstallDir(prefix: string): Promise<string> {
-  return mkdtemp(path.join(os.tmpdir(), `provisioner-it-${prefix}-`));
+  return runTempDir(`it-${prefix}`);
 }
 
 export function stateDirOf(dir: string): string {
