@@ -36,11 +36,7 @@ const providerDeployments = [
 
 const kubeconfig = () => path.join(dir, 'auth', 'kubeconfig');
 
-async function json<T>(args: readonly string[], config = kubeconfig()): Promise<T> {
-  const run = await lab.kubectlWith(config, [...args, '-o', 'json']);
-  if (run.exitCode !== 0) throw new Error(`kubectl ${args.join(' ')}: ${run.stderr}`);
-  return JSON.parse(run.stdout) as T;
-}
+const json = <T>(args: readonly string[], config = kubeconfig()): Promise<T> => lab.kubectlJson<T>(config, args);
 
 beforeAll(async () => {
   await ensureBuilt();

@@ -25,11 +25,7 @@ const figures: Record<string, number | string> = {};
 
 const kubeconfig = () => path.join(dir, 'auth', 'kubeconfig');
 
-async function json<T>(args: readonly string[]): Promise<T> {
-  const run = await lab.kubectlWith(kubeconfig(), [...args, '-o', 'json']);
-  if (run.exitCode !== 0) throw new Error(`kubectl ${args.join(' ')}: ${run.stderr}`);
-  return JSON.parse(run.stdout) as T;
-}
+const json = <T>(args: readonly string[]): Promise<T> => lab.kubectlJson<T>(kubeconfig(), args);
 
 beforeAll(async () => {
   await ensureBuilt();

@@ -45,8 +45,8 @@ export class Random {
 }
 
 /**
- * Pod/service CIDR pairs that do not overlap each other nor CAPA's default VPC (10.0.0.0/16),
- * carved from 198.19.0.0/16 like every test cluster's (test/support/netns.ts).
+ * Pod/service CIDR pairs that overlap neither each other nor the aws platform's default VPC
+ * block, carved from 198.19.0.0/16 like every test cluster's (test/support/netns.ts).
  */
 const networkPairs: [string[], string[]][] = [
   [['198.19.0.0/17'], ['198.19.128.0/20']],

@@ -195,6 +195,13 @@ export class HostsLab {
     return this.net.run(this.net.machine.namespace, this.binaries.kubectl, ['--kubeconfig', kubeconfig, ...args], { timeout: 60_000, ...(input !== undefined ? { input } : {}) });
   }
 
+  /** `kubectl get … -o json` with another kubeconfig, parsed; throws with kubectl's stderr when it fails. */
+  async kubectlJson<T>(kubeconfig: string, args: readonly string[]): Promise<T> {
+    const run = await this.kubectlWith(kubeconfig, [...args, '-o', 'json']);
+    if (run.exitCode !== 0) throw new Error(`kubectl ${args.join(' ')}: ${run.stderr}`);
+    return JSON.parse(run.stdout) as T;
+  }
+
   /** The bundled kubectl in the background (a watch), inside the machine namespace; against the management cluster unless another kubeconfig is given. */
   spawnKubectl(args: readonly string[], kubeconfig = this.kubeconfig): ResultPromise {
     return this.net.spawn(this.net.machine.namespace, this.binaries.kubectl, ['--kubeconfig', kubeconfig, ...args]);
