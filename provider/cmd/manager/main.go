@@ -31,9 +31,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
 	poolv1 "provisioner.dev/provider/api/ipam/v1alpha1"
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
 	"provisioner.dev/provider/internal/controller"
 	"provisioner.dev/provider/internal/version"
 )

@@ -26,7 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 )
 
 // Why an execution's context ended, when it did not end by itself.

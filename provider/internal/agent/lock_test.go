@@ -11,7 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 )
 
 func reapedPID(t *testing.T) int {

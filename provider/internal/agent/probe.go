@@ -13,7 +13,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 )
 
 // evaluateProbe runs one evaluation of a probe; nil means healthy.

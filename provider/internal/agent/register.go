@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 )
 
 // Exit codes of the agent binary, besides 0 and 1 (any other failure).

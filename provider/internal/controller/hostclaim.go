@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
 )
 
 // claimRequest is what a claim needs to choose a Host.

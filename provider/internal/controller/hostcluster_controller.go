@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
 )
 
 // waitForHostsInterval: how often a HostCluster or HostMachine that waits for a free Host

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
 	"provisioner.dev/provider/internal/hostplan"
 )
 

@@ -21,8 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
 )
 
 // Host is what the bootstrap plan needs to know about its Host.

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/cluster-api/bootstrap/kubeadm/pkg/cloudinit"
 	"sigs.k8s.io/cluster-api/util/secret"
 
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
 )
 
 var testHost = Host{Name: "h1", Address: "198.18.0.10"}

@@ -16,8 +16,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
 )
 
 // These tests run the HostCluster and HostMachine controllers against a real API server

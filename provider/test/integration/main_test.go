@@ -38,9 +38,9 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	ipamv1 "sigs.k8s.io/cluster-api/api/ipam/v1beta2"
 
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
 	poolv1 "provisioner.dev/provider/api/ipam/v1alpha1"
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
 	"provisioner.dev/provider/internal/controller"
 )
 

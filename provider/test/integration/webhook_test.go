@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	agentv1 "provisioner.dev/provider/api/v1alpha1"
+	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 )
 
 func planNamespace(t *testing.T, host string) string {
