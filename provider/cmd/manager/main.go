@@ -36,6 +36,7 @@ import (
 	poolv1 "provisioner.dev/provider/api/ipam/v1alpha1"
 	"provisioner.dev/provider/internal/controller"
 	"provisioner.dev/provider/internal/version"
+	"provisioner.dev/provider/internal/webhooks"
 )
 
 // bindAddressEnv, when set, is the address every listener binds to by default (the
@@ -155,13 +156,7 @@ func run() error {
 	if err := setupAddressPools(mgr, cfg); err != nil {
 		return err
 	}
-	if err := agentv1.SetupNodePlanWebhookWithManager(mgr); err != nil {
-		return err
-	}
-	if err := agentv1.SetupHostRegistrationWebhookWithManager(mgr); err != nil {
-		return err
-	}
-	if err := infrav1.SetupWebhooksWithManager(mgr); err != nil {
+	if err := setupWebhooks(mgr); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -199,15 +194,31 @@ func publishServerCA(ctx context.Context, cfg *rest.Config, scheme *runtime.Sche
 	return controller.PublishServerCA(ctx, c, namespace, caPEM)
 }
 
-// setupAddressPools serves AddressPools (their webhook, and the IPAddressClaim controller
-// that allocates from them) where the API server serves Cluster API's IPAM kinds (its core
+// setupWebhooks registers every kind's validating webhook (AddressPool's too: it needs
+// only its own CRD), with the uncached reader for those that read other objects.
+func setupWebhooks(mgr ctrl.Manager) error {
+	for _, webhook := range []interface{ SetupWebhookWithManager(ctrl.Manager) error }{
+		&webhooks.NodePlan{Client: mgr.GetAPIReader()},
+		&webhooks.HostRegistration{Client: mgr.GetAPIReader()},
+		&webhooks.HostCluster{},
+		&webhooks.HostClusterTemplate{},
+		&webhooks.HostMachine{},
+		&webhooks.HostMachineTemplate{},
+		&webhooks.AddressPool{},
+	} {
+		if err := webhook.SetupWebhookWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setupAddressPools serves AddressPools (the IPAddressClaim controller that allocates
+// from them) where the API server serves Cluster API's IPAM kinds (its core
 // provider's CRDs): a management cluster without them has no claim to serve, and the
 // manager's other controllers run there as before.
 func setupAddressPools(mgr ctrl.Manager, cfg *rest.Config) error {
 	log := ctrl.Log.WithName("setup")
-	if err := poolv1.SetupWebhookWithManager(mgr); err != nil {
-		return err
-	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err

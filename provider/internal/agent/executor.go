@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
+	"provisioner.dev/provider/internal/contentref"
 )
 
 // Why an execution's context ended, when it did not end by itself.
@@ -357,7 +358,7 @@ func (e *Executor) fileSource(ctx context.Context, namespace string, f *agentv1.
 	if ref.SecretKeyRef != nil {
 		keyRef, secret, what = ref.SecretKeyRef, true, "secret"
 	}
-	content, found, err := agentv1.ReadKeyReference(ctx, e.Reader, namespace, keyRef, secret)
+	content, found, err := contentref.Read(ctx, e.Reader, namespace, keyRef, secret)
 	if err != nil {
 		return nil, "", fmt.Errorf("read %s %s/%s: %w", what, namespace, keyRef.Name, err)
 	}

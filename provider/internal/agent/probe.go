@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
+	"provisioner.dev/provider/internal/contentref"
 )
 
 // evaluateProbe runs one evaluation of a probe; nil means healthy.
@@ -43,7 +44,7 @@ func httpGet(ctx context.Context, reader client.Reader, namespace string, g *age
 		ref, secret = g.CASecretRef, true
 	}
 	if ref != nil {
-		caPEM, found, err := agentv1.ReadKeyReference(ctx, reader, namespace, ref, secret)
+		caPEM, found, err := contentref.Read(ctx, reader, namespace, ref, secret)
 		if err != nil {
 			return fmt.Errorf("read the probe's CA %s/%s: %w", namespace, ref.Name, err)
 		}

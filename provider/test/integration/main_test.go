@@ -42,6 +42,7 @@ import (
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
 	poolv1 "provisioner.dev/provider/api/ipam/v1alpha1"
 	"provisioner.dev/provider/internal/controller"
+	"provisioner.dev/provider/internal/webhooks"
 )
 
 // testResetTimeout is the manager's --host-reset-timeout in these tests (short, so the
@@ -168,11 +169,14 @@ func startManager(ctx context.Context, env *envtest.Environment, cfg *rest.Confi
 		(&controller.HostReconciler{Client: mgr.GetClient()}).SetupWithManager,
 		(&controller.HostClusterReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager,
 		(&controller.HostMachineReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("hostmachine-controller"), ResetTimeout: testResetTimeout}).SetupWithManager,
-		agentv1.SetupNodePlanWebhookWithManager,
-		agentv1.SetupHostRegistrationWebhookWithManager,
-		infrav1.SetupWebhooksWithManager,
+		(&webhooks.NodePlan{Client: mgr.GetAPIReader()}).SetupWebhookWithManager,
+		(&webhooks.HostRegistration{Client: mgr.GetAPIReader()}).SetupWebhookWithManager,
+		(&webhooks.HostCluster{}).SetupWebhookWithManager,
+		(&webhooks.HostClusterTemplate{}).SetupWebhookWithManager,
+		(&webhooks.HostMachine{}).SetupWebhookWithManager,
+		(&webhooks.HostMachineTemplate{}).SetupWebhookWithManager,
 		(&controller.IPAddressClaimReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), OwnerCheckInterval: 2 * time.Second}).SetupWithManager,
-		poolv1.SetupWebhookWithManager,
+		(&webhooks.AddressPool{}).SetupWebhookWithManager,
 	} {
 		if err := setup(mgr); err != nil {
 			return err

@@ -1,6 +1,10 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -443,4 +447,21 @@ type NodePlanList struct {
 
 func init() {
 	objectTypes = append(objectTypes, &NodePlan{}, &NodePlanList{})
+}
+
+// Digest is the "sha256:<hex>" digest of content, as plans write it.
+func Digest(content []byte) string {
+	sum := sha256.Sum256(content)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// InlineContent is a file's inline content, decoded.
+func (f *PlanFile) InlineContent() ([]byte, error) {
+	if f.Content == nil {
+		return nil, nil
+	}
+	if f.Encoding == "base64" {
+		return base64.StdEncoding.DecodeString(*f.Content)
+	}
+	return []byte(*f.Content), nil
 }

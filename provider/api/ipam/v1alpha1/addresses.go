@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // MaxPoolSize is the most addresses one pool may hold (its addresses are enumerated on
@@ -92,4 +94,42 @@ func (s *AddressPoolSpec) Count() int {
 	n := 0
 	s.Each(func(netip.Addr) bool { n++; return true })
 	return n
+}
+
+// ValidateSpec checks what the CRD schema cannot: every entry parses, the pool holds at
+// most MaxPoolSize addresses and at least one besides the gateway, the gateway is an
+// IPv4 address in the prefix of every address.
+func ValidateSpec(spec *AddressPoolSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	total := 0
+	var gateway netip.Addr
+	if spec.Gateway != "" {
+		var err error
+		if gateway, err = netip.ParseAddr(spec.Gateway); err != nil || !gateway.Is4() {
+			errs = append(errs, field.Invalid(path.Child("gateway"), spec.Gateway, "not an IPv4 address"))
+			gateway = netip.Addr{}
+		}
+	}
+	for i, entry := range spec.Addresses {
+		at := path.Child("addresses").Index(i)
+		first, last, err := ParseEntry(entry)
+		if err != nil {
+			errs = append(errs, field.Invalid(at, entry, err.Error()))
+			continue
+		}
+		if total += size(first, last); total > MaxPoolSize {
+			errs = append(errs, field.TooMany(path.Child("addresses"), total, MaxPoolSize))
+			return errs
+		}
+		if gateway.IsValid() && spec.Prefix >= 1 && spec.Prefix <= 32 {
+			network := netip.PrefixFrom(gateway, int(spec.Prefix)).Masked()
+			if !network.Contains(first) || !network.Contains(last) {
+				errs = append(errs, field.Invalid(at, entry, fmt.Sprintf("outside %s, the gateway's network with prefix %d", network, spec.Prefix)))
+			}
+		}
+	}
+	if len(errs) == 0 && spec.Count() == 0 {
+		errs = append(errs, field.Invalid(path.Child("addresses"), spec.Addresses, "holds no address besides the gateway"))
+	}
+	return errs
 }
