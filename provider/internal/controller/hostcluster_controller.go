@@ -8,8 +8,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/annotations"
+	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/patch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -46,28 +51,39 @@ func (r *HostClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).For(&infrav1.HostCluster{}).Named("hostcluster").Complete(r)
 }
 
-func (r *HostClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var hc infrav1.HostCluster
-	if err := r.Client.Get(ctx, req.NamespacedName, &hc); err != nil {
+func (r *HostClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	hc := &infrav1.HostCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, hc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	key := infrav1.ClaimKey(hc.Namespace, hc.Name)
-	if !hc.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, &hc, key)
-	}
-	if paused, err := isPaused(ctx, r.Client, &hc); err != nil || paused {
+	patchHelper, err := patch.NewHelper(hc, r.Client)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if unpatched := hc.DeepCopy(); controllerutil.AddFinalizer(&hc, infrav1.HostClusterFinalizer) {
-		if err := r.Client.Patch(ctx, &hc, client.MergeFrom(unpatched)); err != nil {
-			return ctrl.Result{}, err
+	defer func() {
+		if err := patchHelper.Patch(ctx, hc); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
+	}()
+	if !hc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, hc, key)
 	}
+	if paused, err := isPaused(ctx, r.Client, hc); err != nil || paused {
+		return ctrl.Result{}, err
+	}
+	if finalizerAdded, err := finalizers.EnsureFinalizer(ctx, r.Client, hc, infrav1.HostClusterFinalizer); err != nil || finalizerAdded {
+		return ctrl.Result{}, err
+	}
+	return r.reconcileNormal(ctx, hc, key)
+}
 
-	before := hc.DeepCopy()
+// reconcileNormal sets the endpoint (reserving a Host for it when none is given) and,
+// once it is set, reports the cluster provisioned.
+func (r *HostClusterReconciler) reconcileNormal(ctx context.Context, hc *infrav1.HostCluster, key string) (ctrl.Result, error) {
 	var result ctrl.Result
 	if !hc.Spec.ControlPlaneEndpoint.IsValid() {
-		host, err := r.reserveEndpointHost(ctx, &hc, key)
+		host, err := r.reserveEndpointHost(ctx, hc, key)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -76,13 +92,7 @@ func (r *HostClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 				"no registered, unclaimed Host allows the control-plane role and matches spec.controlPlaneHostSelector yet")
 			result.RequeueAfter = waitForHostsInterval
 		} else {
-			spec := hc.DeepCopy()
-			spec.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: host.Spec.Address, Port: infrav1.DefaultAPIServerPort}
-			if err := r.Client.Patch(ctx, spec, client.MergeFrom(&hc)); err != nil {
-				return ctrl.Result{}, err
-			}
-			hc.Spec = spec.Spec
-			hc.ResourceVersion = spec.ResourceVersion
+			hc.Spec.ControlPlaneEndpoint = infrav1.APIEndpoint{Host: host.Spec.Address, Port: infrav1.DefaultAPIServerPort}
 			hc.Status.EndpointHost = host.Name
 		}
 	}
@@ -90,9 +100,6 @@ func (r *HostClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		hc.Status.Initialization.Provisioned = ptr.To(true)
 		setCondition(&hc.Status.Conditions, hc.Generation, infrav1.ConditionReady, true, infrav1.ReasonReady,
 			fmt.Sprintf("control-plane endpoint %s:%d", hc.Spec.ControlPlaneEndpoint.Host, hc.Spec.ControlPlaneEndpoint.Port))
-	}
-	if err := r.Client.Status().Patch(ctx, &hc, client.MergeFrom(before)); err != nil {
-		return ctrl.Result{}, err
 	}
 	return result, nil
 }
@@ -151,11 +158,7 @@ func (r *HostClusterReconciler) reconcileDelete(ctx context.Context, hc *infrav1
 			return err
 		}
 	}
-	unpatched := hc.DeepCopy()
 	controllerutil.RemoveFinalizer(hc, infrav1.HostClusterFinalizer)
-	if err := r.Client.Patch(ctx, hc, client.MergeFrom(unpatched)); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
 	return nil
 }
 
@@ -163,18 +166,18 @@ func (r *HostClusterReconciler) reconcileDelete(ctx context.Context, hc *infrav1
 // spec.paused of the owning Cluster, as clusterctl move and provisioner's pivot set it):
 // nothing is changed while an object is being moved.
 func isPaused(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
-	if _, ok := obj.GetAnnotations()[clusterv1.PausedAnnotation]; ok {
+	if annotations.HasPaused(obj) {
 		return true, nil
 	}
 	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
 	if name == "" {
 		return false, nil
 	}
-	var cluster clusterv1.Cluster
-	if err := c.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, &cluster); err != nil {
+	cluster, err := util.GetClusterByName(ctx, c, obj.GetNamespace(), name)
+	if err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	return ptr.Deref(cluster.Spec.Paused, false), nil
+	return annotations.IsPaused(cluster, obj), nil
 }
 
 // setCondition sets a condition with the object's generation.

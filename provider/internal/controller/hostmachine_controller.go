@@ -12,10 +12,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/util"
+	"sigs.k8s.io/cluster-api/util/finalizers"
+	"sigs.k8s.io/cluster-api/util/patch"
+	"sigs.k8s.io/cluster-api/util/predicates"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -86,7 +92,9 @@ func (r *HostMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ArtifactsConfigMap.Name == "" {
 		r.ArtifactsConfigMap = DefaultArtifactsConfigMap
 	}
-	return ctrl.NewControllerManagedBy(mgr).For(&infrav1.HostMachine{}).Named("hostmachine").
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&infrav1.HostMachine{}, builder.WithPredicates(predicates.ResourceNotPaused(mgr.GetScheme(), mgr.GetLogger()))).
+		Named("hostmachine").
 		Watches(&agentv1.NodePlan{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			ns, name, ok := strings.Cut(o.GetAnnotations()[hostMachineRefAnnotation], "/")
 			if !ok {
@@ -97,29 +105,31 @@ func (r *HostMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-func (r *HostMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var hm infrav1.HostMachine
-	if err := r.Client.Get(ctx, req.NamespacedName, &hm); err != nil {
+func (r *HostMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	hm := &infrav1.HostMachine{}
+	if err := r.Client.Get(ctx, req.NamespacedName, hm); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if paused, err := isPaused(ctx, r.Client, &hm); err != nil || paused {
+	if paused, err := isPaused(ctx, r.Client, hm); err != nil || paused {
 		return ctrl.Result{}, err
 	}
-	if !hm.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, &hm)
-	}
 	// A patch, not an update: Cluster API sets the owner reference at the same time.
-	if unpatched := hm.DeepCopy(); controllerutil.AddFinalizer(&hm, infrav1.HostMachineFinalizer) {
-		if err := r.Client.Patch(ctx, &hm, client.MergeFrom(unpatched)); err != nil {
-			return ctrl.Result{}, err
+	if finalizerAdded, err := finalizers.EnsureFinalizer(ctx, r.Client, hm, infrav1.HostMachineFinalizer); err != nil || finalizerAdded {
+		return ctrl.Result{}, err
+	}
+	patchHelper, err := patch.NewHelper(hm, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	defer func() {
+		if err := patchHelper.Patch(ctx, hm); err != nil {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
 		}
+	}()
+	if !hm.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, hm)
 	}
-	before := hm.DeepCopy()
-	result, err := r.reconcileNormal(ctx, &hm)
-	if patchErr := r.Client.Status().Patch(ctx, &hm, client.MergeFrom(before)); patchErr != nil && err == nil {
-		err = patchErr
-	}
-	return result, err
+	return r.reconcileNormal(ctx, hm)
 }
 
 // waiting sets Ready False with reason and message and asks to be looked at again.
@@ -132,8 +142,8 @@ func (r *HostMachineReconciler) reconcileNormal(ctx context.Context, hm *infrav1
 	key := infrav1.ClaimKey(hm.Namespace, hm.Name)
 
 	// The owner Machine (Cluster API sets the reference), and its bootstrap data.
-	machine, err := ownerMachine(ctx, r.Client, hm)
-	if err != nil {
+	machine, err := util.GetOwnerMachine(ctx, r.Client, hm.ObjectMeta)
+	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
 	if machine == nil {
@@ -174,14 +184,7 @@ func (r *HostMachineReconciler) reconcileNormal(ctx context.Context, hm *infrav1
 		hm.Status.Addresses = append([]clusterv1.MachineAddress{{Type: clusterv1.MachineInternalIP, Address: host.Spec.Address}}, hm.Status.Addresses...)
 	}
 	setCondition(&hm.Status.Conditions, hm.Generation, infrav1.ConditionHostClaimed, true, infrav1.ReasonClaimed, "host "+host.Name)
-	if providerID := infrav1.ProviderIDPrefix + host.Name; hm.Spec.ProviderID != providerID {
-		patched := hm.DeepCopy()
-		patched.Spec.ProviderID = providerID
-		if err := r.Client.Patch(ctx, patched, client.MergeFrom(hm)); err != nil {
-			return ctrl.Result{}, err
-		}
-		hm.Spec.ProviderID, hm.ResourceVersion = providerID, patched.ResourceVersion
-	}
+	hm.Spec.ProviderID = infrav1.ProviderIDPrefix + host.Name
 
 	// The bootstrap plan.
 	planKey := client.ObjectKey{Namespace: host.Status.PlanNamespace, Name: hm.Name}
@@ -378,21 +381,6 @@ func (r *HostMachineReconciler) claimRequest(ctx context.Context, hm *infrav1.Ho
 	return req, nil
 }
 
-// ownerMachine is the Machine that owns hm (nil until Cluster API sets the reference).
-func ownerMachine(ctx context.Context, c client.Client, hm *infrav1.HostMachine) (*clusterv1.Machine, error) {
-	for _, ref := range hm.OwnerReferences {
-		if ref.Kind != "Machine" || !strings.HasPrefix(ref.APIVersion, clusterv1.GroupVersion.Group+"/") {
-			continue
-		}
-		var m clusterv1.Machine
-		if err := c.Get(ctx, client.ObjectKey{Namespace: hm.Namespace, Name: ref.Name}, &m); err != nil {
-			return nil, client.IgnoreNotFound(err)
-		}
-		return &m, nil
-	}
-	return nil, nil
-}
-
 // reconcileDelete resets the Host (when a bootstrap plan ran on it), releases it, and
 // lets the HostMachine go.
 func (r *HostMachineReconciler) reconcileDelete(ctx context.Context, hm *infrav1.HostMachine) (ctrl.Result, error) {
@@ -400,16 +388,12 @@ func (r *HostMachineReconciler) reconcileDelete(ctx context.Context, hm *infrav1
 		return ctrl.Result{}, nil
 	}
 	key := infrav1.ClaimKey(hm.Namespace, hm.Name)
-	before := hm.DeepCopy()
 	host, err := r.claimedHost(ctx, hm, key)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if host != nil {
 		released, after, err := r.resetAndRelease(ctx, hm, host)
-		if patchErr := r.Client.Status().Patch(ctx, hm, client.MergeFrom(before)); patchErr != nil && err == nil && !apierrors.IsNotFound(patchErr) {
-			err = patchErr
-		}
 		if err != nil || !released {
 			return ctrl.Result{RequeueAfter: after}, err
 		}
@@ -420,11 +404,7 @@ func (r *HostMachineReconciler) reconcileDelete(ctx context.Context, hm *infrav1
 			return ctrl.Result{}, err
 		}
 	}
-	unpatched := hm.DeepCopy()
 	controllerutil.RemoveFinalizer(hm, infrav1.HostMachineFinalizer)
-	if err := r.Client.Patch(ctx, hm, client.MergeFrom(unpatched)); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
-	}
 	return ctrl.Result{}, nil
 }
 
