@@ -522,3 +522,49 @@ func TestHostClusterTemplateSpecIsValidAndImmutable(t *testing.T) {
 		t.Errorf("changing the template's spec: %v", err)
 	}
 }
+
+// A HostMachine of a paused Cluster, or one carrying Cluster API's paused annotation, is
+// left as it is (no finalizer, no claim), as clusterctl move and the pivot need; lifting
+// the pause lets it claim its Host.
+func TestHostMachineHonoursPause(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "paused")
+	newHost(t, "paused-h1", "198.18.0.61", nil, map[string]string{"pool": "paused"})
+	cluster := newCluster(t, ns, "c", "")
+	cluster.Spec.Paused = ptr.To(true)
+	if err := admin.Update(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	hm := newMachine(t, ns, "c", "m", false, map[string]string{"pool": "paused"})
+	time.Sleep(3 * time.Second)
+	got := getHostMachine(t, hm)
+	if len(got.Finalizers) > 0 || got.Status.HostRef != nil {
+		t.Fatalf("a machine of a paused Cluster was reconciled: finalizers %v, host %v", got.Finalizers, got.Status.HostRef)
+	}
+
+	// The annotation alone holds it too.
+	got.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
+	if err := admin.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Spec.Paused = nil
+	if err := admin.Update(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	got = getHostMachine(t, hm)
+	if len(got.Finalizers) > 0 || got.Status.HostRef != nil {
+		t.Fatalf("a machine with the paused annotation was reconciled: finalizers %v, host %v", got.Finalizers, got.Status.HostRef)
+	}
+
+	delete(got.Annotations, clusterv1.PausedAnnotation)
+	if err := admin.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if host := waitClaimed(t, hm); host != "paused-h1" {
+		t.Fatalf("the unpaused machine claimed %s", host)
+	}
+}
