@@ -94,7 +94,19 @@ func (r *HostMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 		})).
+		// A Machine's bootstrap data (spec.bootstrap.dataSecretName) wakes its HostMachine at
+		// once: the plan is written the moment it can be, not at the next requeue.
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(hostMachineOfMachine)).
 		Complete(r)
+}
+
+// hostMachineOfMachine maps a Machine to the HostMachine its spec.infrastructureRef names.
+func hostMachineOfMachine(_ context.Context, o client.Object) []reconcile.Request {
+	m, ok := o.(*clusterv1.Machine)
+	if !ok || m.Spec.InfrastructureRef.Kind != "HostMachine" || m.Spec.InfrastructureRef.APIGroup != infrav1.GroupVersion.Group || m.Spec.InfrastructureRef.Name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}}}
 }
 
 func (r *HostMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
