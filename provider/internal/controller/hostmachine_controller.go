@@ -62,6 +62,11 @@ type HostMachineReconciler struct {
 	// (their URLs change with the serving port, so they cannot live in immutable
 	// templates); absent means none. Default: DefaultArtifactsConfigMap.
 	ArtifactsConfigMap types.NamespacedName
+	// WatchMachines: a Machine's update (its bootstrap data) wakes its HostMachine at once.
+	// Set only where the API server serves Cluster API's Machine (a watch on a kind it does
+	// not serve stops the manager); without it the requeue finds the bootstrap data.
+	// Default: false.
+	WatchMachines bool
 }
 
 // DefaultArtifactsConfigMap is where the hosts platform publishes the node artifacts.
@@ -86,18 +91,20 @@ func (r *HostMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ArtifactsConfigMap.Name == "" {
 		r.ArtifactsConfigMap = DefaultArtifactsConfigMap
 	}
-	return ctrl.NewControllerManagedBy(mgr).For(&infrav1.HostMachine{}).Named("hostmachine").
+	b := ctrl.NewControllerManagedBy(mgr).For(&infrav1.HostMachine{}).Named("hostmachine").
 		Watches(&agentv1.NodePlan{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			ns, name, ok := strings.Cut(o.GetAnnotations()[hostMachineRefAnnotation], "/")
 			if !ok {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
-		})).
+		}))
+	if r.WatchMachines {
 		// A Machine's bootstrap data (spec.bootstrap.dataSecretName) wakes its HostMachine at
 		// once: the plan is written the moment it can be, not at the next requeue.
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(hostMachineOfMachine)).
-		Complete(r)
+		b = b.Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(hostMachineOfMachine))
+	}
+	return b.Complete(r)
 }
 
 // hostMachineOfMachine maps a Machine to the HostMachine its spec.infrastructureRef names.

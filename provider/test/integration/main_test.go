@@ -167,7 +167,7 @@ func startManager(ctx context.Context, env *envtest.Environment, cfg *rest.Confi
 		(&controller.HostRegistrationReconciler{Client: mgr.GetClient()}).SetupWithManager,
 		(&controller.HostReconciler{Client: mgr.GetClient()}).SetupWithManager,
 		(&controller.HostClusterReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager,
-		(&controller.HostMachineReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("hostmachine-controller"), ResetTimeout: testResetTimeout}).SetupWithManager,
+		(&controller.HostMachineReconciler{WatchMachines: true, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("hostmachine-controller"), ResetTimeout: testResetTimeout}).SetupWithManager,
 		agentv1.SetupNodePlanWebhookWithManager,
 		agentv1.SetupHostRegistrationWebhookWithManager,
 		infrav1.SetupWebhooksWithManager,
