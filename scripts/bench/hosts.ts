@@ -23,13 +23,17 @@
  *  - the bundle: the node binaries the platform added (kubelet, kubeadm,
  *    kube-controller-manager, kube-scheduler, kube-proxy, pause), raw and gzipped, against
  *    the whole shipped bundle; the image archives create cluster built from the bundle's
- *    binaries (not shipped: written to the cache at create time).
+ *    binaries (not shipped: written to the cache at create time);
+ *  - where our time goes: every interval of the timeline, each plan work (a plan from its
+ *    creation to Applied) or a gap (ours to remove).
  *
- * Baseline, measured in the same run on a third fresh host (after destroy, so on a quieter
- * machine: a floor): the control-plane image archives imported by hand with the plan's own
- * command, then `kubeadm init` by hand with the images present and the kubelet supervised as
- * the plan does it. `kubeadm join` and the downloads have none (a join needs a cluster; the
- * downloads are loopback HTTP within one machine). PROVISIONER_BENCH_HOSTS_BASELINE=0 skips it.
+ * The floor, measured in the same run on two more fresh hosts (after destroy, so on a quieter
+ * machine), as a person with a shell does it with everything downloaded: the control-plane
+ * image archives imported with the plan's own command, `kubeadm init` with the images present
+ * and the kubelet supervised as the plan does it; then on the other host the worker's archives
+ * imported and `kubeadm join` (the init's bootstrap token, the CA pinned by its public-key
+ * hash). Ours is printed beside each step and beside the floor's sum, with the ratio and the
+ * machine (cores, memory, load). PROVISIONER_BENCH_HOSTS_BASELINE=0 skips it.
  *
  * Run: `npm run bench -- hosts` (one create, ~3-5 min on 2 cores; prints the table, writes
  * bench-results/hosts.json).
@@ -456,9 +460,13 @@ export async function run(): Promise<BenchRecord> {
         ...(appliedAt !== undefined ? [[`${role} bootstrap plan Applied`, appliedAt] as [string, number]] : []),
       ];
     };
+    // Where the stages hand over: the Cluster API objects applied, the wait's end (the hand-off follows).
+    const stageEnd = (stage: string, label: string): [string, number][] => stageEvents.filter((e) => e.event.stage === stage).map((e) => [label, e.at] as [string, number]);
     const timeline: [string, number][] = [
       ['registration commands printed', commandsAt],
       ['both hosts registered, agents started', registeredAt],
+      ...stageEnd('workers', 'control plane and workers applied'),
+      ...stageEnd('wait-cluster', 'wait-cluster ended'),
       ...planTimes(h0, 'control-plane'),
       ...planTimes(h1, 'worker'),
       ['first node Ready', firstReady],
