@@ -23,18 +23,23 @@
  *  - the bundle: the node binaries the platform added (kubelet, kubeadm,
  *    kube-controller-manager, kube-scheduler, kube-proxy, pause), raw and gzipped, against
  *    the whole shipped bundle; the image archives create cluster built from the bundle's
- *    binaries (not shipped: written to the cache at create time).
+ *    binaries (not shipped: written to the cache at create time);
+ *  - where our time goes: every interval of the timeline, each plan work (a plan from its
+ *    creation to Applied) or a gap (ours to remove).
  *
- * Baseline, measured in the same run on a third fresh host (after destroy, so on a quieter
- * machine: a floor): the control-plane image archives imported by hand with the plan's own
- * command, then `kubeadm init` by hand with the images present and the kubelet supervised as
- * the plan does it. `kubeadm join` and the downloads have none (a join needs a cluster; the
- * downloads are loopback HTTP within one machine). PROVISIONER_BENCH_HOSTS_BASELINE=0 skips it.
+ * The floor, measured in the same run on two more fresh hosts (after destroy, so on a quieter
+ * machine), as a person with a shell does it with everything downloaded: the control-plane
+ * image archives imported with the plan's own command, `kubeadm init` with the images present
+ * and the kubelet supervised as the plan does it; then on the other host the worker's archives
+ * imported and `kubeadm join` (the init's bootstrap token, the CA pinned by its public-key
+ * hash). Ours is printed beside each step and beside the floor's sum, with the ratio and the
+ * machine (cores, memory, load). PROVISIONER_BENCH_HOSTS_BASELINE=0 skips it.
  *
  * Run: `npm run bench -- hosts` (one create, ~3-5 min on 2 cores; prints the table, writes
  * bench-results/hosts.json).
  */
-import { copyFile, mkdir, readdir, stat, writeFile } from 'node:fs/promises';
+import { createHash, randomBytes, X509Certificate } from 'node:crypto';
+import { copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { ResultPromise } from 'execa';
@@ -235,39 +240,62 @@ async function placeBaselineFiles(host: TestHost, archives: readonly { name: str
   for (const archive of archives) await copyFile(archive.file, path.join(imagesDir, `${archive.name}.tar`));
 }
 
-/**
- * The floor on a fresh host: the control-plane archives imported with the plan's own
- * command, then `kubeadm init` with the images present, the kubelet supervised as the plan
- * starts it, and the platform's kubeadm settings. Returns both durations (ms). Its files
- * are in place already (`placeBaselineFiles`).
- */
-async function baselineOnFreshHost(lab: HostsLab, host: TestHost): Promise<{ importMs: number; initMs: number }> {
-  const catalog = await loadBinaryCatalog();
-  const sh = (script: string, timeout = 600_000) => lab.net.run(host.namespace, '/bin/sh', ['-c', script], { timeout });
-  let started = Date.now();
-  const imported = await sh(node.importImages('controlPlane'));
-  const importMs = Date.now() - started;
-  if (imported.exitCode !== 0) throw new Error(`baseline: image import on ${host.name} exited ${imported.exitCode}: ${imported.stderr}`);
+/** The floor's steps, each timed by hand (ms). */
+interface Floor {
+  importMs: number;
+  initMs: number;
+  workerImportMs: number;
+  joinMs: number;
+}
 
+/** Starts the kubelet on a baseline host as the plan does (the agent's supervisor, the platform's run script). */
+async function superviseKubelet(lab: HostsLab, host: TestHost): Promise<void> {
   const runScript = path.join(host.dir, 'kubelet-run.sh');
   await writeFile(runScript, node.kubeletRunScript.content, { mode: 0o755 });
   const kubelet = await lab.net.run(host.namespace, lab.agentPath, ['supervise', 'start', '--name', node.kubeletSupervisedName, '--', runScript], { timeout: 60_000 });
   if (kubelet.exitCode !== 0) throw new Error(`baseline: supervise start on ${host.name} exited ${kubelet.exitCode}: ${kubelet.stderr}`);
+}
 
-  // The platform's kubeadm settings, with the host's values where its cloud-config has variables.
+/** The platform's nodeRegistration settings, with the host's values where its cloud-config has variables. */
+function nodeRegistration(host: TestHost): string {
   const value = (v: string) => v.replaceAll(node.hostAddress, host.address).replaceAll(node.hostName, host.name);
-  const config = `apiVersion: kubeadm.k8s.io/v1beta4
-kind: InitConfiguration
-localAPIEndpoint:
-  advertiseAddress: ${host.address}
-  bindPort: 6443
-nodeRegistration:
+  return `nodeRegistration:
   name: ${host.name}
   criSocket: unix://${node.containerdSocket}
   imagePullPolicy: ${node.imagePullPolicy}
   ignorePreflightErrors: [${node.ignoredPreflightErrors.join(', ')}]
   kubeletExtraArgs:
-${node.kubeletExtraArgs.map((a) => `  - name: ${a.name}\n    value: "${value(a.value)}"`).join('\n')}
+${node.kubeletExtraArgs.map((a) => `  - name: ${a.name}\n    value: "${value(a.value)}"`).join('\n')}`;
+}
+
+/**
+ * The floor, as a person with a shell does it with everything downloaded: on a fresh host
+ * the control-plane archives imported with the plan's own command, `kubeadm init` with the
+ * images present, the kubelet supervised as the plan starts it, and the platform's kubeadm
+ * settings; then on a second fresh host the worker's archives imported and `kubeadm join`
+ * with a bootstrap token the init made and the CA's public-key hash. Files are in place
+ * already (`placeBaselineFiles`). Both hosts are reset afterwards.
+ */
+async function floorByHand(lab: HostsLab, host: TestHost, worker: TestHost): Promise<Floor> {
+  const catalog = await loadBinaryCatalog();
+  const sh = (on: TestHost, script: string, timeout = 600_000) => lab.net.run(on.namespace, '/bin/sh', ['-c', script], { timeout });
+  let started = Date.now();
+  const imported = await sh(host, node.importImages('controlPlane'));
+  const importMs = Date.now() - started;
+  if (imported.exitCode !== 0) throw new Error(`baseline: image import on ${host.name} exited ${imported.exitCode}: ${imported.stderr}`);
+
+  await superviseKubelet(lab, host);
+  // The token the join below uses (a person copies it from init's output).
+  const token = `${randomBytes(3).toString('hex')}.${randomBytes(8).toString('hex')}`;
+  const config = `apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+bootstrapTokens:
+- token: ${token}
+  ttl: 10m0s
+localAPIEndpoint:
+  advertiseAddress: ${host.address}
+  bindPort: 6443
+${nodeRegistration(host)}
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
@@ -285,15 +313,42 @@ etcd:
   const init = await lab.net.run(host.namespace, '/usr/local/bin/kubeadm', ['init', '--config', configFile], { timeout: 600_000 });
   const initMs = Date.now() - started;
   if (init.exitCode !== 0) throw new Error(`baseline: kubeadm init on ${host.name} exited ${init.exitCode}: ${init.stderr.slice(-2000)}`);
+
+  // The join's CA pin, as init prints it: sha256 of the CA's public key (SubjectPublicKeyInfo).
+  const ca = new X509Certificate(await readFile(path.join(host.rootDir, 'etc/kubernetes/pki/ca.crt')));
+  const caHash = `sha256:${createHash('sha256').update(ca.publicKey.export({ type: 'spki', format: 'der' })).digest('hex')}`;
+  started = Date.now();
+  const workerImported = await sh(worker, node.importImages('worker'));
+  const workerImportMs = Date.now() - started;
+  if (workerImported.exitCode !== 0) throw new Error(`baseline: image import on ${worker.name} exited ${workerImported.exitCode}: ${workerImported.stderr}`);
+  await superviseKubelet(lab, worker);
+  const joinConfig = `apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: ${host.address}:6443
+    token: ${token}
+    caCertHashes: [${caHash}]
+${nodeRegistration(worker)}
+`;
+  const joinFile = path.join(worker.dir, 'kubeadm-join.yaml');
+  await writeFile(joinFile, joinConfig, { mode: 0o600 });
+  started = Date.now();
+  const join = await lab.net.run(worker.namespace, '/usr/local/bin/kubeadm', ['join', '--config', joinFile], { timeout: 600_000 });
+  const joinMs = Date.now() - started;
+  if (join.exitCode !== 0) throw new Error(`baseline: kubeadm join on ${worker.name} exited ${join.exitCode}: ${join.stderr.slice(-2000)}`);
+
   // Undone before the lab goes (it would kill what is left anyway).
-  await lab.net.run(host.namespace, lab.agentPath, ['supervise', 'stop', '--name', node.kubeletSupervisedName], { timeout: 60_000 });
-  await lab.net.run(host.namespace, '/usr/local/bin/kubeadm', ['reset', '-f', '--cri-socket', `unix://${node.containerdSocket}`], { timeout: 180_000 });
-  return { importMs, initMs };
+  for (const h of [worker, host]) {
+    await lab.net.run(h.namespace, lab.agentPath, ['supervise', 'stop', '--name', node.kubeletSupervisedName], { timeout: 60_000 });
+    await lab.net.run(h.namespace, '/usr/local/bin/kubeadm', ['reset', '-f', '--cri-socket', `unix://${node.containerdSocket}`], { timeout: 180_000 });
+  }
+  return { importMs, initMs, workerImportMs, joinMs };
 }
 
 export async function run(): Promise<BenchRecord> {
   await ensureBuilt();
-  const lab = await HostsLab.create(withBaseline ? 3 : 2, { runtime: true });
+  const lab = await HostsLab.create(withBaseline ? 4 : 2, { runtime: true });
   const agents: RunningAgent[] = [];
   let create: ResultPromise | undefined;
   let watch: PlanWatch | undefined;
@@ -380,7 +435,7 @@ export async function run(): Promise<BenchRecord> {
     const archives = await imageArchives(dir);
     const bundle = await bundleSizes();
 
-    if (withBaseline) await placeBaselineFiles(lab.hosts[2]!, archives);
+    if (withBaseline) for (const host of [lab.hosts[2]!, lab.hosts[3]!]) await placeBaselineFiles(host, archives);
     // Destroy while the agents still run (they run the reset plans), then the floor on the third host.
     const destroyStarted = Date.now();
     const destroy = await lab.cli(['destroy', 'cluster', '--dir', dir], 900_000);
@@ -388,7 +443,7 @@ export async function run(): Promise<BenchRecord> {
     destroyed = destroy.exitCode === 0;
     if (!destroyed) notes.push(`destroy cluster exited ${destroy.exitCode}: ${destroy.stderr.split('\n').slice(-3).join(' / ')}`);
     const loadBaseline = os.loadavg()[0] ?? 0;
-    const baseline = withBaseline ? await baselineOnFreshHost(lab, lab.hosts[2]!) : undefined;
+    const baseline = withBaseline ? await floorByHand(lab, lab.hosts[2]!, lab.hosts[3]!) : undefined;
 
     // Figures.
     const s = (ms: number | undefined) => (ms === undefined ? '-' : `${formatNumber(ms / 1000)} s`);
@@ -405,9 +460,13 @@ export async function run(): Promise<BenchRecord> {
         ...(appliedAt !== undefined ? [[`${role} bootstrap plan Applied`, appliedAt] as [string, number]] : []),
       ];
     };
+    // Where the stages hand over: the Cluster API objects applied, the wait's end (the hand-off follows).
+    const stageEnd = (stage: string, label: string): [string, number][] => stageEvents.filter((e) => e.event.stage === stage).map((e) => [label, e.at] as [string, number]);
     const timeline: [string, number][] = [
       ['registration commands printed', commandsAt],
       ['both hosts registered, agents started', registeredAt],
+      ...stageEnd('workers', 'control plane and workers applied'),
+      ...stageEnd('wait-cluster', 'wait-cluster ended'),
       ...planTimes(h0, 'control-plane'),
       ...planTimes(h1, 'worker'),
       ['first node Ready', firstReady],
@@ -442,13 +501,29 @@ export async function run(): Promise<BenchRecord> {
       nodeBinariesShareOfBundleGz: round2(addedGz / bundle.shippedGz),
       nodeBinariesGzOverRaw: round2(addedGz / addedRaw),
     };
+    // Where our time goes: every interval of the timeline, plan work (inside a plan's creation → Applied) or a gap (waiting that is ours).
+    const at = (label: string) => timeline.find(([l]) => l === label)?.[1];
+    const windows = (['control-plane', 'worker'] as const)
+      .map((role) => [at(`${role} bootstrap plan created`), at(`${role} bootstrap plan Applied`)] as const)
+      .filter((w): w is readonly [number, number] => w[0] !== undefined && w[1] !== undefined);
+    const intervals = timeline.map(([label, end], i) => {
+      const [fromLabel, from] = i === 0 ? ['create cluster started', 0] : timeline[i - 1]!;
+      return { name: `${fromLabel} -> ${label}`, ms: end - from, work: windows.some(([s0, s1]) => from >= s0 && end <= s1) };
+    });
+    const gapsMs = intervals.filter((g) => !g.work).reduce((n, g) => n + Math.max(0, g.ms), 0);
+    figures.gapsMs = gapsMs;
+    for (const g of intervals) figures[`gap:${g.name}Ms`] = g.ms;
+    let floorMs: number | undefined;
     if (baseline) {
-      figures.baselineImageImportMs = baseline.importMs;
-      figures.baselineKubeadmInitMs = baseline.initMs;
+      floorMs = baseline.importMs + baseline.initMs + baseline.workerImportMs + baseline.joinMs;
+      Object.assign(figures, { floorMs, baselineImageImportMs: baseline.importMs, baselineKubeadmInitMs: baseline.initMs, baselineWorkerImageImportMs: baseline.workerImportMs, baselineKubeadmJoinMs: baseline.joinMs });
+      ratios.createOverFloor = round2(exitedAt / floorMs);
+      ratios.twoReadyOverFloor = round2(secondReady / floorMs);
       if (splits.cpWatch) {
         ratios.imageImportInPlanOverByHand = round2(splits.cpWatch['image import'] / baseline.importMs);
         ratios.kubeadmInitInPlanOverByHand = round2(splits.cpWatch['kubeadm init'] / baseline.initMs);
       }
+      if (splits.workerWatch) ratios.kubeadmJoinInPlanOverByHand = round2(splits.workerWatch['kubeadm join'] / baseline.joinMs);
     }
     // Shares of the whole: the plans' parts over create → 2 Ready (the worker's plan starts once the control plane is initialized, so they do not overlap much).
     const sum = (c: Category) => (splits.cpWatch?.[c] ?? Number.NaN) + (splits.workerWatch?.[c] ?? Number.NaN);
@@ -470,17 +545,27 @@ export async function run(): Promise<BenchRecord> {
         rows: planRows,
       },
     ];
+    const machine = `${os.availableParallelism()} cores, ${formatNumber(os.totalmem() / 2 ** 30)} GiB, load ${loadAfter.toFixed(2)} after create, ${loadBaseline.toFixed(2)} at the floor`;
+    const x = (ours: number | undefined, floor: number | undefined) => (ours === undefined || !floor ? '-' : `${formatNumber(ours / floor)} x`);
     if (baseline) {
       tables.push({
-        title: 'baseline: by hand on a fresh host, after destroy (the floor)',
-        columns: ['step', 'by hand', 'in the control-plane plan', 'ratio'],
+        title: `ours beside the floor: by hand on two fresh hosts after destroy, everything downloaded (${machine})`,
+        columns: ['step', 'by hand', 'ours', 'ratio'],
         rows: [
-          [`image import (the same ${archives.length} archives, the plan's command)`, s(baseline.importMs), s(splits.cpWatch?.['image import']), splits.cpWatch ? `${formatNumber(splits.cpWatch['image import'] / baseline.importMs)} x` : '-'],
-          ['kubeadm init (images present, kubelet supervised)', s(baseline.initMs), s(splits.cpWatch?.['kubeadm init']), splits.cpWatch ? `${formatNumber(splits.cpWatch['kubeadm init'] / baseline.initMs)} x` : '-'],
-          ['kubeadm join', '-', s(splits.workerWatch?.['kubeadm join']), 'no baseline'],
+          [`control-plane image import (the same ${archives.length} archives, the plan's command)`, s(baseline.importMs), s(splits.cpWatch?.['image import']), x(splits.cpWatch?.['image import'], baseline.importMs)],
+          ['kubeadm init (images present, kubelet supervised)', s(baseline.initMs), s(splits.cpWatch?.['kubeadm init']), x(splits.cpWatch?.['kubeadm init'], baseline.initMs)],
+          ['worker image import (the plan\'s command)', s(baseline.workerImportMs), s(splits.workerWatch?.['image import']), x(splits.workerWatch?.['image import'], baseline.workerImportMs)],
+          ['kubeadm join (bootstrap token, CA pinned)', s(baseline.joinMs), s(splits.workerWatch?.['kubeadm join']), x(splits.workerWatch?.['kubeadm join'], baseline.joinMs)],
+          ['1 + 1 from nothing running: the floor; ours to 2 nodes Ready', s(floorMs), s(secondReady), x(secondReady, floorMs)],
+          ['1 + 1 from nothing running: the floor; ours, create cluster to its exit', s(floorMs), s(exitedAt), x(exitedAt, floorMs)],
         ],
       });
     }
+    tables.push({
+      title: `where our time goes: each interval of the timeline (plan work: inside a plan's creation -> Applied; the rest is gaps, ${s(gapsMs)} of ${s(exitedAt)})`,
+      columns: ['interval', 'took', 'share of create', 'kind'],
+      rows: intervals.map((g) => [g.name, s(g.ms), pct(g.ms, exitedAt), g.work ? 'plan work' : 'gap']),
+    });
     const mb = (bytes: number) => `${formatNumber(bytes / MB)} MB`;
     tables.push({
       title: 'bundle size added by the node binaries (raw: extracted; gz: the bundle\'s archive) and the image archives create cluster built',
@@ -498,7 +583,7 @@ export async function run(): Promise<BenchRecord> {
       'The hosts are registered by this benchmark as soon as the commands print, so pre-provision holds the registration, not a person walking to a machine. Node Ready times are the Ready condition\'s lastTransitionTime (whole seconds).',
       'Plan parts: downloads = the files phase (kubelet, kubeadm and the role\'s image archives from the forwarder, digest-checked, plus the cloud-config\'s files); the rest = the time from the plan\'s creation to the agent taking it, preflight checks, the other instructions (ip_forward check, CNI config, kubelet start, a worker\'s undo of an unfinished join) and probes. The status columns have whole-second times, so a part there is off by up to a second.',
       baseline
-        ? 'Baseline: on a third fresh host after destroy cluster (the machine quieter than during create): the plan\'s image-import command by hand, then kubeadm init with the platform\'s settings. No baseline for kubeadm join (it needs a cluster to join) nor for the downloads (loopback HTTP on one machine).'
+        ? 'Floor: on two fresh hosts after destroy cluster (the machine quieter than during create): the plan\'s image-import command by hand, kubeadm init with the platform\'s settings, then on the second host the worker\'s import and kubeadm join, one after the other as a person types them; no downloads (everything is in place). Ours includes the local control plane\'s start and the downloads; the floor has neither.'
         : 'No baseline (PROVISIONER_BENCH_HOSTS_BASELINE=0).',
       'Bundle: etcd and kube-apiserver were in the bundle before the hosts platform (the local control plane runs them); the image archives are built at create time from the bundle\'s binaries into the cache (one gzip layer each), so they add to the cache on disk, not to the package.',
     );

@@ -250,7 +250,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     await hookStage('bootstrapData', 'bootstrap-data');
     await stage('control-plane', () => applyObjects(client, byStage.controlPlane, applyRequest));
     await stage('workers', () => applyObjects(client, byStage.workers, applyRequest, { prune: true, all: objects }));
-    await stage('wait-cluster', () => withMachineFailures(platform, platformHookContext, controlPlane!.fatal, (fatal) => waitHealthy(client, { ...healthy, what: 'the control plane and nodes', fatal }), signal));
+    await stage('wait-cluster', () => withMachineFailures(platform, platformHookContext, controlPlane!.fatal, (fatal) => waitHealthy(client, { ...healthy, what: 'the control plane and nodes', fatal, settle: pivotTo ? 'conditions' : 'nodes' }), signal));
     await hookStage('postProvision', 'post-provision');
     const kubeconfig = (await stage('hand-off', () => handOff(client, dir, clusterName, namespace, platform.lifecycle.stateKinds)))!;
     if (pivotTo && external) {

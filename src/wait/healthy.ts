@@ -29,11 +29,19 @@ export interface HealthyWait {
    * nodes as it always did (its machines bring their network, or simulate it). Default true.
    */
   podNetwork?: boolean;
+  /**
+   * What the management side must show before the workload API has the last word. 'conditions': the Cluster Available and
+   * every machine's Ready condition (Cluster API's summaries, which trail the nodes by their resyncs, 15-20 s on hosts).
+   * 'nodes': the control plane initialized and every expected machine linked to its node (nodeRef), so the wait ends the
+   * moment the workload API lists the last node Ready (create cluster's wait-cluster when no pivot follows). Default 'conditions'.
+   */
+  settle?: 'conditions' | 'nodes';
 }
 
 /**
  * Until `management` reports the cluster healthy (control plane available, every machine
- * with a Ready node), then until the workload cluster's own API lists every node Ready:
+ * with a Ready node; with `settle: 'nodes'`, the control plane initialized and every machine
+ * linked to its node), then until the workload cluster's own API lists every node Ready:
  * conditions can be stale (copied by a pivot, or left from before every process was
  * restarted), so the workload API has the last word. `create cluster`'s wait-cluster and
  * wait-pivoted, and `wait-for install-complete`, all wait with this.
@@ -45,7 +53,7 @@ export async function waitHealthy(management: KubeClient, wait: HealthyWait): Pr
   await waitFor(management, {
     what,
     kinds: clusterKinds(wait.namespace),
-    evaluate: podNetwork ? clusterReady(wait.clusterName, wait.expectedMachines) : clusterRegistered(wait.clusterName, wait.expectedMachines),
+    evaluate: podNetwork && wait.settle !== 'nodes' ? clusterReady(wait.clusterName, wait.expectedMachines) : clusterRegistered(wait.clusterName, wait.expectedMachines),
     onStall: (last, ms) => stallError(what, last, ms, 'machines'),
     events: sink,
     signal,

@@ -144,7 +144,12 @@ func run() error {
 	if !ok || artifactsNS == "" || artifactsName == "" {
 		return fmt.Errorf("--node-artifacts-configmap %q: want namespace/name", *nodeArtifacts)
 	}
+	watchMachines, err := serves(cfg, clusterv1.GroupVersion.String(), "Machine")
+	if err != nil {
+		return err
+	}
 	if err := (&controller.HostMachineReconciler{
+		WatchMachines:      watchMachines,
 		Client:             mgr.GetClient(),
 		Reader:             mgr.GetAPIReader(),
 		Recorder:           mgr.GetEventRecorder("hostmachine-controller"),
@@ -219,20 +224,28 @@ func setupWebhooks(mgr ctrl.Manager) error {
 // manager's other controllers run there as before.
 func setupAddressPools(mgr ctrl.Manager, cfg *rest.Config) error {
 	log := ctrl.Log.WithName("setup")
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	resources, err := dc.ServerResourcesForGroupVersion(ipamv1.GroupVersion.String())
-	if err != nil || !servesKind(resources, "IPAddressClaim") {
-		log.Info("the API server serves no " + ipamv1.GroupVersion.String() + " IPAddressClaim: the AddressPool controller does not run")
-		return nil
-	}
-	if resources, err := dc.ServerResourcesForGroupVersion(poolv1.GroupVersion.String()); err != nil || !servesKind(resources, poolv1.Kind) {
-		log.Info("the API server serves no " + poolv1.GroupVersion.String() + " AddressPool: the AddressPool controller does not run")
-		return nil
+	for _, want := range [][2]string{{ipamv1.GroupVersion.String(), "IPAddressClaim"}, {poolv1.GroupVersion.String(), poolv1.Kind}} {
+		ok, err := serves(cfg, want[0], want[1])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			log.Info("the API server serves no " + want[0] + " " + want[1] + ": the AddressPool controller does not run")
+			return nil
+		}
 	}
 	return (&controller.IPAddressClaimReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+}
+
+// serves reports whether the API server serves kind in groupVersion (false, no error,
+// when the group is not installed).
+func serves(cfg *rest.Config, groupVersion, kind string) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	resources, err := dc.ServerResourcesForGroupVersion(groupVersion)
+	return err == nil && servesKind(resources, kind), nil
 }
 
 func servesKind(list *metav1.APIResourceList, kind string) bool {

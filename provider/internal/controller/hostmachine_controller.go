@@ -68,6 +68,11 @@ type HostMachineReconciler struct {
 	// (their URLs change with the serving port, so they cannot live in immutable
 	// templates); absent means none. Default: DefaultArtifactsConfigMap.
 	ArtifactsConfigMap types.NamespacedName
+	// WatchMachines: a Machine's update (its bootstrap data) wakes its HostMachine at once.
+	// Set only where the API server serves Cluster API's Machine (a watch on a kind it does
+	// not serve stops the manager); without it the requeue finds the bootstrap data.
+	// Default: false.
+	WatchMachines bool
 }
 
 // DefaultArtifactsConfigMap is where the hosts platform publishes the node artifacts.
@@ -92,7 +97,7 @@ func (r *HostMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ArtifactsConfigMap.Name == "" {
 		r.ArtifactsConfigMap = DefaultArtifactsConfigMap
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.HostMachine{}, builder.WithPredicates(predicates.ResourceNotPaused(mgr.GetScheme(), mgr.GetLogger()))).
 		Named("hostmachine").
 		Watches(&agentv1.NodePlan{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -101,8 +106,22 @@ func (r *HostMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				return nil
 			}
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
-		})).
-		Complete(r)
+		}))
+	if r.WatchMachines {
+		// A Machine's bootstrap data (spec.bootstrap.dataSecretName) wakes its HostMachine at
+		// once: the plan is written the moment it can be, not at the next requeue.
+		b = b.Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(hostMachineOfMachine))
+	}
+	return b.Complete(r)
+}
+
+// hostMachineOfMachine maps a Machine to the HostMachine its spec.infrastructureRef names.
+func hostMachineOfMachine(_ context.Context, o client.Object) []reconcile.Request {
+	m, ok := o.(*clusterv1.Machine)
+	if !ok || m.Spec.InfrastructureRef.Kind != "HostMachine" || m.Spec.InfrastructureRef.APIGroup != infrav1.GroupVersion.Group || m.Spec.InfrastructureRef.Name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}}}
 }
 
 func (r *HostMachineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {

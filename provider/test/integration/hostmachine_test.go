@@ -306,6 +306,66 @@ func TestHostMachineProvisionedWhenPlanApplied(t *testing.T) {
 	}
 }
 
+// The plan is written the moment the Machine gets its bootstrap data: the Machine's
+// update wakes its HostMachine (a watch), not the next requeue (5 s while waiting).
+func TestHostMachinePlanWrittenWhenBootstrapDataArrives(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "bootstrapwatch")
+	newHost(t, "bootstrapwatch-h1", "198.18.0.62", nil, map[string]string{"pool": "bootstrapwatch"})
+	newCluster(t, ns, "c", "")
+	// As the Machine controller leaves them before the bootstrap provider is done: no data yet.
+	m := clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{clusterv1.ClusterNameLabel: "c"}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName:       "c",
+			Bootstrap:         clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{APIGroup: "bootstrap.cluster.x-k8s.io", Kind: "KubeadmConfig", Name: "m1"}},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: infrav1.GroupVersion.Group, Kind: "HostMachine", Name: "m1"},
+		},
+	}
+	if err := admin.Create(ctx, &m); err != nil {
+		t.Fatal(err)
+	}
+	hm := &infrav1.HostMachine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{clusterv1.ClusterNameLabel: "c"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: m.Name, UID: m.UID}}},
+		Spec: infrav1.HostMachineSpec{HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "bootstrapwatch"}}},
+	}
+	if err := admin.Create(ctx, hm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "waiting for bootstrap data", func() (bool, string) {
+		got := getHostMachine(t, hm)
+		c := apimeta.FindStatusCondition(got.Status.Conditions, infrav1.ConditionReady)
+		return c != nil && c.Reason == infrav1.ReasonWaitingForBootstrapData, condStr(got.Status.Conditions, infrav1.ConditionReady)
+	})
+
+	data := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1-bootstrap"},
+		Data: map[string][]byte{"value": []byte(cloudConfig), "format": []byte("cloud-config")}}
+	if err := admin.Create(ctx, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "m1"}, &m); err != nil {
+		t.Fatal(err)
+	}
+	m.Spec.Bootstrap.DataSecretName = ptr.To(data.Name)
+	if err := admin.Update(ctx, &m); err != nil {
+		t.Fatal(err)
+	}
+	set := time.Now()
+	planKey := client.ObjectKey{Namespace: agentv1.PlanNamespace("bootstrapwatch-h1"), Name: "m1"}
+	eventually(t, 20*time.Second, "bootstrap plan", func() (bool, string) {
+		var plan agentv1.NodePlan
+		err := admin.Get(ctx, planKey, &plan)
+		return err == nil, fmt.Sprint(err)
+	})
+	// Under a second on a quiet machine; the requeue alone would take up to 5 s.
+	if took := time.Since(set); took > 2500*time.Millisecond {
+		t.Errorf("plan written %s after the Machine got its bootstrap data: not woken by the Machine's update", took)
+	} else {
+		t.Logf("plan written %s after the Machine got its bootstrap data", took)
+	}
+}
+
 func TestHostMachineFailedPlanNamesHostAndCheck(t *testing.T) {
 	ns := newNamespace(t, "failed")
 	newHost(t, "failed-h1", "198.18.0.71", nil, map[string]string{"pool": "failed"})
