@@ -19,7 +19,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { exists } from '../files.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
-import { stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
+import { removeRecordedControlPlane, stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
 import { EnvironmentError, MachinesError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
@@ -264,9 +264,7 @@ export async function destroyBootstrap(request: DestroyRequest): Promise<{ remov
         );
       }
     }
-    await stopRecordedControlPlane(dir, sink);
-    await rm(layout.stateDir, { recursive: true, force: true });
-    await rm(layout.kubeconfig, { force: true });
+    await removeRecordedControlPlane(dir, sink);
     log(sink, 'info', `Removed the local control plane and its data from ${dir}`);
     await destroyPlatformBootstrap(dir, sink, signal);
     return { removed: true };
