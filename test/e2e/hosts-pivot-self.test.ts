@@ -7,11 +7,15 @@
  * removed. Afterwards the cluster's own API holds its Cluster, Machines and Hosts, the nodes
  * stay Ready and no Machine is replaced for a minute (same UIDs), the agents heartbeat to the
  * in-cluster manager, no process of ours runs on the machine but the host emulation, and
- * `pivot --to self` says there is nothing to move. Prints the time of the finishing run and the
- * providers' memory. Not covered yet (issue 28 items 3-4): hosts registered after the pivot,
- * destroy of a self-managed cluster; the hosts are reset by removing the test network.
+ * `pivot --to self` says there is nothing to move. Day 2 from the install directory works against
+ * it: wait-for, hosts list, hosts registration-command (the cluster's own endpoint), plan apply
+ * (a NodePlan runs on the worker) and gather. destroy cluster refuses, leaving the cluster as it
+ * was. Prints the time of the finishing run and the providers' memory. Not covered yet (issue
+ * 28 items 3-4): hosts registered after the pivot (the node artifacts are not served from inside
+ * the cluster), destroy of a self-managed cluster; the hosts are reset by removing the test network.
  */
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../integration/support/controlplane.js';
@@ -98,9 +102,58 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
     for (const node of nodes.items) expect(node.status.conditions?.find((c) => c.type === 'Ready')?.status, node.metadata.name).toBe('True');
   }, 1_500_000);
 
+  it('day 2 from the install directory against the self-managed cluster: wait-for, hosts list, hosts registration-command, plan apply, gather', async () => {
+    const wait = await lab.cli(['wait-for', 'install-complete', '--dir', dir, '--no-progress-timeout', '5'], 600_000);
+    expect(wait.exitCode, `${wait.stdout}\n${wait.stderr}`).toBe(0);
+
+    const list = await lab.cli(['hosts', 'list', '--dir', dir], 120_000);
+    expect(list.exitCode, list.stderr).toBe(0);
+    for (const host of lab.hosts) expect(list.stdout).toMatch(new RegExp(`^${host.name}\\s+\\S+\\s+Registered\\s`, 'm'));
+
+    // The printed server is the cluster's own endpoint, which every host already reaches.
+    const registration = await lab.cli(['hosts', 'registration-command', '--dir', dir, '--ttl', '10m'], 300_000);
+    expect(registration.exitCode, registration.stderr).toBe(0);
+    const server = (await lab.kubectlWith(kubeconfig(), ['config', 'view', '--minify', '-o', 'jsonpath={.clusters[0].cluster.server}'])).stdout.trim();
+    expect(registration.stdout).toMatch(new RegExp(`^PROVISIONER_AGENT_TOKEN=\\S+ provisioner-agent register --server ${server.replace(/[.]/g, '\\.')} --ca-checksum [0-9a-f]{64}$`, 'm'));
+
+    const worker = lab.hosts[1]!.name;
+    const planFile = path.join(lab.net.root, 'day2-plan.yaml');
+    const written = path.join(lab.net.root, 'day2.txt');
+    await writeFile(planFile, [
+      'apiVersion: agent.provisioner.dev/v1alpha1',
+      'kind: NodePlan',
+      `metadata: { name: day2, labels: { agent.provisioner.dev/host: ${worker} } }`,
+      'spec:',
+      `  files: [{ path: ${written}, content: "day 2\\n", mode: "0644" }]`,
+      `  instructions: [{ name: read, command: /bin/cat, args: [${written}], saveOutput: true }]`,
+      '',
+    ].join('\n'));
+    const apply = await lab.cli(['plan', 'apply', '--dir', dir, '-f', planFile], 120_000);
+    expect(apply.exitCode, `${apply.stdout}\n${apply.stderr}`).toBe(0);
+    interface PlanView { metadata: { name: string }; status?: { phase?: string; instructions?: { name: string; exitCode: number; output?: string }[] } }
+    const plan = await waitFor('NodePlan day2 Applied in the cluster itself', async () => {
+      const found = (await json<{ items: PlanView[] }>(['get', 'nodeplans.agent.provisioner.dev', '-A'])).items.find((p) => p.metadata.name === 'day2');
+      return found?.status?.phase === 'Applied' ? found : undefined;
+    }, 300_000);
+    expect(plan.status?.instructions?.[0]?.exitCode).toBe(0);
+    expect(plan.status?.instructions?.[0]?.output).toContain('day 2');
+
+    const gather = await lab.cli(['gather', 'bootstrap', '--dir', dir, '--output-file', path.join(lab.net.root, 'self-bundle.tar.gz')], 600_000);
+    expect(gather.exitCode, `${gather.stdout}\n${gather.stderr}`).toBe(0);
+    expect(`${gather.stdout}\n${gather.stderr}`).toContain("Reading objects from the install's management cluster");
+  }, 1_800_000);
+
   it('pivot --to self afterwards has nothing to move', async () => {
     const run = await lab.cli(['pivot', '--dir', dir, '--to', 'self'], 300_000);
     expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(run.stdout).toContain('already manages itself');
+  }, 300_000);
+
+  it('destroy cluster of the self-managed cluster refuses (the move back into a local control plane is not built), leaving the cluster as it was', async () => {
+    const run = await lab.cli(['destroy', 'cluster', '--dir', dir], 300_000);
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(2);
+    expect(run.stderr).toContain('manages itself');
+    const clusters = await json<{ items: { metadata: { name: string; deletionTimestamp?: string } }[] }>(['get', 'clusters.cluster.x-k8s.io', '-n', name]);
+    expect(clusters.items.map((c) => [c.metadata.name, c.metadata.deletionTimestamp])).toEqual([[name, undefined]]);
   }, 300_000);
 });
