@@ -339,6 +339,16 @@ export async function pivotToSelf(request: PivotToSelfRequest): Promise<PivotRes
   await checkKubeconfigFile(kubeconfig, '--to self');
   const journal = await readPivotJournal(dir);
   if (journal?.phase === 'done' && !journal.rolledBack && path.resolve(journal.targetKubeconfig) === kubeconfig) {
+    // A run killed after the move but before the data went: finished now.
+    if (await exists(controlPlaneLayout(dir).etcdDataDir)) {
+      const lock = await acquireDirLock(dir, { command: 'pivot', events: request.sink });
+      try {
+        await removeRecordedControlPlane(dir, request.sink);
+        log(request.sink, 'info', `The cluster manages itself: the local control plane's data left by an interrupted run was removed from ${dir}`);
+      } finally {
+        await lock.release();
+      }
+    }
     return { action: 'nothing-to-move', kinds: [], clusters: journal.clusters.map((c) => `${c.namespace}/${c.name}`), lines: [`the cluster of ${dir} already manages itself`], sourceStopped: false };
   }
   if (!request.rollback) await installSelfManagement({ dir, dryRun: request.dryRun ?? false, sink: request.sink, signal: request.signal });
