@@ -560,3 +560,11 @@ export async function stopRecordedControlPlane(dir: string, events: EventSink = 
   }
   return stopped;
 }
+
+/** Stops the local control plane of `dir` (stopRecordedControlPlane) and removes its data and its admin kubeconfig. */
+export async function removeRecordedControlPlane(dir: string, events: EventSink = nullSink): Promise<void> {
+  const layout = controlPlaneLayout(dir);
+  await stopRecordedControlPlane(dir, events);
+  await rm(layout.stateDir, { recursive: true, force: true });
+  await rm(layout.kubeconfig, { force: true });
+}

@@ -8,7 +8,7 @@
  *
  * Stages: manifests → controlplane → preflight → pre-provision hooks → infrastructure →
  * wait-infrastructure → infra-ready hooks → bootstrap-data hooks → control-plane →
- * workers → wait-cluster → post-provision hooks → hand-off (→ pivot → wait-pivoted) (→ register-rancher).
+ * workers → wait-cluster → post-provision hooks → hand-off (→ management-install with `--pivot-to self` → pivot → wait-pivoted) (→ register-rancher).
  *
  * The platform (src/platforms, through the registry) decides what runs and what happens
  * at the end: the control plane starts exactly its controllers, with its credentials
@@ -41,7 +41,7 @@ import { prepareNodeArtifactsFor } from './node-artifacts.js';
 import { attachExternalManagement, attachLocalControlPlane, checkListenAddress, checkManagementCluster, installControlPlane, type AttachedControlPlane } from './local-controlplane.js';
 import { recordedExternalManagement } from '../installdir/management.js';
 import { readPivotJournal } from '../pivot/journal.js';
-import { isUnfinished, pivotFrom } from './pivot.js';
+import { installSelfManagement, isUnfinished, pivotFrom, pivotTargetKubeconfig, selfTarget } from './pivot.js';
 import { registerRancherLocked, type RancherStrategy } from './rancher.js';
 
 export interface CreateClusterRequest {
@@ -62,7 +62,8 @@ export interface CreateClusterRequest {
   listenAddress?: string;
   /**
    * Once the cluster is healthy, move its Cluster API objects into this lasting management
-   * cluster (see services/pivot.ts) and wait until it manages the cluster. Default: none (no pivot).
+   * cluster (see services/pivot.ts) and wait until it manages the cluster; `self` installs the
+   * providers into the new cluster and moves them there (pivotToSelf's path). Default: none (no pivot).
    */
   pivotTo?: string;
   /**
@@ -99,7 +100,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
   const { sink, signal } = request;
   // Kubeconfigs named by flag are checked before anything starts: one that is no kubeconfig is the user's to fix.
   if (request.managementKubeconfig) await checkKubeconfigFile(path.resolve(request.managementKubeconfig), '--management-kubeconfig');
-  if (request.pivotTo) await checkKubeconfigFile(path.resolve(request.pivotTo), '--pivot-to');
+  if (request.pivotTo && request.pivotTo !== selfTarget) await checkKubeconfigFile(path.resolve(request.pivotTo), '--pivot-to');
   if (request.registerRancher) await checkKubeconfigFile(path.resolve(request.registerRancher.kubeconfig), '--register-rancher');
   if (request.listenAddress) checkListenAddress(request.listenAddress, { flag: listenAddressFlag });
   const lock = await acquireDirLock(dir, { command: 'create cluster', events: sink });
@@ -159,7 +160,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     if (external) keepRunning = false;
     const noProgressTimeoutMs = request.noProgressTimeoutMs;
     const healthy = { clusterName, namespace, expectedMachines, podNetwork: config.networking.cni !== 'none', sink, signal, ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}) };
-    const pivotTo = request.pivotTo ? path.resolve(request.pivotTo) : undefined;
+    const pivotTo = request.pivotTo ? pivotTargetKubeconfig(dir, request.pivotTo) : undefined;
     const pendingPivot = await readPivotJournal(dir);
     if (pivotTo && external && path.resolve(external) !== pivotTo) {
       throw new UsageError(`This install is managed by the cluster of ${external}; --pivot-to moves a cluster from its local control plane only`, {
@@ -180,7 +181,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     controlPlane = (await stage('controlplane', async () => {
       if (external) return attachExternalManagement(external, dir, infrastructureKinds(objects));
       // The target of a pivot is checked before anything is created: a missing provider there is known now, not after the cluster is up.
-      if (pivotTo && !request.dryRun) (await checkManagementCluster(pivotTo, infrastructureKinds(objects))).close();
+      if (pivotTo && !request.dryRun && request.pivotTo !== selfTarget) (await checkManagementCluster(pivotTo, infrastructureKinds(objects))).close();
       return attachLocalControlPlane(localControlPlane);
     }))!;
     const client = controlPlane.client;
@@ -283,6 +284,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     async function pivotStages(target: string): Promise<string> {
       const source = controlPlane!;
       const { machinesInController } = platform.lifecycle;
+      if (target === pivotTargetKubeconfig(dir, selfTarget)) await stage('management-install', () => installSelfManagement({ dir, lockHeld: true, sink, signal }));
       const moved = (await stage('pivot', () => pivotFrom({ dir, toKubeconfig: target, source, machinesInController, sink, signal })))!;
       if (moved.sourceStopped) controlPlane = undefined;
       else if (!machinesInController) {

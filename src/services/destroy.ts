@@ -19,8 +19,8 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { exists } from '../files.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
-import { stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
-import { EnvironmentError, MachinesError, messageOf } from '../errors.js';
+import { removeRecordedControlPlane, stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
+import { EnvironmentError, MachinesError, UsageError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
@@ -37,6 +37,7 @@ import { forgetExternalManagement, recordedExternalManagement } from '../install
 import { recordPath } from '../installdir/paths.js';
 import { removeRancherRegistration } from './rancher.js';
 import { deregisterFleet } from './fleet.js';
+import { pivotTargetKubeconfig, selfTarget } from './pivot.js';
 
 export interface DestroyRequest {
   dir: string;
@@ -67,6 +68,12 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     // The Fleet Cluster and its kubeconfig Secret, by their labels, while the manager is still recorded.
     await deregisterFleet({ dir, sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
     const external = await recordedExternalManagement(dir);
+    if (external && path.resolve(external) === pivotTargetKubeconfig(dir, selfTarget)) {
+      // Deleted from inside, the cluster would remove its own control plane, and the controllers doing the deletion with it.
+      throw new UsageError(`The cluster of ${dir} manages itself (pivoted with --to self): destroy cluster cannot delete it from inside itself, and the move back into a local control plane that would let it is not built yet`, {
+        hint: `Scale its worker pools to 0 from inside (\`kubectl --kubeconfig ${external} scale machinedeployment …\`) to reset the worker hosts; reset the control-plane host with \`kubeadm reset\` on it.`,
+      });
+    }
     if (!external && !(await exists(layout.etcdDataDir))) {
       log(sink, 'info', `No local control plane data in ${dir}: nothing was created, or it was destroyed already`);
       await removeLocalState(dir);
@@ -264,9 +271,7 @@ export async function destroyBootstrap(request: DestroyRequest): Promise<{ remov
         );
       }
     }
-    await stopRecordedControlPlane(dir, sink);
-    await rm(layout.stateDir, { recursive: true, force: true });
-    await rm(layout.kubeconfig, { force: true });
+    await removeRecordedControlPlane(dir, sink);
     log(sink, 'info', `Removed the local control plane and its data from ${dir}`);
     await destroyPlatformBootstrap(dir, sink, signal);
     return { removed: true };

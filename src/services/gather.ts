@@ -6,6 +6,7 @@
  * - stopped but with etcd data: etcd and the API server only are started for the gather
  *   (children die with the CLI), read, then stopped again — the objects of a failed install
  *   are still in its etcd, and with no controller running nothing reconciles them meanwhile;
+ * - managed by another cluster (pivoted, or made with `--management-kubeconfig`): read from it;
  * - neither (or the start failed): files only, and the bundle's README says so.
  *
  * Holds the install-dir lock throughout, so no other command changes what is gathered.
@@ -19,6 +20,7 @@ import { log, type EventSink } from '../events.js';
 import { gatherBundle, type GatherResult } from '../gather/collect.js';
 import { KubeClient } from '../kube/client.js';
 import { acquireDirLock } from '../process/lock.js';
+import { recordedExternalManagement } from '../installdir/management.js';
 import { installControlPlane, prepareLocalControlPlane } from './local-controlplane.js';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
 import { installConfigFileName } from '../config/index.js';
@@ -31,8 +33,8 @@ export interface GatherBootstrapRequest {
   signal: AbortSignal;
 }
 
-/** Where the objects came from: a control plane already `running`, one `started` for the gather, or `none` (files only). */
-export type ObjectSource = 'running' | 'started' | 'none';
+/** Where the objects came from: a control plane already `running`, one `started` for the gather, the install's recorded `management` cluster, or `none` (files only). */
+export type ObjectSource = 'running' | 'started' | 'management' | 'none';
 
 export interface GatherBootstrapResult extends GatherResult {
   objectSource: ObjectSource;
@@ -64,6 +66,19 @@ export async function gatherBootstrap(request: GatherBootstrapRequest): Promise<
     const credentialFiles = await installCredentialFiles(layout.dir, sink, signal);
     const gather = (client: KubeClient | undefined, notes: string[]) =>
       gatherBundle({ dir: layout.dir, events: sink, signal, notes, credentialFiles, ...(client ? { client } : {}), ...(request.output !== undefined ? { output: request.output } : {}) });
+
+    // A pivoted install (or one made with --management-kubeconfig): its objects live in that cluster.
+    const external = await recordedExternalManagement(layout.dir);
+    if (external) {
+      log(sink, 'info', `Reading objects from the install's management cluster (${external})`);
+      const client = KubeClient.fromFile(external);
+      try {
+        const result = await gather(client, [`The install is managed by the cluster of ${external}; objects were read from it as they were.`]);
+        return { ...result, objectSource: 'management' };
+      } finally {
+        client.close();
+      }
+    }
 
     const { processes } = await controlPlaneStatus(layout.dir);
     const apiServer = processes.find((p) => p.name === apiServerName);

@@ -10,6 +10,7 @@ import { agentApiVersion, cancelAnnotation, hostLabel, issueRegistrationCommand,
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { controlPlaneStatus } from '../controlplane/local-controlplane.js';
 import { ConfigError, UsageError } from '../errors.js';
+import { recordedExternalManagement } from '../installdir/management.js';
 import { KubeClient, type KubeObject } from '../kube/client.js';
 
 export { agentApiVersion, cancelAnnotation, caChecksum, hostLabel, registrationNamespace, serverCaConfigMap, type RegistrationCommand } from '../agent/registration.js';
@@ -24,8 +25,14 @@ export interface NodePlan extends KubeObject {
   status?: { phase?: string; observedGeneration?: number; startTime?: string; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
 }
 
-/** The admin client of the running management cluster of `dir`; a usage error naming the next step when none runs. */
+/**
+ * The admin client of the management cluster of `dir`: the one recorded after a pivot (or
+ * `--management-kubeconfig`), else its running local control plane; a usage error naming the
+ * next step when none runs.
+ */
 async function managementClient(dir: string): Promise<KubeClient> {
+  const external = await recordedExternalManagement(dir);
+  if (external) return KubeClient.fromFile(external);
   const status = await controlPlaneStatus(dir);
   if (!status.usable) {
     throw new UsageError(`No running management cluster in ${status.layout.dir}`, { hint: `Start it with \`provisioner management start --dir ${dir}\`, then run this again.` });

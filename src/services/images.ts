@@ -26,6 +26,8 @@ export interface LoadImagesRequest {
   signal: AbortSignal;
   /** Time without any host making progress before the command fails, in ms. Default 10 min. */
   noProgressTimeoutMs?: number;
+  /** The caller holds the directory lock of `dir` already (create cluster's self pivot). Default false. */
+  lockHeld?: boolean;
 }
 
 export interface LoadedImage {
@@ -42,7 +44,7 @@ export async function loadImages(request: LoadImagesRequest): Promise<LoadedImag
       throw new UsageError(`Cannot read image archive ${archive}`, { cause, hint: 'Name image archives (tar files) that exist, e.g. one written by `docker save -o app.tar app:v1`.' });
     });
   }
-  const lock = await acquireDirLock(dir, { command: 'images load', events: sink });
+  const lock = request.lockHeld ? undefined : await acquireDirLock(dir, { command: 'images load', events: sink });
   try {
     const config = await readInstallConfig({ dir, sink, signal });
     const platform = platformFor(config);
@@ -86,6 +88,6 @@ export async function loadImages(request: LoadImagesRequest): Promise<LoadedImag
     }
     return kept;
   } finally {
-    await lock.release();
+    await lock?.release();
   }
 }

@@ -47,6 +47,8 @@ export interface ManagementInstallRequest {
   signal: AbortSignal;
   /** Time without a Deployment making progress before the command fails. Default 5 min. */
   noProgressTimeoutMs?: number;
+  /** The caller holds the directory lock of `dir` already (create cluster's self pivot). Default false. */
+  lockHeld?: boolean;
 }
 
 export interface InstalledDeployment {
@@ -150,7 +152,7 @@ export async function installManagement(request: ManagementInstallRequest): Prom
       built.push(await ensureProviderImage({ name, path: binaries[name]!, version: bundled.version, ...('sha256' in bundled ? { sha256: bundled.sha256 } : {}) }, { cacheDir: resolveCacheDir({}), architecture: arch }));
     }
     if (dir) {
-      await loadImages({ dir, archives: built.map((b) => b.file), sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
+      await loadImages({ dir, archives: built.map((b) => b.file), sink, signal, lockHeld: request.lockHeld ?? false, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
     } else {
       log(sink, 'warn', `No --dir: the images are not loaded onto the cluster's nodes; import them there yourself (ctr -n k8s.io images import): ${built.map((b) => `${b.ref} from ${b.file}`).join(', ')}`);
     }

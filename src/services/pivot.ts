@@ -9,7 +9,7 @@
  * The source is the local control plane of the dir: adopted when running, else started
  * from its data with the platform's controllers (detached when the platform's machines live
  * in its controllers). After a move on such a platform the source is stopped once it holds
- * no Cluster; its data stays (`destroy bootstrap` removes it).
+ * no Cluster; its data stays (`destroy bootstrap` removes it), except after `--to self`.
  */
 import path from 'node:path';
 import { exists } from '../files.js';
@@ -17,7 +17,7 @@ import { readInstallConfig } from '../assets/index.js';
 import { capiCoreApiVersion } from '../capi.js';
 import { installConfigFile, installConfigFileName } from '../config/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
-import { stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
+import { removeRecordedControlPlane, stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
 import { ExternalError, InternalError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { readYamlFile } from '../input-files.js';
@@ -162,7 +162,8 @@ export interface PivotFromRequest extends Omit<PivotRequest, 'dir'> {
  * directory lock (`pivot` and `create cluster --pivot-to` share it). When the machines live
  * in the source's controllers, the source is stopped once it holds no Cluster, before the
  * target unpauses, so that the target's provider can serve the cluster's endpoint on its port; the
- * source's data stays (`destroy bootstrap` removes it). A finished move records the target
+ * source's data stays (`destroy bootstrap` removes it), except after a move into the install's
+ * own cluster (`self`), which removes it once the move is done. A finished move records the target
  * as the install's management cluster, so `destroy cluster`, `wait-for` and `create
  * cluster` work against it from then on.
  */
@@ -257,6 +258,11 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
     // A move finished earlier (journal done) on a resume still stops a source that runs the machines, left running.
     await stopSourceIfEmpty();
     await recordExternalManagement(dir, toKubeconfig);
+    // A cluster that manages itself needs nothing on this machine: the stopped source's data goes too.
+    if (sourceStopped && toKubeconfig === pivotTargetKubeconfig(dir, selfTarget)) {
+      await removeRecordedControlPlane(dir, sink);
+      log(sink, 'info', `The cluster manages itself: the local control plane's data was removed from ${dir}`);
+    }
     return {
       action: 'moved',
       phase: moving.phase,
@@ -295,30 +301,56 @@ function clusterNames(journal: PivotJournal): string[] {
 
 export type PivotToSelfRequest = Omit<PivotRequest, 'toKubeconfig'>;
 
+/** `--to self` / `--pivot-to self`: the install's own cluster as the target. */
+export const selfTarget = 'self';
+
+/** The kubeconfig a pivot target names: `self` is the install's own cluster (`D/auth/kubeconfig`), anything else a kubeconfig file. */
+export function pivotTargetKubeconfig(dir: string, target: string): string {
+  return target === selfTarget ? path.join(path.resolve(dir), 'auth', 'kubeconfig') : path.resolve(target);
+}
+
 /**
- * `pivot --dir D --to self` (issue 28, item 2, first slice): the cluster of D becomes its own
+ * The first half of a self pivot: `management install` into the install's own cluster with
+ * `dir` (its images loaded onto its nodes by the local control plane, which still serves
+ * them). Skipped once the move has begun (journal past `planned`): the providers were
+ * installed before it began, and the source's controllers are fenced by then. `lockHeld`:
+ * the caller holds the directory lock (create cluster).
+ */
+export async function installSelfManagement(request: { dir: string; dryRun?: boolean; lockHeld?: boolean; sink: EventSink; signal: AbortSignal }): Promise<void> {
+  const dir = path.resolve(request.dir);
+  const journal = await readPivotJournal(dir);
+  if (isUnfinished(journal) && phaseIndex(journal.phase) > phaseIndex('planned')) return;
+  const { installManagement } = await import('./management-install.js');
+  await installManagement({ kubeconfig: pivotTargetKubeconfig(dir, selfTarget), dir, dryRun: request.dryRun ?? false, lockHeld: request.lockHeld ?? false, sink: request.sink, signal: request.signal });
+}
+
+/**
+ * `pivot --dir D --to self` (and `create cluster --pivot-to self`): the cluster of D becomes its own
  * management cluster, as Cluster API's self-hosted flow does it. First `management install`
- * into it with D (the providers as pods, their images loaded onto its nodes by the local
- * control plane, which still serves them), then the journaled move into `D/auth/kubeconfig`;
- * the hosts' agents follow to the in-cluster agent manager through the cluster's own API
+ * into it (installSelfManagement), then the journaled move into `D/auth/kubeconfig`; the
+ * hosts' agents follow to the in-cluster agent manager through the cluster's own API
  * endpoint (the kubeconfig's server), and the local control plane, which manages no cluster
- * any more, is stopped. A resume whose move has begun (journal past `planned`) goes straight to
- * the move: the providers were installed before it began, and the source's controllers are
- * fenced by then. Not yet: node artifacts served from inside the cluster (a host registered
- * after the pivot cannot download them), and destroy of a self-managed cluster (item 3).
+ * any more, is stopped and its data removed once the move is done. Not yet: node artifacts served from inside the cluster (a host
+ * registered after the pivot cannot download them), and destroy of a self-managed cluster.
  */
 export async function pivotToSelf(request: PivotToSelfRequest): Promise<PivotResult> {
   const dir = path.resolve(request.dir);
-  const kubeconfig = path.join(dir, 'auth', 'kubeconfig');
+  const kubeconfig = pivotTargetKubeconfig(dir, selfTarget);
   await checkKubeconfigFile(kubeconfig, '--to self');
   const journal = await readPivotJournal(dir);
   if (journal?.phase === 'done' && !journal.rolledBack && path.resolve(journal.targetKubeconfig) === kubeconfig) {
+    // A run killed after the move but before the data went: finished now.
+    if (await exists(controlPlaneLayout(dir).etcdDataDir)) {
+      const lock = await acquireDirLock(dir, { command: 'pivot', events: request.sink });
+      try {
+        await removeRecordedControlPlane(dir, request.sink);
+        log(request.sink, 'info', `The cluster manages itself: the local control plane's data left by an interrupted run was removed from ${dir}`);
+      } finally {
+        await lock.release();
+      }
+    }
     return { action: 'nothing-to-move', kinds: [], clusters: journal.clusters.map((c) => `${c.namespace}/${c.name}`), lines: [`the cluster of ${dir} already manages itself`], sourceStopped: false };
   }
-  const begun = isUnfinished(journal) && phaseIndex(journal.phase) > phaseIndex('planned');
-  if (!request.rollback && !begun) {
-    const { installManagement } = await import('./management-install.js');
-    await installManagement({ kubeconfig, dir, dryRun: request.dryRun ?? false, sink: request.sink, signal: request.signal });
-  }
+  if (!request.rollback) await installSelfManagement({ dir, dryRun: request.dryRun ?? false, sink: request.sink, signal: request.signal });
   return pivot({ ...request, toKubeconfig: kubeconfig });
 }

@@ -1,20 +1,25 @@
 /**
- * Issue 28, item 2's first slice, run as a new user would: a 1 control-plane + 1 worker cluster
- * on two namespace test hosts, then `pivot --dir D --to self`: the providers installed into
- * the cluster (`management install`), the journaled move into it, the hosts' agents following
- * to the in-cluster agent manager through the cluster's own API endpoint, the local control
- * plane stopped. Afterwards the cluster's own API holds its Cluster, Machines and Hosts, the
- * nodes stay Ready and no Machine is replaced for a minute (same UIDs), the agents heartbeat
- * to the in-cluster manager, and no provider process of ours runs on the machine. Running it
- * again says there is nothing to move. A run SIGKILLed during its provider install is finished by the next. Prints the time of the pivot and the providers' memory.
- * Not covered yet (issue 28 items 2-3): hosts registered after the pivot, destroy of a
- * self-managed cluster; the hosts are reset by removing the test network.
+ * Issue 28, item 2, run as a new user would: a 1 control-plane + 1 worker cluster on two
+ * namespace test hosts made by `create cluster --pivot-to self`, SIGKILLed during its
+ * management-install stage, then the same command again: the providers installed into the
+ * cluster, the journaled move into it, the hosts' agents following to the in-cluster agent
+ * manager through the cluster's own API endpoint, the local control plane stopped and its data
+ * removed. Afterwards the cluster's own API holds its Cluster, Machines and Hosts, the nodes
+ * stay Ready and no Machine is replaced for a minute (same UIDs), the agents heartbeat to the
+ * in-cluster manager, no process of ours runs on the machine but the host emulation, and
+ * `pivot --to self` says there is nothing to move. Day 2 from the install directory works against
+ * it: wait-for, hosts list, hosts registration-command (the cluster's own endpoint), plan apply
+ * (a NodePlan runs on the worker) and gather. destroy cluster refuses, leaving the cluster as it
+ * was. Prints the time of the finishing run and the providers' memory. Not covered yet (issue
+ * 28 items 3-4): hosts registered after the pivot (the node artifacts are not served from inside
+ * the cluster), destroy of a self-managed cluster; the hosts are reset by removing the test network.
  */
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/embedded/catalog.js';
 import { waitFor } from '../integration/support/controlplane.js';
-import { cliPath, ensureBuilt } from './support/cli.js';
+import { ensureBuilt } from './support/cli.js';
 import { HostsLab, type RunningAgent } from './support/hosts-lab.js';
 
 const name = 'itself';
@@ -44,25 +49,24 @@ interface MachineView { metadata: { name: string; uid: string }; status?: { phas
 interface NodeView { metadata: { name: string }; status: { conditions?: { type: string; status: string }[] } }
 interface HostView { metadata: { name: string }; status?: { lastHeartbeatTime?: string } }
 
-describe('issue 28 item 2 (first slice): pivot --to self', () => {
-  it('a 1 + 1 cluster on namespace hosts', async () => {
-    agents.push(...(await lab.createCluster(dir, name, 1)).agents);
-  }, 1_800_000);
-
-  it('pivot --to self SIGKILLed during its provider install: the next run finishes it', async () => {
-    const killed = lab.net.spawn(lab.net.machine.namespace, process.execPath, [cliPath, 'pivot', '--dir', dir, '--to', 'self'], { cwd: packageRoot, all: true, buffer: true, reject: false });
-    await waitFor('the first provider namespace in the cluster', async () => (await lab.kubectlWith(kubeconfig(), ['get', 'namespace', 'capi-system'])).exitCode === 0 || undefined, 600_000);
-    killed.kill('SIGKILL');
-    await killed;
+describe('issue 28 item 2: create cluster --pivot-to self', () => {
+  it('create cluster --pivot-to self on a 1 + 1 cluster, SIGKILLed during its provider install', async () => {
+    const started = await lab.startCluster(dir, name, 1, ['--pivot-to', 'self']);
+    agents.push(...started.agents);
+    await waitFor('the first provider namespace in the cluster', async () => started.run.ended() || (await lab.kubectlWith(kubeconfig(), ['get', 'namespace', 'capi-system'])).exitCode === 0 || undefined, 1_500_000);
+    expect(started.run.ended(), `create cluster ended before its provider install:\n${started.run.output()}`).toBe(false);
+    expect(started.run.output()).toContain('stage management-install started');
+    started.run.child.kill('SIGKILL');
+    await started.run.child;
     // Killed before the move began: the Cluster is still only in the local control plane.
     const clusters = await lab.kubectlWith(kubeconfig(), ['get', 'clusters.cluster.x-k8s.io', '-A', '--no-headers']);
     expect(clusters.stdout.trim()).toBe('');
-  }, 900_000);
+  }, 1_800_000);
 
-  it('pivot --to self: the cluster holds its own objects, its agents follow, the local control plane stops', async () => {
+  it('create cluster --pivot-to self again: the cluster holds its own objects, its agents follow, nothing of ours runs or stays on the machine', async () => {
     const started = Date.now();
-    const run = await lab.cli(['pivot', '--dir', dir, '--to', 'self'], 1_200_000);
-    figures['pivot --to self (s)'] = (Date.now() - started) / 1000;
+    const run = await lab.cli(['create', 'cluster', '--dir', dir, '--pivot-to', 'self'], 1_200_000);
+    figures['create cluster --pivot-to self, resumed (s)'] = (Date.now() - started) / 1000;
     expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${agents.map((a) => a.output().slice(-2000)).join('\n')}`).toBe(0);
 
     const machines = await json<{ items: MachineView[] }>(['get', 'machines.cluster.x-k8s.io', '-n', name]);
@@ -72,9 +76,11 @@ describe('issue 28 item 2 (first slice): pivot --to self', () => {
     const hosts = await json<{ items: HostView[] }>(['get', 'hosts.agent.provisioner.dev']);
     expect(hosts.items.map((h) => h.metadata.name).sort()).toEqual(lab.hosts.map((h) => h.name).sort());
 
-    // No provider of ours runs on the machine any more: only the pods in the hosts.
-    const after = await lab.processesOf(['capi-manager', 'provisioner-agent-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder'], dir);
+    // No process of ours runs on the machine any more (only the pods in the hosts), and the local control plane's data is gone.
+    const after = await lab.processesOf(['capi-manager', 'provisioner-agent-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder', 'kube-controller-manager', 'node'], dir);
     expect(after.local, 'local provider and control-plane processes').toEqual([]);
+    expect(existsSync(path.join(dir, '.provisioner', 'controlplane')), 'the local control plane data').toBe(false);
+    expect(existsSync(path.join(dir, 'auth', 'management.kubeconfig')), 'the local control plane kubeconfig').toBe(false);
     const pods = (await lab.processesOf(['capi-manager', 'provisioner-agent-manager'], dir)).pods;
     figures['provider pods RSS (MiB)'] = Math.round(pods.reduce((sum, p) => sum + p.rssKiB, 0) / 1024);
 
@@ -96,9 +102,58 @@ describe('issue 28 item 2 (first slice): pivot --to self', () => {
     for (const node of nodes.items) expect(node.status.conditions?.find((c) => c.type === 'Ready')?.status, node.metadata.name).toBe('True');
   }, 1_500_000);
 
-  it('running it again has nothing to move', async () => {
+  it('day 2 from the install directory against the self-managed cluster: wait-for, hosts list, hosts registration-command, plan apply, gather', async () => {
+    const wait = await lab.cli(['wait-for', 'install-complete', '--dir', dir, '--no-progress-timeout', '5'], 600_000);
+    expect(wait.exitCode, `${wait.stdout}\n${wait.stderr}`).toBe(0);
+
+    const list = await lab.cli(['hosts', 'list', '--dir', dir], 120_000);
+    expect(list.exitCode, list.stderr).toBe(0);
+    for (const host of lab.hosts) expect(list.stdout).toMatch(new RegExp(`^${host.name}\\s+\\S+\\s+Registered\\s`, 'm'));
+
+    // The printed server is the cluster's own endpoint, which every host already reaches.
+    const registration = await lab.cli(['hosts', 'registration-command', '--dir', dir, '--ttl', '10m'], 300_000);
+    expect(registration.exitCode, registration.stderr).toBe(0);
+    const server = (await lab.kubectlWith(kubeconfig(), ['config', 'view', '--minify', '-o', 'jsonpath={.clusters[0].cluster.server}'])).stdout.trim();
+    expect(registration.stdout).toMatch(new RegExp(`^PROVISIONER_AGENT_TOKEN=\\S+ provisioner-agent register --server ${server.replace(/[.]/g, '\\.')} --ca-checksum [0-9a-f]{64}$`, 'm'));
+
+    const worker = lab.hosts[1]!.name;
+    const planFile = path.join(lab.net.root, 'day2-plan.yaml');
+    const written = path.join(lab.net.root, 'day2.txt');
+    await writeFile(planFile, [
+      'apiVersion: agent.provisioner.dev/v1alpha1',
+      'kind: NodePlan',
+      `metadata: { name: day2, labels: { agent.provisioner.dev/host: ${worker} } }`,
+      'spec:',
+      `  files: [{ path: ${written}, content: "day 2\\n", mode: "0644" }]`,
+      `  instructions: [{ name: read, command: /bin/cat, args: [${written}], saveOutput: true }]`,
+      '',
+    ].join('\n'));
+    const apply = await lab.cli(['plan', 'apply', '--dir', dir, '-f', planFile], 120_000);
+    expect(apply.exitCode, `${apply.stdout}\n${apply.stderr}`).toBe(0);
+    interface PlanView { metadata: { name: string }; status?: { phase?: string; instructions?: { name: string; exitCode: number; output?: string }[] } }
+    const plan = await waitFor('NodePlan day2 Applied in the cluster itself', async () => {
+      const found = (await json<{ items: PlanView[] }>(['get', 'nodeplans.agent.provisioner.dev', '-A'])).items.find((p) => p.metadata.name === 'day2');
+      return found?.status?.phase === 'Applied' ? found : undefined;
+    }, 300_000);
+    expect(plan.status?.instructions?.[0]?.exitCode).toBe(0);
+    expect(plan.status?.instructions?.[0]?.output).toContain('day 2');
+
+    const gather = await lab.cli(['gather', 'bootstrap', '--dir', dir, '--output-file', path.join(lab.net.root, 'self-bundle.tar.gz')], 600_000);
+    expect(gather.exitCode, `${gather.stdout}\n${gather.stderr}`).toBe(0);
+    expect(`${gather.stdout}\n${gather.stderr}`).toContain("Reading objects from the install's management cluster");
+  }, 1_800_000);
+
+  it('pivot --to self afterwards has nothing to move', async () => {
     const run = await lab.cli(['pivot', '--dir', dir, '--to', 'self'], 300_000);
     expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(run.stdout).toContain('already manages itself');
+  }, 300_000);
+
+  it('destroy cluster of the self-managed cluster refuses (the move back into a local control plane is not built), leaving the cluster as it was', async () => {
+    const run = await lab.cli(['destroy', 'cluster', '--dir', dir], 300_000);
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(2);
+    expect(run.stderr).toContain('manages itself');
+    const clusters = await json<{ items: { metadata: { name: string; deletionTimestamp?: string } }[] }>(['get', 'clusters.cluster.x-k8s.io', '-n', name]);
+    expect(clusters.items.map((c) => [c.metadata.name, c.metadata.deletionTimestamp])).toEqual([[name, undefined]]);
   }, 300_000);
 });

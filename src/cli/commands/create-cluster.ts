@@ -28,8 +28,9 @@ export function registerCreateCluster(create: Command, run: Runner): void {
     // Default: none; the cluster stays with the control plane that created it.
     .addOption(
       new Option(
-        '--pivot-to <kubeconfig>',
-        'once the cluster is healthy, move its Cluster API objects into this lasting management cluster (e.g. one from `provisioner management start`) and stop the local control plane',
+        '--pivot-to <kubeconfig|self>',
+        'once the cluster is healthy, move its Cluster API objects into this lasting management cluster (e.g. one from `provisioner management start`) and stop the local control plane; ' +
+          'self: install the providers into the new cluster and move them there, so it manages itself (as `provisioner pivot --to self`)',
       )
         .env('PROVISIONER_PIVOT_TO')
         .conflicts('managementKubeconfig'),
@@ -49,7 +50,8 @@ export function registerCreateCluster(create: Command, run: Runner): void {
         'Outputs: auth/kubeconfig (the new cluster, 0600), auth/management.kubeconfig (its local manager),\n' +
         `${recordRelativePath('clusterState')} (final state of every Cluster API object), logs/ (one log per process).\n` +
         '\nExamples:\n  provisioner create install-config --dir ./demo --name demo\n  provisioner create cluster --dir ./demo\n  kubectl --kubeconfig ./demo/auth/kubeconfig get nodes\n' +
-        '\n  # create, then hand the cluster to a lasting management cluster:\n  provisioner management start --dir ./mgmt\n  provisioner create cluster --dir ./demo --pivot-to ./mgmt/auth/management.kubeconfig',
+        '\n  # create, then hand the cluster to a lasting management cluster:\n  provisioner management start --dir ./mgmt\n  provisioner create cluster --dir ./demo --pivot-to ./mgmt/auth/management.kubeconfig\n' +
+        '\n  # create a cluster that manages itself (its providers run as pods in it; nothing keeps running here):\n  provisioner create cluster --dir ./demo --pivot-to self',
     )
     .action(
       run<CreateClusterFlags>(async (options, ctx) => {

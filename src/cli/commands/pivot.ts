@@ -24,7 +24,7 @@ export function registerPivot(program: Command, run: Runner): void {
     )
     .addOption(dirOption())
     .addOption(new Option('--to-kubeconfig <file>', 'kubeconfig of the target management cluster (this or --to self)').env('PROVISIONER_TO_KUBECONFIG'))
-    .addOption(new Option('--to <target>', 'self: the cluster manages itself (management install into it, then the move into it; the local control plane stops)').env('PROVISIONER_TO').choices(['self']))
+    .addOption(new Option('--to <target>', 'self: the cluster manages itself (management install into it, then the move into it; the local control plane stops and its data is removed)').env('PROVISIONER_TO').choices(['self']))
     // Default false: the move runs.
     .addOption(new Option('--dry-run', 'print the plan (objects by kind, in order) and change nothing').env('PROVISIONER_DRY_RUN').default(false))
     // Default false.
@@ -42,7 +42,7 @@ export function registerPivot(program: Command, run: Runner): void {
         '\n--to self installs the bundled providers into the cluster (`management install --kubeconfig\n' +
         'D/auth/kubeconfig --dir D`), then moves the objects there; the hosts\' agents follow to the\n' +
         'in-cluster agent manager through the cluster\'s own API endpoint, and the local control plane\n' +
-        'stops. Run it again to resume. Not yet: hosts registered afterwards (node files are served by\n' +
+        'stops and its data is removed. Run it again to resume. Not yet: hosts registered afterwards (node files are served by\n' +
         'the stopped local control plane) and destroy cluster of a self-managed cluster.',
     )
     .action(
