@@ -34,7 +34,7 @@ import type { LocalControlPlane } from '../../src/controlplane/local-controlplan
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { messageOf } from '../../src/errors.js';
 import { nullSink, RecordingSink } from '../../src/events.js';
-import { attachedFrom, prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { attachedFrom, prepareLocalControlPlane } from '../../src/management/attach.js';
 import { pivotFrom } from '../../src/services/pivot.js';
 import { cliVersion } from '../../src/version.js';
 import type { KubeClient, KubeObject } from '../../src/kube/client.js';

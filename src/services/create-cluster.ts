@@ -38,7 +38,7 @@ import { waitFor } from '../wait/waiter.js';
 import { applyObjects, dryRunObjects } from './apply-objects.js';
 import { createManifests } from './manifests.js';
 import { prepareNodeArtifactsFor } from './node-artifacts.js';
-import { attachExternalManagement, attachLocalControlPlane, checkListenAddress, checkManagementCluster, installControlPlane, type AttachedControlPlane } from './local-controlplane.js';
+import { attachManagement, checkListenAddress, checkManagementCluster, installControlPlane, type AttachedControlPlane, type InstallManagement } from '../management/attach.js';
 import { recordedExternalManagement } from '../installdir/management.js';
 import { readPivotJournal } from '../pivot/journal.js';
 import { isUnfinished, pivotFrom } from './pivot.js';
@@ -86,11 +86,6 @@ export interface CreateClusterResult {
 
 const listenAddressFlag = '--listen-address';
 
-/** The local control plane of `create cluster`: the install's (`installControlPlane`), with `--listen-address` winning over the config's. */
-export function createClusterControlPlane(config: InstallConfig, request: Pick<CreateClusterRequest, 'listenAddress'>, dir: string): ReturnType<typeof installControlPlane> {
-  const install = installControlPlane(config, dir);
-  return request.listenAddress ? { ...install, listenAddress: request.listenAddress, listenAddressFrom: listenAddressFlag } : install;
-}
 
 /** Where the final state of every CAPI object is written (never a Secret's data). */
 
@@ -152,11 +147,21 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const platform = platformFor(config);
     // A dry-run changes nothing, so its control plane is temporary on every platform.
     keepRunning = platform.lifecycle.machinesInController && !request.dryRun;
-    const localControlPlane = { dir, detached: keepRunning, ...createClusterControlPlane(config, request, dir), sink, signal };
-    credentialFiles = (localControlPlane.credentials ?? []).map((c) => c.path);
+    credentialFiles = (installControlPlane(config, dir).credentials ?? []).map((c) => c.path);
 
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
     if (external) keepRunning = false;
+    // With `--listen-address` winning over the config's.
+    const management: InstallManagement = {
+      dir,
+      config,
+      external,
+      infrastructure: infrastructureKinds(objects),
+      detached: keepRunning,
+      ...(request.listenAddress ? { listenAddress: { address: request.listenAddress, flag: listenAddressFlag } } : {}),
+      sink,
+      signal,
+    };
     const noProgressTimeoutMs = request.noProgressTimeoutMs;
     const healthy = { clusterName, namespace, expectedMachines, podNetwork: config.networking.cni !== 'none', sink, signal, ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}) };
     const pivotTo = request.pivotTo ? path.resolve(request.pivotTo) : undefined;
@@ -170,7 +175,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     // A move in flight goes first: the source may already have let go of objects, so nothing may be re-applied to it.
     if (!request.dryRun && !external && isUnfinished(pendingPivot)) {
       log(sink, 'info', `An unfinished pivot (phase ${pendingPivot.phase}) is resumed before anything else`);
-      controlPlane = (await stage('controlplane', () => attachLocalControlPlane(localControlPlane)))!;
+      controlPlane = (await stage('controlplane', () => attachManagement(management)))!;
       const pivoted = await pivotStages(pivotTo ?? pendingPivot.targetKubeconfig);
       await rancherStage();
       await journal.complete();
@@ -178,10 +183,9 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     }
 
     controlPlane = (await stage('controlplane', async () => {
-      if (external) return attachExternalManagement(external, dir, infrastructureKinds(objects));
       // The target of a pivot is checked before anything is created: a missing provider there is known now, not after the cluster is up.
-      if (pivotTo && !request.dryRun) (await checkManagementCluster(pivotTo, infrastructureKinds(objects))).close();
-      return attachLocalControlPlane(localControlPlane);
+      if (!external && pivotTo && !request.dryRun) (await checkManagementCluster(pivotTo, infrastructureKinds(objects))).close();
+      return attachManagement(management);
     }))!;
     const client = controlPlane.client;
     const hookContext = (name: string) => ({ stage: name, dir, kubeconfig: controlPlane!.kubeconfig, events: sink, signal });

@@ -32,7 +32,7 @@ import { waitFor } from '../wait/waiter.js';
 import { readInstallConfig } from '../assets/index.js';
 import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
 import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
-import { attachExternalManagement, attachLocalControlPlane, installControlPlane } from './local-controlplane.js';
+import { attachManagement } from '../management/attach.js';
 import { forgetExternalManagement, recordedExternalManagement } from '../installdir/management.js';
 import { recordPath } from '../installdir/paths.js';
 import { removeRancherRegistration } from './rancher.js';
@@ -78,8 +78,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     // The platform's controllers delete its infrastructure, with its credentials; an unreadable config: every bundled provider.
     const platform = config ? platformFor(config) : undefined;
     // As create cluster ran it (the controllers, their credentials, where hosts reach it: machines on hosts run their reset plans through it).
-    const install = config ? installControlPlane(config, dir) : {};
-    const controlPlane = external ? await attachExternalManagement(external, dir, []) : await attachLocalControlPlane({ dir, detached: false, ...install, sink, signal });
+    const controlPlane = await attachManagement({ dir, config, external, detached: false, sink, signal });
     const deleted: string[] = [];
     try {
       const clusters = await controlPlane.client.list<KubeObject>(capiCoreApiVersion, 'Cluster', selector ? { labelSelector: selector } : {});
@@ -248,7 +247,7 @@ export async function destroyBootstrap(request: DestroyRequest): Promise<{ remov
     }
     if (!request.force) {
       // Reading the Clusters needs etcd and the API server only: no controller starts to act on them.
-      const controlPlane = await attachLocalControlPlane({ dir, detached: false, reconcile: false, sink, signal });
+      const controlPlane = await attachManagement({ dir, config: undefined, detached: false, reconcile: false, sink, signal });
       let clusters: KubeObject[];
       try {
         clusters = await controlPlane.client.list<KubeObject>(capiCoreApiVersion, 'Cluster');

@@ -14,7 +14,7 @@ import { log, type EventSink } from '../events.js';
 import { keepLoadedImage } from '../nodeartifacts/loaded-images.js';
 import { platformFor } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
-import { attachLocalControlPlane, installControlPlane } from './local-controlplane.js';
+import { attachManagement } from '../management/attach.js';
 import { recordedExternalManagement } from '../installdir/management.js';
 import { prepareNodeArtifactsFor } from './node-artifacts.js';
 
@@ -62,7 +62,7 @@ export async function loadImages(request: LoadImagesRequest): Promise<LoadedImag
       kept.push({ file: archive, sha256: artifact.sha256, refs: artifact.refs ?? [] });
       log(sink, 'info', `${archive}: ${(artifact.refs ?? []).join(', ')} (sha256:${artifact.sha256.slice(0, 12)}…)`);
     }
-    const management = await attachLocalControlPlane({ dir, detached: platform.lifecycle.machinesInController, ...installControlPlane(config, dir), sink, signal });
+    const management = await attachManagement({ dir, config, detached: platform.lifecycle.machinesInController, sink, signal });
     try {
       const nodeArtifacts = () => prepareNodeArtifactsFor({ dir, sink, signal });
       const served = await nodeArtifacts();

@@ -4,7 +4,8 @@
  * files they read and the listen address where the hosts reach it. Before, pivot.ts gave the
  * controllers only, so a resumed AWS pivot ran CAPA without its credentials and a hosts
  * pivot started no forwarder for the agents. The attach is intercepted: what matters is the
- * request pivot makes, not a control plane.
+ * install pivot hands attachManagement, and the local control plane that makes
+ * (localManagement), not a control plane.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -12,16 +13,19 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { nullSink } from '../events.js';
-import type { LocalControlPlaneRequest } from './local-controlplane.js';
+import type { InstallManagement, LocalControlPlaneRequest } from '../management/attach.js';
 
 const seen: LocalControlPlaneRequest[] = [];
-vi.mock('./local-controlplane.js', async (importOriginal) => ({
-  ...(await importOriginal<typeof import('./local-controlplane.js')>()),
-  attachLocalControlPlane: async (request: LocalControlPlaneRequest) => {
-    seen.push(request);
-    throw new Error('attach intercepted');
-  },
-}));
+vi.mock('../management/attach.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../management/attach.js')>();
+  return {
+    ...actual,
+    attachManagement: async (install: InstallManagement) => {
+      seen.push(actual.localManagement(install));
+      throw new Error('attach intercepted');
+    },
+  };
+});
 const { pivot } = await import('./pivot.js');
 
 let dir = '';

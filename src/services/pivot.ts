@@ -15,7 +15,7 @@ import path from 'node:path';
 import { exists } from '../files.js';
 import { readInstallConfig } from '../assets/index.js';
 import { capiCoreApiVersion } from '../capi.js';
-import { installConfigFile, installConfigFileName } from '../config/index.js';
+import { installConfigFile, installConfigFileName, type InstallConfig } from '../config/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
 import { ExternalError, InternalError, ProvisionerError, UsageError, messageOf } from '../errors.js';
@@ -28,7 +28,7 @@ import { phaseIndex, readPivotJournal, writePivotJournal, type PivotJournal, typ
 import { coreKinds, describePlan, discoverMoveKinds, journalFor, planMove, preflight, rollbackPivot, runPivot, type FencedSource, type MovePlan } from '../pivot/move.js';
 import { platformOfDocument, type Platform } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
-import { attachLocalControlPlane, installControlPlane, type AttachedControlPlane, type LocalControlPlaneRequest } from './local-controlplane.js';
+import { attachManagement, type AttachedControlPlane } from '../management/attach.js';
 import { recordExternalManagement } from '../installdir/management.js';
 import { recordRelativePath } from '../installdir/paths.js';
 
@@ -73,17 +73,17 @@ async function platformOfInstall(dir: string): Promise<Platform | undefined> {
 }
 
 /**
- * The source as create cluster ran it (`installControlPlane`): a pivot that has to start a
- * stopped control plane again (a resume after a kill) runs the cloud controller with its
- * credentials and the forwarder where the hosts' agents reach it. An install config that no
- * longer validates (edited since) gives the platform's controllers only, with a warning.
+ * The install config as create cluster ran the source with, so that a pivot that has to start
+ * a stopped control plane again (a resume after a kill) runs the cloud controller with its
+ * credentials and the forwarder where the hosts' agents reach it. One that no longer
+ * validates (edited since) gives undefined, with a warning: the platform's controllers only.
  */
-async function sourceControlPlane(dir: string, platform: Platform | undefined, sink: EventSink, signal: AbortSignal): Promise<Partial<LocalControlPlaneRequest>> {
+async function sourceConfig(dir: string, sink: EventSink, signal: AbortSignal): Promise<InstallConfig | undefined> {
   try {
-    return installControlPlane(await readInstallConfig({ dir, sink, signal }), dir);
+    return await readInstallConfig({ dir, sink, signal });
   } catch (error) {
     log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(error)}): a stopped local control plane starts without its credentials files and listen address`);
-    return platform ? { controllers: platform.controllers } : {};
+    return undefined;
   }
 }
 
@@ -103,7 +103,7 @@ export async function pivot(request: PivotRequest): Promise<PivotResult> {
   try {
     // Checked before the source boots: a wrong target or a rollback with nothing to undo costs nothing.
     const journal = await openPivotJournal(dir, toKubeconfig, request.rollback ?? false);
-    source = await attachLocalControlPlane({ dir, detached: machinesInController, ...(await sourceControlPlane(dir, platform, sink, signal)), sink, signal });
+    source = await attachManagement({ dir, config: await sourceConfig(dir, sink, signal), platform, detached: machinesInController, sink, signal });
     const result = await pivotFrom({ ...request, dir, toKubeconfig, source, machinesInController, journal });
     if (result.sourceStopped) source = undefined;
     return result;

@@ -26,7 +26,7 @@ import { contentDifference } from '../../src/pivot/graph.js';
 import { sourceUidAnnotation } from '../../src/pivot/move.js';
 import { pivotJournalPath, pivotPhases, readPivotJournal, type PivotPhase } from '../../src/pivot/journal.js';
 import { storageKey, storedKeys } from '../../src/controlplane/etcd-storage.js';
-import { attachedFrom, prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { attachedFrom, prepareLocalControlPlane } from '../../src/management/attach.js';
 import { allControllers } from '../../src/platforms/index.js';
 import { issueRegistrationCommand } from '../../src/agent/registration.js';
 import { pivotFrom, type PivotRequest } from '../../src/services/pivot.js';
