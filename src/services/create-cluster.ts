@@ -35,14 +35,14 @@ import { capiCoreApiVersion } from '../capi.js';
 import { infrastructureReady, stallError } from '../wait/capi.js';
 import { countMachines, topologyOf, waitHealthy } from '../wait/healthy.js';
 import { waitFor } from '../wait/waiter.js';
-import { applyObjects, dryRunObjects } from './apply-objects.js';
-import { createManifests } from './manifests.js';
-import { prepareNodeArtifactsFor } from './node-artifacts.js';
+import { applyObjects, dryRunObjects } from '../apply/objects.js';
+import { createManifests } from '../assets/create-manifests.js';
+import { prepareNodeArtifactsFor } from '../nodeartifacts/prepare.js';
 import { attachManagement, checkListenAddress, checkManagementCluster, installControlPlane, type AttachedControlPlane, type InstallManagement } from '../management/attach.js';
 import { recordedExternalManagement } from '../installdir/management.js';
 import { readPivotJournal } from '../pivot/journal.js';
-import { isUnfinished, pivotFrom } from './pivot.js';
-import { registerRancherLocked, type RancherStrategy } from './rancher.js';
+import { isUnfinished, pivotFrom } from '../pivot/from.js';
+import { registerRancherLocked, type RancherStrategy } from '../handoff/rancher/register.js';
 
 export interface CreateClusterRequest {
   dir: string;

@@ -35,8 +35,8 @@ import { platformFor, type Platform, type ProviderObject, type ReleasedObject } 
 import { attachManagement } from '../management/attach.js';
 import { forgetExternalManagement, recordedExternalManagement } from '../installdir/management.js';
 import { recordPath } from '../installdir/paths.js';
-import { removeRancherRegistration } from './rancher.js';
-import { deregisterFleet } from './fleet.js';
+import { removeRancherRegistration } from '../handoff/rancher/register.js';
+import { deregisterFleet } from '../handoff/fleet/register.js';
 
 export interface DestroyRequest {
   dir: string;

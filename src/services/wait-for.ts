@@ -23,7 +23,7 @@ import { handOff } from '../lifecycle/hand-off.js';
 import { countMachines, waitHealthy } from '../wait/healthy.js';
 import { attachManagement } from '../management/attach.js';
 import { recordedExternalManagement } from '../installdir/management.js';
-import { isUnfinished } from './pivot.js';
+import { isUnfinished } from '../pivot/from.js';
 
 export interface WaitForRequest {
   dir: string;

@@ -29,7 +29,7 @@ import { storageKey, storedKeys } from '../../src/controlplane/etcd-storage.js';
 import { attachedFrom, prepareLocalControlPlane } from '../../src/management/attach.js';
 import { allControllers } from '../../src/platforms/index.js';
 import { issueRegistrationCommand } from '../../src/agent/registration.js';
-import { pivotFrom, type PivotRequest } from '../../src/services/pivot.js';
+import { pivotFrom, type PivotRequest } from '../../src/pivot/from.js';
 import { checkMoved, seedCluster, setClusterPaused } from '../support/move-fixtures.js';
 import { removeInstallDir, waitFor } from './support/controlplane.js';
 import { runTempDir } from '../support/run-dirs.js';
