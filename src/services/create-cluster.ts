@@ -1,7 +1,7 @@
 /**
  * `create cluster`: the main job. Boots (or adopts) the local control plane, applies the
  * manifests in stages with hooks, waits on watches until the cluster is healthy, then
- * hands off. Every stage is timed and journaled (.provisioner/journal.json); running the
+ * hands off. Every stage runs on lifecycle/stages.ts (timed, journaled in the journal); running the
  * command again after Ctrl-C, SIGKILL or a crash resumes: the control plane comes back
  * from its data (or is adopted when still running), applies are idempotent, and waits
  * pick up what is left.
@@ -63,7 +63,7 @@ export interface CreateClusterRequest {
   listenAddress?: string;
   /**
    * Once the cluster is healthy, move its Cluster API objects into this lasting management
-   * cluster (see services/pivot.ts) and wait until it manages the cluster. Default: none (no pivot).
+   * cluster (see pivot/from.ts) and wait until it manages the cluster. Default: none (no pivot).
    */
   pivotTo?: string;
   /**
@@ -260,7 +260,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     }
 
     /**
-     * pivot: the journaled move into `target` (services/pivot.ts), which stops the local
+     * pivot: the journaled move into `target` (pivot/from.ts), which stops the local
      * control plane before the target takes over when the machines live in its controllers; then
      * wait-pivoted: until the target reports the cluster healthy and the workload cluster's
      * API answers with every node Ready, served by whoever manages it now.
