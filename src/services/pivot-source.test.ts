@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { controlPlaneLayout } from '../controlplane/layout.js';
+import { ConfigError } from '../errors.js';
 import { nullSink } from '../events.js';
 import type { InstallManagement, LocalControlPlaneRequest } from '../management/attach.js';
 
@@ -67,5 +68,23 @@ platform:
     expect(seen).toHaveLength(1);
     expect(seen[0]!.credentials?.map((c) => [c.path, c.fileEnv])).toEqual([[credentials, 'AWS_SHARED_CREDENTIALS_FILE']]);
     expect(seen[0]!.controllers?.length).toBeGreaterThan(0);
+  });
+
+  it('refuses a listen address in the install config that is not this machine\'s, naming the field, instead of starting without it', async () => {
+    await writeFile(path.join(dir, 'install-config.yaml'), `apiVersion: provisioner.dev/v1alpha1
+kind: InstallConfig
+metadata:
+  name: prod
+bootstrap:
+  listenAddress: 198.19.255.254
+machinePools:
+  - name: control-plane
+    quantity: 1
+    roles: [etcd, controlPlane]
+`);
+    const error = await pivot({ dir, toKubeconfig: path.join(dir, 'target.kubeconfig'), sink: nullSink, signal: new AbortController().signal }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).message).toContain('bootstrap.listenAddress');
+    expect(seen).toHaveLength(0);
   });
 });
