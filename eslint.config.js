@@ -37,6 +37,10 @@ const noTimerPromises = [
   { name: 'timers/promises', message: timerPromisesMessage },
 ];
 
+// Services are leaves: a use case that needs another's work finds it in a domain module
+// (management/attach.ts, pivot/from.ts, handoff/*/register.ts, apply/objects.ts, ...), never in a service.
+const noOtherServices = { regex: '^\\./|(^|/)services/', message: 'A service never imports another service: move what both need into a domain module (docs/architecture.md, "Layers").' };
+
 const domainModules = ['addons', 'config', 'assets', 'pki', 'controlplane', 'apply', 'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms', 'progress', 'handoff', 'nodeartifacts', 'agent', 'installdir', 'management'];
 // Every block refuses timers/promises too, but for the two modules that own waiting (`timersAllowed`).
 const restrict = (patterns, { timersAllowed = false } = {}) => ({ 'no-restricted-imports': ['error', { paths: timersAllowed ? [] : noTimerPromises, patterns }] });
@@ -58,6 +62,8 @@ export default tseslint.config(
   },
   // CLI, services and top-level files: anything but the Kubernetes client.
   { files: ['src/**/*.ts', 'src/**/*.tsx'], rules: restrict([noKubeClient]) },
+  // Services: nor another service (their tests import the service they test).
+  { files: ['src/services/**/*.ts'], ignores: ['**/*.test.ts'], rules: restrict([noKubeClient, noOtherServices]) },
   {
     files: startupFiles,
     ignores: ['**/*.test.ts'],

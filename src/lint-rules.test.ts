@@ -57,3 +57,18 @@ describe('only installdir/ names .provisioner inside an install directory', () =
     expect(await restrictedSyntax('src/services/planted.ts', "export const group = 'agent.provisioner.dev';\nexport const lock = '.provisioner.lock';\n")).toEqual([]);
   });
 });
+
+describe('services are leaves', () => {
+  it.each([`import { pivotFrom } from './pivot.js';\n`, `import type { PivotResult } from '../services/pivot.js';\n`])('refuses a service importing a service: %s', async (code) => {
+    const messages = await restrictedImports('src/services/planted.ts', code);
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toContain('never imports another service');
+  });
+
+  it('keeps the rules of the block it joined, and lets a service use domain modules and its own test import it', async () => {
+    expect(await restrictedImports('src/services/planted.ts', `import '@kubernetes/client-node';\n`)).toHaveLength(1);
+    expect(await restrictedImports('src/services/planted.ts', `import { setTimeout } from 'node:timers/promises';\n`)).toHaveLength(1);
+    expect(await restrictedImports('src/services/planted.ts', `import { pivotFrom } from '../pivot/from.js';\nimport { attachManagement } from '../management/attach.js';\n`)).toEqual([]);
+    expect(await restrictedImports('src/services/planted.test.ts', `import { pivot } from './pivot.js';\n`)).toEqual([]);
+  });
+});

@@ -39,7 +39,7 @@ import { defaultPdeathsigWrapper } from '../../src/process/managed-process.js';
 import { isAlive, readPidfiles, type PidfileEntry } from '../../src/process/pidfile.js';
 import { allocatePorts } from '../../src/process/ports.js';
 import { httpProbe, type ReadinessProbe } from '../../src/process/probes.js';
-import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { prepareLocalControlPlane } from '../../src/management/attach.js';
 import { cliVersion } from '../../src/version.js';
 import { formatNumber, MB, median, type BenchRecord, type BenchTable } from './record.js';
 

@@ -6,7 +6,7 @@
  * cluster's Secrets), created directly (no machine is provisioned), between two real local
  * control planes from the bundle, in the same run:
  *
- *  - ours: the move of `provisioner pivot --cluster <name>` (services/pivot.ts `pivotFrom`, the
+ *  - ours: the move of `provisioner pivot --cluster <name>` (pivot/from.ts `pivotFrom`, the
  *    one `create cluster --pivot-to` runs: plan, preflight, pause, stop the source's controllers,
  *    copy with 32 requests in flight, verify, remove from the source's storage, unpause; its phases
  *    timed and their API requests counted);
@@ -34,8 +34,8 @@ import type { LocalControlPlane } from '../../src/controlplane/local-controlplan
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { messageOf } from '../../src/errors.js';
 import { nullSink, RecordingSink } from '../../src/events.js';
-import { attachedFrom, prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
-import { pivotFrom } from '../../src/services/pivot.js';
+import { attachedFrom, prepareLocalControlPlane } from '../../src/management/attach.js';
+import { pivotFrom } from '../../src/pivot/from.js';
 import { cliVersion } from '../../src/version.js';
 import type { KubeClient, KubeObject } from '../../src/kube/client.js';
 import { checkMoved, seedCluster, setClusterPaused, snapshotSeeded, type Seeded } from '../../test/support/move-fixtures.js';

@@ -1,7 +1,7 @@
 /**
  * Every flag has an environment twin, and the README says which: its Commands table names
- * every command the program has, and its table of environment twins pairs every flag of
- * every command with its variable. Walks the commander program itself, so a flag added
+ * every command the program has with exactly its flags, and its table of environment twins
+ * pairs every flag of every command with its variable. Walks the commander program itself, so a flag added
  * without `.env(...)` or without a README row fails here.
  */
 import { readFileSync } from 'node:fs';
@@ -90,5 +90,26 @@ describe('environment twins', () => {
       return codeSpans(commands ?? '').map((command) => `${command} ${long} ${env}`);
     });
     expect(documented.sort()).toEqual(await programTwins());
+  });
+
+  it("the README's Commands table gives each command exactly the flags it has", async () => {
+    const program = await fullProgram();
+    const global = new Set(program.options.map((o) => o.long));
+    const declared = new Map(leafCommands(program).map((c) => [c.name, c.options.map((o) => o.long ?? '').filter((f) => !global.has(f)).sort()]));
+    const rows = tableAfter('## Commands').flatMap((row) =>
+      codeSpans(row[0] ?? '').flatMap((usage) => {
+        const flags = [...new Set([...usage.matchAll(/(?<![\w-])(--[a-z][a-z-]*|-[a-z])\b/g)].map((m) => m[1] ?? ''))];
+        // A short flag in the usage stands for its long one.
+        const longs = (name: string) => flags.map((f) => (f.startsWith('--') ? f : (leafCommands(program).find((c) => c.name === name)?.options.find((o) => o.short === f)?.long ?? f)));
+        return commandsOf(usage).map((name) => ({ name, flags: longs(name) }));
+      }),
+    );
+    const documented = new Map<string, Set<string>>();
+    for (const { name, flags } of rows) documented.set(name, new Set([...(documented.get(name) ?? []), ...flags]));
+    const differences = [...declared].flatMap(([name, flags]) => {
+      const readmeFlags = [...(documented.get(name) ?? [])].sort();
+      return JSON.stringify(readmeFlags) === JSON.stringify(flags) ? [] : [`${name}: README ${readmeFlags.join(' ') || '(none)'}; program ${flags.join(' ') || '(none)'}`];
+    });
+    expect(differences).toEqual([]);
   });
 });

@@ -16,7 +16,7 @@ export const recordFileNames = {
   assetState: 'state.json',
   /** The pivot's phases and objects (pivot/journal.ts). */
   pivot: 'pivot.json',
-  /** The existing management cluster this install uses (services/local-controlplane.ts). */
+  /** The existing management cluster this install uses (management/attach.ts). */
   management: 'management.json',
   /** The Rancher this install was handed to (handoff/rancher/journal.ts). */
   rancher: 'rancher.json',

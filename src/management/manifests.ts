@@ -77,7 +77,7 @@ export interface WebhookCertificates {
   serving: ReadonlyMap<string, CertificateAndKey>;
 }
 
-/** The objects in the order they are applied; each phase waits for the one before (see services/management-install.ts). */
+/** The objects in the order they are applied; each phase waits for the one before (see management/install.ts). */
 export interface ManagementObjects {
   namespaces: KubeObject[];
   crds: KubeObject[];

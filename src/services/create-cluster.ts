@@ -1,7 +1,7 @@
 /**
  * `create cluster`: the main job. Boots (or adopts) the local control plane, applies the
  * manifests in stages with hooks, waits on watches until the cluster is healthy, then
- * hands off. Every stage is timed and journaled (.provisioner/journal.json); running the
+ * hands off. Every stage runs on lifecycle/stages.ts (timed, journaled in the journal); running the
  * command again after Ctrl-C, SIGKILL or a crash resumes: the control plane comes back
  * from its data (or is adopted when still running), applies are idempotent, and waits
  * pick up what is left.
@@ -24,10 +24,11 @@ import { durationToMs, type HookStage, type InstallConfig } from '../config/inde
 import { ConfigError, ProvisionerError, UsageError, messageOf } from '../errors.js';
 import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
-import { KubeClient, apiRequestsMade, describeRef, type KubeObject } from '../kube/client.js';
+import { KubeClient, describeRef, type KubeObject } from '../kube/client.js';
 import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
 import { handOff } from '../lifecycle/hand-off.js';
 import { Journal } from '../lifecycle/journal.js';
+import { StageRunner, type Stage } from '../lifecycle/stages.js';
 import { runUserHooks, type UserHook } from '../lifecycle/hooks.js';
 import { platformFor, prunableKinds, type Platform, type PlatformHookContext } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
@@ -35,14 +36,16 @@ import { capiCoreApiVersion } from '../capi.js';
 import { infrastructureReady, stallError } from '../wait/capi.js';
 import { countMachines, topologyOf, waitHealthy } from '../wait/healthy.js';
 import { waitFor } from '../wait/waiter.js';
-import { applyObjects, dryRunObjects } from './apply-objects.js';
-import { createManifests } from './manifests.js';
-import { prepareNodeArtifactsFor } from './node-artifacts.js';
-import { attachExternalManagement, attachLocalControlPlane, checkListenAddress, checkManagementCluster, installControlPlane, type AttachedControlPlane } from './local-controlplane.js';
+import { applyObjects, dryRunObjects } from '../apply/objects.js';
+import { createManifests } from '../assets/create-manifests.js';
+import { prepareNodeArtifactsFor } from '../nodeartifacts/prepare.js';
+import { attachManagement, checkListenAddress, checkManagementCluster, installControlPlane, type AttachedControlPlane, type InstallManagement } from '../management/attach.js';
 import { recordedExternalManagement } from '../installdir/management.js';
 import { readPivotJournal } from '../pivot/journal.js';
-import { installSelfManagement, isUnfinished, pivotFrom, pivotTargetKubeconfig, selfTarget } from './pivot.js';
-import { registerRancherLocked, type RancherStrategy } from './rancher.js';
+import { isUnfinished, pivotFrom } from '../pivot/from.js';
+import { installSelfManagement } from '../pivot/self.js';
+import { isSelfManaged, pivotTargetKubeconfig, selfTarget } from '../pivot/target.js';
+import { registerRancherLocked, type RancherStrategy } from '../handoff/rancher/register.js';
 
 export interface CreateClusterRequest {
   dir: string;
@@ -62,7 +65,7 @@ export interface CreateClusterRequest {
   listenAddress?: string;
   /**
    * Once the cluster is healthy, move its Cluster API objects into this lasting management
-   * cluster (see services/pivot.ts) and wait until it manages the cluster; `self` installs the
+   * cluster (see pivot/from.ts) and wait until it manages the cluster; `self` installs the
    * providers into the new cluster and moves them there (pivotToSelf's path). Default: none (no pivot).
    */
   pivotTo?: string;
@@ -87,11 +90,6 @@ export interface CreateClusterResult {
 
 const listenAddressFlag = '--listen-address';
 
-/** The local control plane of `create cluster`: the install's (`installControlPlane`), with `--listen-address` winning over the config's. */
-export function createClusterControlPlane(config: InstallConfig, request: Pick<CreateClusterRequest, 'listenAddress'>, dir: string): ReturnType<typeof installControlPlane> {
-  const install = installControlPlane(config, dir);
-  return request.listenAddress ? { ...install, listenAddress: request.listenAddress, listenAddressFrom: listenAddressFlag } : install;
-}
 
 /** Where the final state of every CAPI object is written (never a Secret's data). */
 
@@ -111,40 +109,15 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
   try {
     const journal = await Journal.open(dir);
     const resumed = journal.runs > 0;
-    const timings: { name: string; durationMs: number }[] = [];
     if (!request.dryRun) {
       const run = await journal.beginRun();
       if (resumed) log(sink, 'info', `Resuming: run ${run} on ${dir}`);
     }
-    const stage = async <T>(name: string, body: () => Promise<T>, options: { skipIfDone?: boolean } = {}): Promise<T | undefined> => {
-      if (options.skipIfDone && journal.succeeded(name)) {
-        sink.emit({ type: 'stage', stage: name, state: 'skipped', message: 'done in an earlier run' });
-        return undefined;
-      }
-      signal.throwIfAborted();
-      const started = performance.now();
-      const requestsBefore = apiRequestsMade();
-      // Journaled before it is announced: a kill right after the user (or a test) saw "started" finds it in the journal.
-      if (!request.dryRun) await journal.start(name);
-      sink.emit({ type: 'stage', stage: name, state: 'started' });
-      try {
-        const result = await body();
-        const durationMs = performance.now() - started;
-        timings.push({ name, durationMs });
-        if (!request.dryRun) await journal.finish(name, 'succeeded', durationMs);
-        sink.emit({ type: 'stage', stage: name, state: 'succeeded', durationMs, requests: apiRequestsMade() - requestsBefore });
-        return result;
-      } catch (error) {
-        const durationMs = performance.now() - started;
-        const interrupted = signal.aborted;
-        if (!request.dryRun) await journal.finish(name, interrupted ? 'interrupted' : 'failed', durationMs, messageOf(error));
-        sink.emit({ type: 'stage', stage: name, state: 'failed', durationMs, message: messageOf(error) });
-        throw error;
-      }
-    };
+    const stages = new StageRunner({ journal, sink, signal, dryRun: request.dryRun ?? false });
+    const timings = stages.timings;
 
     // Manifests: generated if missing, user edits kept; conflicts stop here, before anything runs.
-    const manifests = (await stage('manifests', () => createManifests({ dir, regenerate: [], keepEdits: false, sink: withoutResults(sink), signal })))!;
+    const manifests = await stages.value('manifests', () => createManifests({ dir, regenerate: [], keepEdits: false, sink: withoutResults(sink), signal }));
     const { config } = manifests;
     const objects = manifests.manifests.files.flatMap((f) => f.objects as unknown as KubeObject[]);
     const clusterName = config.metadata.name;
@@ -153,11 +126,21 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const platform = platformFor(config);
     // A dry-run changes nothing, so its control plane is temporary on every platform.
     keepRunning = platform.lifecycle.machinesInController && !request.dryRun;
-    const localControlPlane = { dir, detached: keepRunning, ...createClusterControlPlane(config, request, dir), sink, signal };
-    credentialFiles = (localControlPlane.credentials ?? []).map((c) => c.path);
+    credentialFiles = (installControlPlane(config, dir).credentials ?? []).map((c) => c.path);
 
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
     if (external) keepRunning = false;
+    // With `--listen-address` winning over the config's.
+    const management: InstallManagement = {
+      dir,
+      config,
+      external,
+      infrastructure: infrastructureKinds(objects),
+      detached: keepRunning,
+      ...(request.listenAddress ? { listenAddress: { address: request.listenAddress, flag: listenAddressFlag } } : {}),
+      sink,
+      signal,
+    };
     const noProgressTimeoutMs = request.noProgressTimeoutMs;
     const healthy = { clusterName, namespace, expectedMachines, podNetwork: config.networking.cni !== 'none', sink, signal, ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}) };
     const pivotTo = request.pivotTo ? pivotTargetKubeconfig(dir, request.pivotTo) : undefined;
@@ -171,19 +154,18 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     // A move in flight goes first: the source may already have let go of objects, so nothing may be re-applied to it.
     if (!request.dryRun && !external && isUnfinished(pendingPivot)) {
       log(sink, 'info', `An unfinished pivot (phase ${pendingPivot.phase}) is resumed before anything else`);
-      controlPlane = (await stage('controlplane', () => attachLocalControlPlane(localControlPlane)))!;
+      controlPlane = await stages.value('controlplane', () => attachManagement(management));
       const pivoted = await pivotStages(pivotTo ?? pendingPivot.targetKubeconfig);
       await rancherStage();
       await journal.complete();
       return { kubeconfig: path.join(dir, 'auth', 'kubeconfig'), managementKubeconfig: pivoted, controlPlaneRunning: false, resumed, stages: timings, pivotedTo: pivoted };
     }
 
-    controlPlane = (await stage('controlplane', async () => {
-      if (external) return attachExternalManagement(external, dir, infrastructureKinds(objects));
+    controlPlane = await stages.value('controlplane', async () => {
       // The target of a pivot is checked before anything is created: a missing provider there is known now, not after the cluster is up.
-      if (pivotTo && !request.dryRun && request.pivotTo !== selfTarget) (await checkManagementCluster(pivotTo, infrastructureKinds(objects))).close();
-      return attachLocalControlPlane(localControlPlane);
-    }))!;
+      if (!external && pivotTo && !request.dryRun && request.pivotTo !== selfTarget) (await checkManagementCluster(pivotTo, infrastructureKinds(objects))).close();
+      return attachManagement(management);
+    });
     const client = controlPlane.client;
     const hookContext = (name: string) => ({ stage: name, dir, kubeconfig: controlPlane!.kubeconfig, events: sink, signal });
     /** A hook stage: the platform's hook, then the user's hooks of that stage. */
@@ -207,15 +189,16 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
      * safe to call again by contract, runs on every run (a later run may scale a pool onto
      * hosts that have yet to register, or find the control plane serving on new ports).
      */
-    const hookStage = async (which: HookStage, name: string) => {
-      const done = !request.dryRun && journal.succeeded(`hooks/${name}`);
-      await stage(`hooks/${name}`, hooks(which, name), { skipIfDone: true });
-      if (done) await platform.hooks?.[which]?.(platformHookContext());
-    };
+    const hookStage = (which: HookStage, name: string): Stage => ({
+      name: `hooks/${name}`,
+      run: hooks(which, name),
+      once: true,
+      whenDone: async () => void (await platform.hooks?.[which]?.(platformHookContext())),
+    });
 
     const owner = manifests.manifests.generated.owner;
     const applyRequest = { owner, sink, signal, prunableKinds: prunableKinds(platform) };
-    const preflight = (await stage('preflight', async () => {
+    const preflight = await stages.value('preflight', async () => {
       const { problems, planText } = await dryRunObjects(client, objects, applyRequest);
       if (problems.length > 0) {
         throw new ConfigError(`${problems.length} manifest(s) were refused by the API server's validation`, problems, {
@@ -223,16 +206,14 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
         });
       }
       return planText;
-    }))!;
+    });
     if (request.dryRun) {
       sink.emit({ type: 'result', kind: 'dry-run', text: `${preflight}\n${objects.length} objects valid; nothing applied`, data: { objects: objects.map(describeRef) } });
       return { kubeconfig: '', managementKubeconfig: controlPlane.kubeconfig, controlPlaneRunning: false, resumed, stages: timings };
     }
 
     const byStage = partitionByStage(objects);
-    await hookStage('preProvision', 'pre-provision');
-    await stage('infrastructure', () => applyObjects(client, byStage.infrastructure, applyRequest));
-    await stage('wait-infrastructure', () =>
+    const waitInfrastructure = () =>
       waitFor(client, {
         what: 'the infrastructure',
         kinds: [
@@ -245,15 +226,21 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
         signal,
         fatal: controlPlane!.fatal,
         ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
-      }),
-    );
-    await hookStage('infraReady', 'infra-ready');
-    await hookStage('bootstrapData', 'bootstrap-data');
-    await stage('control-plane', () => applyObjects(client, byStage.controlPlane, applyRequest));
-    await stage('workers', () => applyObjects(client, byStage.workers, applyRequest, { prune: true, all: objects }));
-    await stage('wait-cluster', () => withMachineFailures(platform, platformHookContext, controlPlane!.fatal, (fatal) => waitHealthy(client, { ...healthy, what: 'the control plane and nodes', fatal, settle: pivotTo ? 'conditions' : 'nodes' }), signal));
-    await hookStage('postProvision', 'post-provision');
-    const kubeconfig = (await stage('hand-off', () => handOff(client, dir, clusterName, namespace, platform.lifecycle.stateKinds)))!;
+      });
+    let kubeconfig = '';
+    // The provisioning, in order; every stage but the hooks runs again on a resume (applies and waits are idempotent).
+    await stages.runAll([
+      hookStage('preProvision', 'pre-provision'),
+      { name: 'infrastructure', run: () => applyObjects(client, byStage.infrastructure, applyRequest) },
+      { name: 'wait-infrastructure', run: waitInfrastructure },
+      hookStage('infraReady', 'infra-ready'),
+      hookStage('bootstrapData', 'bootstrap-data'),
+      { name: 'control-plane', run: () => applyObjects(client, byStage.controlPlane, applyRequest) },
+      { name: 'workers', run: () => applyObjects(client, byStage.workers, applyRequest, { prune: true, all: objects }) },
+      { name: 'wait-cluster', run: () => withMachineFailures(platform, platformHookContext, controlPlane!.fatal, (fatal) => waitHealthy(client, { ...healthy, what: 'the control plane and nodes', fatal, settle: pivotTo ? 'conditions' : 'nodes' }), signal) },
+      hookStage('postProvision', 'post-provision'),
+      { name: 'hand-off', run: async () => void (kubeconfig = await handOff(client, dir, clusterName, namespace, platform.lifecycle.stateKinds)) },
+    ]);
     if (pivotTo && external) {
       log(sink, 'info', `The cluster is already managed by the cluster of ${external}: nothing to pivot`);
     } else if (pivotTo) {
@@ -270,13 +257,13 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     async function rancherStage(): Promise<void> {
       const rancher = request.registerRancher;
       if (!rancher) return;
-      await stage('register-rancher', () =>
+      await stages.run('register-rancher', () =>
         registerRancherLocked({ dir, rancherKubeconfig: rancher.kubeconfig, ...(rancher.strategy ? { strategy: rancher.strategy } : {}), sink, signal, ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}) }),
       );
     }
 
     /**
-     * pivot: the journaled move into `target` (services/pivot.ts), which stops the local
+     * pivot: the journaled move into `target` (pivot/from.ts), which stops the local
      * control plane before the target takes over when the machines live in its controllers; then
      * wait-pivoted: until the target reports the cluster healthy and the workload cluster's
      * API answers with every node Ready, served by whoever manages it now.
@@ -284,15 +271,15 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     async function pivotStages(target: string): Promise<string> {
       const source = controlPlane!;
       const { machinesInController } = platform.lifecycle;
-      if (target === pivotTargetKubeconfig(dir, selfTarget)) await stage('management-install', () => installSelfManagement({ dir, lockHeld: true, sink, signal }));
-      const moved = (await stage('pivot', () => pivotFrom({ dir, toKubeconfig: target, source, machinesInController, sink, signal })))!;
+      if (isSelfManaged(dir, target)) await stages.value('management-install', () => installSelfManagement({ dir, lockHeld: true, sink, signal }));
+      const moved = await stages.value('pivot', () => pivotFrom({ dir, toKubeconfig: target, source, machinesInController, sink, signal }));
       if (moved.sourceStopped) controlPlane = undefined;
       else if (!machinesInController) {
         // A temporary control plane with nothing left to manage: stopped now rather than after the wait.
         await source.stop();
         controlPlane = undefined;
       }
-      await stage('wait-pivoted', async () => {
+      await stages.run('wait-pivoted', async () => {
         const managed = KubeClient.fromFile(target);
         try {
           await waitHealthy(managed, { ...healthy, what: `the cluster under its new management (${managed.server})` });

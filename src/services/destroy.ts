@@ -32,12 +32,12 @@ import { waitFor } from '../wait/waiter.js';
 import { readInstallConfig } from '../assets/index.js';
 import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
 import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
-import { attachExternalManagement, attachLocalControlPlane, installControlPlane } from './local-controlplane.js';
+import { attachManagement } from '../management/attach.js';
 import { forgetExternalManagement, recordedExternalManagement } from '../installdir/management.js';
 import { recordPath } from '../installdir/paths.js';
-import { removeRancherRegistration } from './rancher.js';
-import { deregisterFleet } from './fleet.js';
-import { pivotTargetKubeconfig, selfTarget } from './pivot.js';
+import { removeRancherRegistration } from '../handoff/rancher/register.js';
+import { deregisterFleet } from '../handoff/fleet/register.js';
+import { isSelfManaged } from '../pivot/target.js';
 
 export interface DestroyRequest {
   dir: string;
@@ -68,7 +68,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     // The Fleet Cluster and its kubeconfig Secret, by their labels, while the manager is still recorded.
     await deregisterFleet({ dir, sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
     const external = await recordedExternalManagement(dir);
-    if (external && path.resolve(external) === pivotTargetKubeconfig(dir, selfTarget)) {
+    if (external && isSelfManaged(dir, external)) {
       // Deleted from inside, the cluster would remove its own control plane, and the controllers doing the deletion with it.
       throw new UsageError(`The cluster of ${dir} manages itself (pivoted with --to self): destroy cluster cannot delete it from inside itself, and the move back into a local control plane that would let it is not built yet`, {
         hint: `Scale its worker pools to 0 from inside (\`kubectl --kubeconfig ${external} scale machinedeployment …\`) to reset the worker hosts; reset the control-plane host with \`kubeadm reset\` on it.`,
@@ -85,8 +85,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     // The platform's controllers delete its infrastructure, with its credentials; an unreadable config: every bundled provider.
     const platform = config ? platformFor(config) : undefined;
     // As create cluster ran it (the controllers, their credentials, where hosts reach it: machines on hosts run their reset plans through it).
-    const install = config ? installControlPlane(config, dir) : {};
-    const controlPlane = external ? await attachExternalManagement(external, dir, []) : await attachLocalControlPlane({ dir, detached: false, ...install, sink, signal });
+    const controlPlane = await attachManagement({ dir, config, external, detached: false, sink, signal });
     const deleted: string[] = [];
     try {
       const clusters = await controlPlane.client.list<KubeObject>(capiCoreApiVersion, 'Cluster', selector ? { labelSelector: selector } : {});
@@ -255,7 +254,7 @@ export async function destroyBootstrap(request: DestroyRequest): Promise<{ remov
     }
     if (!request.force) {
       // Reading the Clusters needs etcd and the API server only: no controller starts to act on them.
-      const controlPlane = await attachLocalControlPlane({ dir, detached: false, reconcile: false, sink, signal });
+      const controlPlane = await attachManagement({ dir, config: undefined, detached: false, reconcile: false, sink, signal });
       let clusters: KubeObject[];
       try {
         clusters = await controlPlane.client.list<KubeObject>(capiCoreApiVersion, 'Cluster');

@@ -21,7 +21,7 @@ import { gatherBundle, type GatherResult } from '../gather/collect.js';
 import { KubeClient } from '../kube/client.js';
 import { acquireDirLock } from '../process/lock.js';
 import { recordedExternalManagement } from '../installdir/management.js';
-import { installControlPlane, prepareLocalControlPlane } from './local-controlplane.js';
+import { installControlPlane, prepareLocalControlPlane } from '../management/attach.js';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
 import { installConfigFileName } from '../config/index.js';
 

@@ -11,7 +11,7 @@ import { publishAgentServer } from '../pivot/agents.js';
 import { log, type EventSink } from '../events.js';
 import { acquireDirLock } from '../process/lock.js';
 import { findStale } from '../process/pidfile.js';
-import { checkListenAddress, checkRunningListenAddress, prepareLocalControlPlane } from './local-controlplane.js';
+import { checkListenAddress, checkRunningListenAddress, prepareLocalControlPlane } from '../management/attach.js';
 
 export interface ManagementRequest {
   dir: string;

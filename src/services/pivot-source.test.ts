@@ -4,24 +4,29 @@
  * files they read and the listen address where the hosts reach it. Before, pivot.ts gave the
  * controllers only, so a resumed AWS pivot ran CAPA without its credentials and a hosts
  * pivot started no forwarder for the agents. The attach is intercepted: what matters is the
- * request pivot makes, not a control plane.
+ * install pivot hands attachManagement, and the local control plane that makes
+ * (localManagement), not a control plane.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { controlPlaneLayout } from '../controlplane/layout.js';
+import { ConfigError } from '../errors.js';
 import { nullSink } from '../events.js';
-import type { LocalControlPlaneRequest } from './local-controlplane.js';
+import type { InstallManagement, LocalControlPlaneRequest } from '../management/attach.js';
 
 const seen: LocalControlPlaneRequest[] = [];
-vi.mock('./local-controlplane.js', async (importOriginal) => ({
-  ...(await importOriginal<typeof import('./local-controlplane.js')>()),
-  attachLocalControlPlane: async (request: LocalControlPlaneRequest) => {
-    seen.push(request);
-    throw new Error('attach intercepted');
-  },
-}));
+vi.mock('../management/attach.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../management/attach.js')>();
+  return {
+    ...actual,
+    attachManagement: async (install: InstallManagement) => {
+      seen.push(actual.localManagement(install));
+      throw new Error('attach intercepted');
+    },
+  };
+});
 const { pivot } = await import('./pivot.js');
 
 let dir = '';
@@ -63,5 +68,23 @@ platform:
     expect(seen).toHaveLength(1);
     expect(seen[0]!.credentials?.map((c) => [c.path, c.fileEnv])).toEqual([[credentials, 'AWS_SHARED_CREDENTIALS_FILE']]);
     expect(seen[0]!.controllers?.length).toBeGreaterThan(0);
+  });
+
+  it('refuses a listen address in the install config that is not this machine\'s, naming the field, instead of starting without it', async () => {
+    await writeFile(path.join(dir, 'install-config.yaml'), `apiVersion: provisioner.dev/v1alpha1
+kind: InstallConfig
+metadata:
+  name: prod
+bootstrap:
+  listenAddress: 198.19.255.254
+machinePools:
+  - name: control-plane
+    quantity: 1
+    roles: [etcd, controlPlane]
+`);
+    const error = await pivot({ dir, toKubeconfig: path.join(dir, 'target.kubeconfig'), sink: nullSink, signal: new AbortController().signal }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).message).toContain('bootstrap.listenAddress');
+    expect(seen).toHaveLength(0);
   });
 });

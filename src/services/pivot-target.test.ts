@@ -12,7 +12,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { nullSink } from '../events.js';
 import { writePivotJournal } from '../pivot/journal.js';
-import { pivotTargetKubeconfig, pivotToSelf, selfTarget } from './pivot.js';
+import { pivotTargetKubeconfig, selfTarget } from '../pivot/target.js';
+import { pivotToSelf } from './pivot.js';
 
 describe('pivotTargetKubeconfig', () => {
   it('self is the install directory\'s own auth/kubeconfig, absolute', () => {

@@ -21,9 +21,9 @@ import { acquireDirLock } from '../process/lock.js';
 import { platformFor } from '../platforms/index.js';
 import { handOff } from '../lifecycle/hand-off.js';
 import { countMachines, waitHealthy } from '../wait/healthy.js';
-import { attachExternalManagement, attachLocalControlPlane, installControlPlane, type AttachedControlPlane } from './local-controlplane.js';
+import { attachManagement } from '../management/attach.js';
 import { recordedExternalManagement } from '../installdir/management.js';
-import { isUnfinished } from './pivot.js';
+import { isUnfinished } from '../pivot/from.js';
 
 export interface WaitForRequest {
   dir: string;
@@ -62,13 +62,8 @@ export async function waitForInstallComplete(request: WaitForRequest): Promise<W
     const platform = platformFor(config);
     // When the local control plane runs the machines, once started it stays up, as create cluster leaves it.
     const keepRunning = !external && platform.lifecycle.machinesInController;
-    let management: AttachedControlPlane;
-    if (external) {
-      log(sink, 'info', `Asking the management cluster of ${external}, which manages this install`);
-      management = await attachExternalManagement(external, dir, []);
-    } else {
-      management = await attachLocalControlPlane({ dir, detached: keepRunning, ...installControlPlane(config, dir), sink, signal });
-    }
+    if (external) log(sink, 'info', `Asking the management cluster of ${external}, which manages this install`);
+    const management = await attachManagement({ dir, config, external, detached: keepRunning, sink, signal });
     try {
       await waitHealthy(management.client, {
         clusterName: config.metadata.name,

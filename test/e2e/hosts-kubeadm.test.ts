@@ -20,7 +20,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBinaryCatalog } from '../../src/embedded/catalog.js';
 import { kubeadmPauseTag } from '../../src/nodeartifacts/node-images.js';
-import { prepareNodeArtifactsFor, type ServedNodeArtifact } from '../../src/services/node-artifacts.js';
+import { prepareNodeArtifactsFor, type ServedNodeArtifact } from '../../src/nodeartifacts/prepare.js';
 import { waitFor } from '../integration/support/controlplane.js';
 import { testClusterNetworking, type TestHost } from '../support/netns.js';
 import { ensureBuilt } from './support/cli.js';

@@ -14,7 +14,7 @@ import type { LocalControlPlane } from '../../src/controlplane/local-controlplan
 import { RecordingSink } from '../../src/events.js';
 import { installCrds, loadCrds } from '../../src/handoff/crds.js';
 import { KubeClient, type KubeObject } from '../../src/kube/client.js';
-import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { prepareLocalControlPlane } from '../../src/management/attach.js';
 import { killRecorded } from '../integration/support/controlplane.js';
 import { RancherDouble } from '../support/rancher-double.js';
 import { cli, ensureBuilt, kubectl, readJournal, waitForInMemoryPort } from './support/cli.js';

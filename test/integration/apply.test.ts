@@ -23,7 +23,7 @@ import { RecordingSink } from '../../src/events.js';
 import type { KubeObject } from '../../src/kube/client.js';
 import { generateManifests, type GeneratedManifest } from '../../src/platforms/generate.js';
 import { defaultPlatform, installConfigSchema } from '../../src/platforms/registry.js';
-import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { prepareLocalControlPlane } from '../../src/management/attach.js';
 import { removeInstallDir, tempInstallDir, waitFor } from './support/controlplane.js';
 
 const clusterName = 'apply-it';

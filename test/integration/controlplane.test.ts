@@ -15,7 +15,7 @@ import { loadCatalog } from '../../src/embedded/catalog.js';
 import { RecordingSink, type ProcessEvent } from '../../src/events.js';
 import { KubeApiError, type KubeObject } from '../../src/kube/client.js';
 import { httpProbe } from '../../src/process/probes.js';
-import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { prepareLocalControlPlane } from '../../src/management/attach.js';
 import {
   aliveRecorded,
   expectedProcessCount,

@@ -22,7 +22,7 @@ import type { KubeClient, KubeObject } from '../../src/kube/client.js';
 import { destroyCluster } from '../../src/services/destroy.js';
 import { fleetRecordFile, registerFleet, type RegistrationMode } from '../../src/services/fleet.js';
 import { createInstallConfig } from '../../src/services/install-config.js';
-import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { prepareLocalControlPlane } from '../../src/management/attach.js';
 import { defaultPlatform } from '../../src/platforms/registry.js';
 import { FleetDouble } from '../support/fleet-double.js';
 import { removeInstallDir, tempInstallDir, waitFor } from './support/controlplane.js';

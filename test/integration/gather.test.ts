@@ -18,7 +18,7 @@ import { gatherBundle } from '../../src/gather/collect.js';
 import type { KubeObject } from '../../src/kube/client.js';
 import { destroyBootstrap } from '../../src/services/destroy.js';
 import { gatherBootstrap } from '../../src/services/gather.js';
-import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { prepareLocalControlPlane } from '../../src/management/attach.js';
 import { expectedProcessCount } from './support/controlplane.js';
 import { runTempDir } from '../support/run-dirs.js';
 

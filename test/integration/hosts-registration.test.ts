@@ -23,7 +23,7 @@ import { RecordingSink, type ProgressEvent, type ResultEvent } from '../../src/e
 import { installConfigSchema, platformNamed } from '../../src/platforms/registry.js';
 import { destroyHostsCluster, waitForHosts, watchHostPlans } from '../../src/platforms/hosts/registration.js';
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
-import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { prepareLocalControlPlane } from '../../src/management/attach.js';
 import { tempInstallDir, waitFor } from './support/controlplane.js';
 
 const config = (workers: number, clusterName: string): InstallConfig =>

@@ -22,8 +22,8 @@ import { RecordingSink } from '../../src/events.js';
 import type { KubeObject } from '../../src/kube/client.js';
 import { generateManifests } from '../../src/platforms/generate.js';
 import { installConfigSchema, platformFor, platforms, prunableKinds } from '../../src/platforms/registry.js';
-import { applyObjects, dryRunObjects } from '../../src/services/apply-objects.js';
-import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { applyObjects, dryRunObjects } from '../../src/apply/objects.js';
+import { prepareLocalControlPlane } from '../../src/management/attach.js';
 import { removeInstallDir, tempInstallDir, waitFor } from './support/controlplane.js';
 
 const goldenRoot = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../fixtures/golden');

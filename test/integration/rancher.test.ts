@@ -22,7 +22,7 @@ import { installCrds, loadCrds } from '../../src/handoff/crds.js';
 import { readRancherRecord, rancherRecordPath } from '../../src/handoff/rancher/journal.js';
 import type { KubeClient, KubeObject } from '../../src/kube/client.js';
 import { destroyCluster } from '../../src/services/destroy.js';
-import { prepareLocalControlPlane } from '../../src/services/local-controlplane.js';
+import { prepareLocalControlPlane } from '../../src/management/attach.js';
 import { importToRancher, registerRancher } from '../../src/services/rancher.js';
 import { RancherDouble } from '../support/rancher-double.js';
 import { removeInstallDir, tempInstallDir, waitFor } from './support/controlplane.js';

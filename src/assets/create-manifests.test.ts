@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../errors.js';
 import { RecordingSink } from '../events.js';
-import { createManifests } from './manifests.js';
+import { createManifests } from './create-manifests.js';
 
 const config = `apiVersion: provisioner.dev/v1alpha1
 kind: InstallConfig

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { BundledComponents } from '../embedded/manifest.js';
 import { RecordingSink } from '../events.js';
 import { platforms, type ControllerRequirement, type CredentialFileReference } from '../platforms/index.js';
-import { credentialsArgs, credentialsEnv, planProviders } from './local-controlplane.js';
+import { credentialsArgs, credentialsEnv, planProviders } from './attach.js';
 
 /** A bundle as the build writes it: the core and in-memory providers served by capi-manager, AWS's own, and a CRD-only one. */
 const components: BundledComponents[] = [

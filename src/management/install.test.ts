@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describePlan, type ManagementInstallResult } from './management-install.js';
+import { describePlan, type ManagementInstallResult } from './install.js';
 
 describe('describePlan (--dry-run)', () => {
   it('names each Deployment and image, the certificates to issue and every object it would create or apply over', () => {

@@ -10,7 +10,7 @@ import { loadBinaryCatalog } from '../embedded/catalog.js';
 import { EnvironmentError } from '../errors.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { readListenRecord } from '../controlplane/local-controlplane.js';
-import { loadedImages } from '../nodeartifacts/loaded-images.js';
+import { loadedImages } from './loaded-images.js';
 import {
   ensureNodeImages,
   nodeBinaryNames,
@@ -20,7 +20,7 @@ import {
   userlandLayerName,
   type NodeArtifact,
   type NodeBinary,
-} from '../nodeartifacts/node-images.js';
+} from './node-images.js';
 
 export interface NodeArtifactsRequest extends Pick<CacheOptions, 'sink' | 'signal' | 'cacheDir' | 'env'> {
   /** Install directory whose control plane serves the artifacts. */

@@ -1,8 +1,13 @@
 /**
- * Builds a LocalControlPlane from the binary catalog (a development bundle, or the
- * installed platform packages): resolves (extracts, if needed) the binaries of etcd,
- * kube-apiserver and every provider controller, and maps each provider's component
- * manifest. `management start` and `create cluster` share this.
+ * Attaches an install's management cluster, one way for every command (`attachManagement`):
+ * an existing (external) management cluster, checked and recorded; or the install's local
+ * control plane, adopted when running, else started from its data as create cluster ran it:
+ * the platform's controllers with their credentials files, the listen address and its
+ * forwarder, detached when it must outlive the command; every local one carries the fence a
+ * pivot uses. Below it, `prepareLocalControlPlane` builds a LocalControlPlane from the binary
+ * catalog (a development bundle, or the installed platform packages): resolves (extracts, if
+ * needed) the binaries of etcd, kube-apiserver and every provider controller, and maps each
+ * provider's component manifest (`management start` uses it directly).
  */
 import { removeStoredObjects } from '../controlplane/etcd-storage.js';
 import { LocalControlPlane, controlPlaneStatus, forwarderName, readListenRecord, stopRecordedControllers, type ProviderSpec } from '../controlplane/local-controlplane.js';
@@ -16,7 +21,7 @@ import { KubeClient } from '../kube/client.js';
 import type { BundledComponents } from '../embedded/manifest.js';
 import { installConfigFileName, type InstallConfig } from '../config/index.js';
 import { recordExternalManagement } from '../installdir/management.js';
-import { allControllers, platformControllers, platformFor, type ControllerRequirement, type CredentialFileReference } from '../platforms/index.js';
+import { allControllers, platformControllers, platformFor, type ControllerRequirement, type CredentialFileReference, type Platform } from '../platforms/index.js';
 import type { FencedSource } from '../pivot/move.js';
 import type { ProcessError } from '../process/errors.js';
 
@@ -316,4 +321,58 @@ export async function attachExternalManagement(
   const client = await checkManagementCluster(kubeconfig, infrastructure);
   await recordExternalManagement(dir, kubeconfig);
   return { client, kubeconfig: path.resolve(kubeconfig), adopted: true, fatal: new Promise<never>(() => {}), stop: async () => client.close() };
+}
+
+/** An install whose management cluster a command attaches (`attachManagement`). */
+export interface InstallManagement {
+  /** The install directory, absolute. */
+  dir: string;
+  /**
+   * The install config. Undefined when there is none or it no longer validates (edited since):
+   * the local control plane then starts `platform`'s controllers (every bundled provider when
+   * that is unknown too), without credentials files, on loopback.
+   */
+  config: InstallConfig | undefined;
+  /** The platform when `config` is undefined (read without validating). Default: none. */
+  platform?: Platform | undefined;
+  /** The kubeconfig of the install's existing management cluster (recorded, or named by a flag). Default: none, the local control plane. */
+  external?: string | undefined;
+  /** Kinds an external management cluster must serve (its preflight). Default none. */
+  infrastructure?: readonly { apiVersion: string; kind: string }[];
+  /** The local control plane outlives the command. Default: when the platform's machines live in its controllers (lifecycle.machinesInController). */
+  detached?: boolean;
+  /** Start the controllers (see LocalControlPlaneRequest.reconcile); false reads objects only. Default true. */
+  reconcile?: boolean;
+  /** A listen address that wins over the config's `bootstrap.listenAddress`, with the flag that named it (checked by the command). Default: the config's. */
+  listenAddress?: { address: string; flag: string } | undefined;
+  sink: EventSink;
+  signal: AbortSignal;
+}
+
+/**
+ * The local control plane of an install as every command starts it: the platform's
+ * controllers, the credentials files they read, the listen address where its hosts reach
+ * it (a flag's winning over the config's), detached when its machines live in its controllers.
+ * Throws a ConfigError naming the field when the config's listen address is not this machine's.
+ */
+export function localManagement(install: InstallManagement): LocalControlPlaneRequest {
+  const platform = install.config ? platformFor(install.config) : install.platform;
+  const reconcile = install.reconcile ?? true;
+  const settings = !reconcile ? {} : install.config ? installControlPlane(install.config, install.dir) : platform ? { controllers: platform.controllers } : {};
+  const listen = reconcile && install.listenAddress ? { listenAddress: install.listenAddress.address, listenAddressFrom: install.listenAddress.flag } : {};
+  return {
+    dir: install.dir,
+    detached: install.detached ?? platform?.lifecycle.machinesInController ?? false,
+    ...(reconcile ? {} : { reconcile: false }),
+    ...settings,
+    ...listen,
+    sink: install.sink,
+    signal: install.signal,
+  };
+}
+
+/** Attaches the install's management cluster: the external one when it has one, else its local control plane (`localManagement`). */
+export async function attachManagement(install: InstallManagement): Promise<AttachedControlPlane> {
+  if (install.external) return attachExternalManagement(install.external, install.dir, install.infrastructure ?? []);
+  return attachLocalControlPlane(localManagement(install));
 }

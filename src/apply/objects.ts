@@ -5,7 +5,7 @@
  * with pruning, so objects a new generation dropped (a removed machine pool) are
  * deleted, and nothing else is.
  */
-import { dryRunPlan, executePlan, formatPlan, planApply, type KindRef } from '../apply/index.js';
+import { dryRunPlan, executePlan, formatPlan, planApply, type KindRef } from './index.js';
 import { ownershipMetadata, type DesiredSetOwner } from '../config/index.js';
 import type { FieldProblem } from '../errors.js';
 import { log, type EventSink } from '../events.js';

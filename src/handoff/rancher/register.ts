@@ -1,0 +1,396 @@
+/**
+ * The Rancher hand-off: register rancher's core under the caller's directory lock
+ * (`registerRancherLocked`; services/rancher.ts and create cluster's register-rancher stage),
+ * `import --to rancher`, and the Rancher part of `destroy cluster`.
+ *
+ * register rancher hands the install's cluster to Rancher the way Rancher Turtles would
+ * (handoff/rancher): when Rancher's cluster runs Turtles and holds the install's CAPI Cluster
+ * (the install was pivoted there, or created against it), the Cluster is labelled for
+ * Turtles' auto-import and we wait for Rancher's Ready; otherwise we import it ourselves —
+ * Rancher's cluster (labelled with the CAPI cluster's name and namespace), its registration
+ * token, the manifest (fetched verifying Rancher's CA) created in the workload cluster, then
+ * Rancher's Ready. `.provisioner/rancher.json` records where it went, so `destroy cluster`
+ * removes Rancher's cluster (by the same labels) before the CAPI objects, and a run after an
+ * interrupt resumes: every object is found again by its labels, AlreadyExists is fine.
+ *
+ * import --to rancher does the same for a cluster provisioner did not create (Rancher's
+ * "imported cluster": no CAPI objects), identified by its kube-system namespace's UID.
+ */
+import path from 'node:path';
+import { capiCoreApiVersion } from '../../capi.js';
+import { EnvironmentError, ExternalError, ProvisionerError, UsageError, messageOf } from '../../errors.js';
+import { log, type EventSink } from '../../events.js';
+import { readInputText, parseYamlStream, type FileKind } from '../../input-files.js';
+import { KubeApiError, KubeClient, type KubeObject } from '../../kube/client.js';
+import { checkKubeconfigFile } from '../../kube/kubeconfig-file.js';
+import {
+  autoImportLabel,
+  capiOwnerLabel,
+  capiOwnerNamespaceLabel,
+  defaultV1Namespace,
+  describeRancherCluster,
+  importedClusterLabel,
+  isRancherClusterReady,
+  type RancherStrategy,
+} from './api.js';
+import {
+  checkRancherApi,
+  deleteRancherClusters,
+  ensureRancherCluster,
+  rancherCaPem,
+  registrationManifestUrl,
+  runsTurtles,
+  waitForManagementName,
+  waitForRancherReady,
+  type RancherClusterSpec,
+  type RancherWait,
+} from './cluster.js';
+import { rancherRecordPath, readRancherRecord, removeRancherRecord, writeRancherRecord, type RancherClusterQuery, type RancherRegistrationRecord, type RancherStep } from './journal.js';
+import { recordPath, recordRelativePath } from '../../installdir/paths.js';
+import { createManifestObjects, fetchManifest, parseManifest, redactUrl } from './manifest.js';
+import { recordedExternalManagement } from '../../installdir/management.js';
+
+export type { RancherStrategy } from './api.js';
+
+/** Default strategy: v3, ADR 0008's management.cattle.io/v3 Cluster (found only by labels). */
+const defaultRancherStrategy: RancherStrategy = 'v3';
+
+interface RancherRequestBase {
+  /** Kubeconfig of Rancher's local cluster. */
+  rancherKubeconfig: string;
+  /** Which Rancher object represents the cluster. Default `defaultRancherStrategy` (v3). */
+  strategy?: RancherStrategy;
+  sink: EventSink;
+  signal: AbortSignal;
+  /** Time without progress before a wait fails, in ms. Default 10 min. */
+  noProgressTimeoutMs?: number;
+  /** How often the waits look at Rancher, in ms. Default 1 s. */
+  pollIntervalMs?: number;
+}
+
+export interface RegisterRancherRequest extends RancherRequestBase {
+  dir: string;
+}
+
+export interface RancherRegistrationResult {
+  /** One line for the user. */
+  summary: string;
+  mode: 'import' | 'turtles';
+  strategy: RancherStrategy;
+  /** Rancher's cluster as it is now (name and apiVersion; its display name may have changed since). */
+  rancherCluster: { apiVersion: string; name: string; namespace?: string; displayName?: string };
+  /** Objects of the registration manifest this run created, and those that were there already (import mode). */
+  manifest?: { created: number; existing: number };
+  /** True when Rancher's cluster existed before this run (a resume, or a second run). */
+  resumed: boolean;
+}
+
+/** The cluster-state record of hand-off: provisioner's own file, at most the journal's 4 MiB. */
+const clusterStateFile: FileKind = {
+  name: 'cluster state',
+  maxBytes: 4 * 1024 * 1024,
+  writer: 'provisioner',
+  hint: () => 'it is written by the hand-off stage: run `provisioner create cluster` again to rewrite it',
+};
+
+/**
+ * The install's CAPI Cluster: live from its management cluster when that is an existing one
+ * (recorded by --management-kubeconfig or a pivot; its labels may have changed), else as the
+ * hand-off recorded it in `.provisioner/cluster-state.yaml`.
+ */
+async function installCapiCluster(dir: string): Promise<{ cluster: KubeObject; management?: string }> {
+  const management = await recordedExternalManagement(dir);
+  const file = recordPath(dir, 'clusterState');
+  const text = await readInputText(file, clusterStateFile);
+  if (text === undefined) {
+    throw new UsageError(`${dir} holds no finished cluster (no ${recordRelativePath('clusterState')})`, { hint: 'Run `provisioner create cluster --dir` first; register runs once the cluster is handed off.' });
+  }
+  const recorded = parseYamlStream(text, file, clusterStateFile).find((o): o is KubeObject => isCapiCluster(o));
+  if (!recorded) throw new EnvironmentError(`${file} records no Cluster API Cluster`, { hint: clusterStateFile.hint(file) });
+  if (!management) return { cluster: recorded };
+  const client = KubeClient.fromFile(management);
+  try {
+    const live = await client.get<KubeObject>({ apiVersion: capiCoreApiVersion, kind: 'Cluster', metadata: { name: recorded.metadata.name, namespace: recorded.metadata.namespace! } });
+    if (!live) throw new ExternalError(`Cluster ${recorded.metadata.namespace}/${recorded.metadata.name} is not in the management cluster of ${management}`, { hint: 'Was it deleted or moved? `provisioner wait-for install-complete --dir` checks the install.' });
+    return { cluster: { ...live, apiVersion: capiCoreApiVersion, kind: 'Cluster' }, management };
+  } finally {
+    client.close();
+  }
+}
+
+function isCapiCluster(value: unknown): boolean {
+  const o = value as Partial<KubeObject> | null;
+  return o !== null && typeof o === 'object' && o.kind === 'Cluster' && typeof o.apiVersion === 'string' && o.apiVersion.startsWith('cluster.x-k8s.io/') && typeof o.metadata?.name === 'string';
+}
+
+/** Opens Rancher's cluster and checks it answers and serves the kinds `strategy` needs. */
+async function openRancher(kubeconfig: string, strategy: RancherStrategy): Promise<KubeClient> {
+  const rancher = KubeClient.fromFile(kubeconfig);
+  try {
+    await rancher.raw('/readyz');
+    await checkRancherApi(rancher, strategy, kubeconfig);
+    return rancher;
+  } catch (error) {
+    rancher.close();
+    if (error instanceof ProvisionerError && !(error instanceof KubeApiError)) throw error;
+    throw new ExternalError(`Rancher's cluster in ${kubeconfig} cannot be reached: ${messageOf(error)}`, { cause: error, hint: 'Check the kubeconfig and that the cluster is up, then run the command again.' });
+  }
+}
+
+/** A step of a registration, reported as a stage `rancher/<name>`. */
+async function step<T>(sink: EventSink, name: string, body: () => Promise<T>): Promise<T> {
+  const stage = `rancher/${name}`;
+  const started = performance.now();
+  sink.emit({ type: 'stage', stage, state: 'started' });
+  try {
+    const result = await body();
+    sink.emit({ type: 'stage', stage, state: 'succeeded', durationMs: performance.now() - started });
+    return result;
+  } catch (error) {
+    sink.emit({ type: 'stage', stage, state: 'failed', durationMs: performance.now() - started, message: messageOf(error) });
+    throw error;
+  }
+}
+
+/**
+ * `register rancher` under a directory lock the caller holds (`create cluster` runs it as its
+ * `register-rancher` stage this way).
+ */
+export async function registerRancherLocked(request: RegisterRancherRequest): Promise<RancherRegistrationResult> {
+  const dir = path.resolve(request.dir);
+  const { sink } = request;
+  const rancherKubeconfig = path.resolve(request.rancherKubeconfig);
+  const strategy = request.strategy ?? defaultRancherStrategy;
+  const record = await readRancherRecord(dir);
+  const workloadKubeconfig = path.join(dir, 'auth', 'kubeconfig');
+  const { cluster: capi } = await installCapiCluster(dir);
+  const rancher = await openRancher(rancherKubeconfig, strategy);
+  try {
+    if (record && record.server !== rancher.server) {
+      throw new UsageError(`This install was registered with the Rancher at ${record.server}, not ${rancher.server}`, {
+        hint: `Run again with --kubeconfig ${record.rancherKubeconfig}; to move it to another Rancher, run destroy on that registration first (or remove ${recordRelativePath('rancher')} after deleting Rancher's cluster there).`,
+      });
+    }
+    if (record && record.query.strategy !== strategy) {
+      throw new UsageError(`This install was registered with strategy ${record.query.strategy}, not ${strategy}`, { hint: `Run again with --strategy ${record.query.strategy}.` });
+    }
+    const name = capi.metadata.name;
+    const namespace = capi.metadata.namespace!;
+    const ownerLabels = { [capiOwnerLabel]: name, [capiOwnerNamespaceLabel]: namespace };
+    const wait: RancherWait = { sink, signal: request.signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}), ...(request.pollIntervalMs ? { pollIntervalMs: request.pollIntervalMs } : {}) };
+    const save = (query: RancherClusterQuery, mode: RancherRegistrationRecord['mode'], stepDone: RancherStep, rancherCluster?: string) =>
+      writeRancherRecord(dir, { rancherKubeconfig, server: rancher.server, mode, query, step: stepDone, ...(rancherCluster ? { rancherCluster } : {}) });
+
+    const turtlesCapi = record ? (record.mode === 'turtles' ? await capiClusterIn(rancher, name, namespace) : undefined) : await turtlesManaged(rancher, name, namespace, sink);
+    if (turtlesCapi) {
+      // Turtles imports it: our part is the label, then waiting for Rancher's Ready.
+      const query: RancherClusterQuery = strategy === 'v3' ? { strategy, selector: ownerLabels } : { strategy, selector: {}, namespace, ownerUid: turtlesCapi.metadata.uid! };
+      await save(query, 'turtles', record?.step ?? 'started');
+      await step(sink, 'label', async () => {
+        await rancher.mergePatch(turtlesCapi, { metadata: { labels: { [autoImportLabel]: 'true' } } });
+        log(sink, 'info', `Rancher Turtles runs in Rancher's cluster and manages Cluster ${namespace}/${name}: labelled it ${autoImportLabel}=true for Turtles to import`);
+      });
+      const ready = await step(sink, 'ready', () => waitForRancherReady(rancher, query, wait));
+      await save(query, 'turtles', 'ready', ready.metadata.name);
+      return result(ready, 'turtles', strategy, undefined, Boolean(record));
+    }
+
+    const query: RancherClusterQuery = strategy === 'v3' ? { strategy, selector: ownerLabels } : { strategy, selector: ownerLabels, namespace: defaultV1Namespace };
+    if (!record) await save(query, 'import', 'started');
+    const spec: RancherClusterSpec = {
+      query,
+      // The CAPI cluster's own labels go along (Turtles' PropagateLabels); the owner labels win over any of the same key.
+      labels: { ...capi.metadata.labels, ...ownerLabels },
+      displayName: name,
+      description: `CAPI cluster ${namespace}/${name} imported to Rancher by provisioner`,
+      v1Name: `${name}-capi`,
+    };
+    const workload = await openWorkload(workloadKubeconfig);
+    try {
+      return await importSteps({ rancher, workload, spec, wait, sink, resumedRecord: Boolean(record), onStep: (s, cluster) => save(query, 'import', s, cluster) });
+    } finally {
+      workload.close();
+    }
+  } finally {
+    rancher.close();
+  }
+}
+
+async function openWorkload(kubeconfig: string): Promise<KubeClient> {
+  await checkKubeconfigFile(kubeconfig, 'the install directory (auth/kubeconfig)').catch((error: unknown) => {
+    throw error instanceof UsageError ? new UsageError(`The workload cluster's kubeconfig ${kubeconfig} does not exist`, { hint: 'Run `provisioner create cluster --dir` first: its hand-off writes it.' }) : error;
+  });
+  return KubeClient.fromFile(kubeconfig);
+}
+
+/** The install's CAPI Cluster in Rancher's cluster, when that cluster serves CAPI and holds it. */
+async function capiClusterIn(rancher: KubeClient, name: string, namespace: string): Promise<KubeObject | undefined> {
+  try {
+    const found = await rancher.get<KubeObject>({ apiVersion: capiCoreApiVersion, kind: 'Cluster', metadata: { name, namespace } });
+    return found ? { ...found, apiVersion: capiCoreApiVersion, kind: 'Cluster' } : undefined;
+  } catch (error) {
+    if (error instanceof KubeApiError && error.isNotFound) return undefined;
+    throw error;
+  }
+}
+
+/** The CAPI Cluster for Turtles to import: when Turtles runs in Rancher's cluster and that cluster holds the install's Cluster. */
+async function turtlesManaged(rancher: KubeClient, name: string, namespace: string, sink: EventSink): Promise<KubeObject | undefined> {
+  let turtles: boolean;
+  try {
+    turtles = await runsTurtles(rancher);
+  } catch (error) {
+    log(sink, 'warn', `Could not list the CRDs of Rancher's cluster to look for Rancher Turtles (${messageOf(error)}); importing the cluster directly`);
+    return undefined;
+  }
+  if (!turtles) return undefined;
+  const capi = await capiClusterIn(rancher, name, namespace);
+  if (!capi) log(sink, 'info', `Rancher Turtles runs in Rancher's cluster, but Cluster ${namespace}/${name} is managed elsewhere, so Turtles cannot import it; importing it directly`);
+  return capi;
+}
+
+interface ImportStepsContext {
+  rancher: KubeClient;
+  workload: KubeClient;
+  spec: RancherClusterSpec;
+  wait: RancherWait;
+  sink: EventSink;
+  resumedRecord: boolean;
+  /** Called after each step completes (the journal). Default: nothing. */
+  onStep?: (step: RancherStep, rancherCluster: string) => Promise<void>;
+}
+
+/** The import itself, Turtles' way: Rancher's cluster, its token's manifest URL, the manifest's objects in the workload cluster, Rancher's Ready. */
+async function importSteps(ctx: ImportStepsContext): Promise<RancherRegistrationResult> {
+  const { rancher, workload, spec, wait, sink } = ctx;
+  const { query } = spec;
+  const { cluster, created } = await step(sink, 'cluster', async () => {
+    const ensured = await ensureRancherCluster(rancher, spec);
+    log(sink, 'info', ensured.created ? `Created ${describeRancherCluster(ensured.cluster)}` : `Found ${describeRancherCluster(ensured.cluster)} by its labels`);
+    return ensured;
+  });
+  await ctx.onStep?.('cluster', cluster.metadata.name);
+  const what = describeRancherCluster(cluster);
+  let manifest: RancherRegistrationResult['manifest'];
+  // Like Turtles' AgentDeployed check: a cluster Rancher already reports Ready needs no manifest again.
+  if (!isRancherClusterReady(cluster)) {
+    const url = await step(sink, 'token', async () => {
+      const managementName = await waitForManagementName(rancher, query, wait);
+      return registrationManifestUrl(rancher, managementName, wait);
+    });
+    await ctx.onStep?.('token', cluster.metadata.name);
+    manifest = await step(sink, 'manifest', async () => {
+      const caPem = await rancherCaPem(rancher);
+      const shown = redactUrl(url);
+      log(sink, 'info', `Fetching the registration manifest from ${shown}, verifying ${caPem ? "Rancher's CA (its cacerts setting)" : "with the system's CAs (Rancher's cacerts setting is empty)"}`);
+      const text = await fetchManifest(url, { what, ...(caPem ? { caPem } : {}), signal: wait.signal });
+      const objects = parseManifest(text, shown, what);
+      const done = await createManifestObjects(workload, objects, { sink, signal: wait.signal, what });
+      log(sink, 'info', `Registration manifest: ${done.created.length} object(s) created in the workload cluster, ${done.existing.length} already there`);
+      return { created: done.created.length, existing: done.existing.length };
+    });
+    await ctx.onStep?.('manifest', cluster.metadata.name);
+  }
+  const ready = await step(sink, 'ready', () => waitForRancherReady(rancher, query, wait));
+  await ctx.onStep?.('ready', ready.metadata.name);
+  return result(ready, 'import', query.strategy, manifest, !created || ctx.resumedRecord);
+}
+
+function result(cluster: KubeObject, mode: RancherRegistrationResult['mode'], strategy: RancherStrategy, manifest: RancherRegistrationResult['manifest'], resumed: boolean): RancherRegistrationResult {
+  const displayName = (cluster['spec'] as { displayName?: string } | undefined)?.displayName;
+  return {
+    summary: `${describeRancherCluster(cluster)} is Ready in Rancher`,
+    mode,
+    strategy,
+    rancherCluster: { apiVersion: cluster.apiVersion, name: cluster.metadata.name, ...(cluster.metadata.namespace ? { namespace: cluster.metadata.namespace } : {}), ...(displayName ? { displayName } : {}) },
+    ...(manifest ? { manifest } : {}),
+    resumed,
+  };
+}
+
+export interface ImportToRancherRequest extends RancherRequestBase {
+  /** Kubeconfig of the cluster to import (provisioner did not create it). */
+  kubeconfig: string;
+  /** Name Rancher shows (v3 display name; v1 provisioning cluster name). Default: the kubeconfig's current cluster name, as a DNS label. */
+  name?: string;
+}
+
+/** A DNS label from `text` (lowercase letters, digits and dashes, at most 63), for a Rancher cluster name. */
+function dnsLabel(text: string): string {
+  const label = text.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63).replace(/-+$/, '');
+  return label || 'imported';
+}
+
+/**
+ * `provisioner import --to rancher`: Rancher's imported cluster (no CAPI objects) for the
+ * cluster of `kubeconfig`, found again by the UID of its kube-system namespace, so a second
+ * run (or one after an interrupt) resumes instead of importing it twice.
+ */
+export async function importToRancher(request: ImportToRancherRequest): Promise<RancherRegistrationResult> {
+  const kubeconfig = path.resolve(request.kubeconfig);
+  const rancherKubeconfig = path.resolve(request.rancherKubeconfig);
+  await checkKubeconfigFile(kubeconfig, '--kubeconfig');
+  await checkKubeconfigFile(rancherKubeconfig, '--to rancher');
+  const strategy = request.strategy ?? defaultRancherStrategy;
+  const workload = KubeClient.fromFile(kubeconfig);
+  try {
+    let kubeSystem: KubeObject | undefined;
+    try {
+      kubeSystem = await workload.get<KubeObject>({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kube-system' } });
+    } catch (error) {
+      throw new ExternalError(`The cluster of ${kubeconfig} cannot be reached: ${messageOf(error)}`, { cause: error, hint: 'Check the kubeconfig and that the cluster is up.' });
+    }
+    if (!kubeSystem?.metadata.uid) throw new ExternalError(`The cluster of ${kubeconfig} has no kube-system namespace, which identifies a cluster to Rancher`, { hint: 'Import a running Kubernetes cluster.' });
+    const name = dnsLabel(request.name ?? workload.config.getCurrentCluster()?.name ?? 'imported');
+    const selector = { [importedClusterLabel]: kubeSystem.metadata.uid };
+    const query: RancherClusterQuery = strategy === 'v3' ? { strategy, selector } : { strategy, selector, namespace: defaultV1Namespace };
+    const rancher = await openRancher(rancherKubeconfig, strategy);
+    try {
+      const wait: RancherWait = { sink: request.sink, signal: request.signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}), ...(request.pollIntervalMs ? { pollIntervalMs: request.pollIntervalMs } : {}) };
+      return await importSteps({
+        rancher,
+        workload,
+        spec: { query, labels: selector, displayName: name, description: `Cluster imported to Rancher by provisioner from ${workload.server}`, v1Name: name },
+        wait,
+        sink: request.sink,
+        resumedRecord: false,
+      });
+    } finally {
+      rancher.close();
+    }
+  } finally {
+    workload.close();
+  }
+}
+
+/**
+ * The first step of `destroy cluster` (ADR 0008's custom deletion): when the install was
+ * registered with Rancher, delete Rancher's cluster — found by the recorded labels — and
+ * wait until Rancher has removed it; then forget the registration. Returns what was deleted.
+ */
+export async function removeRancherRegistration(dir: string, wait: { sink: EventSink; signal: AbortSignal; noProgressTimeoutMs?: number; pollIntervalMs?: number }): Promise<string[]> {
+  const record = await readRancherRecord(dir);
+  if (!record) return [];
+  await checkKubeconfigFile(record.rancherKubeconfig, `${recordRelativePath('rancher')} (rancherKubeconfig)`).catch((error: unknown) => {
+    throw new EnvironmentError(`Rancher's kubeconfig ${record.rancherKubeconfig}, where this install was registered, cannot be used: ${messageOf(error)}`, {
+      cause: error,
+      hint: `Restore that kubeconfig and run destroy again; to leave Rancher's cluster behind instead, delete ${rancherRecordPath(dir)} first.`,
+    });
+  });
+  const rancher = KubeClient.fromFile(record.rancherKubeconfig);
+  try {
+    log(wait.sink, 'info', `Removing Rancher's cluster for this install from ${record.server} first (found by ${Object.keys(record.query.selector).join(', ') || 'its owner reference'})`);
+    const deleted = await step(wait.sink, 'delete', () => deleteRancherClusters(rancher, record.query, wait));
+    for (const name of deleted) log(wait.sink, 'info', `Deleted ${name} from Rancher`);
+    await removeRancherRecord(dir);
+    return deleted;
+  } catch (error) {
+    if (wait.signal.aborted || (error instanceof ProvisionerError && !(error instanceof KubeApiError))) throw error;
+    throw new ExternalError(`Removing Rancher's cluster for this install failed: ${messageOf(error)}`, {
+      cause: error,
+      hint: `Check Rancher's cluster (${record.server}) and run destroy again; to leave Rancher's cluster behind instead, delete ${rancherRecordPath(dir)} first.`,
+    });
+  } finally {
+    rancher.close();
+  }
+}

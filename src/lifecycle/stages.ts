@@ -1,0 +1,79 @@
+/**
+ * The one stage runner: a stage is a name and a body; running it journals it (started before
+ * it is announced, so a kill right after the "started" event finds it in the journal), times
+ * it, counts the Kubernetes API requests it made, emits its `stage` events, and records how it
+ * ended (an abort of the command's signal is `interrupted`, any other error `failed`). A stage
+ * marked `once` that an earlier run finished is skipped (its `whenDone` runs instead), which is
+ * how a run after Ctrl-C, SIGKILL or a crash resumes. A dry run journals nothing.
+ */
+import { messageOf } from '../errors.js';
+import type { EventSink } from '../events.js';
+import { apiRequestsMade } from '../kube/client.js';
+import type { Journal } from './journal.js';
+
+/** A declared stage of a command. */
+export interface Stage {
+  name: string;
+  run: () => Promise<unknown>;
+  /** Skipped when an earlier run finished it. Default false: run on every run (applies and waits are idempotent). */
+  once?: boolean;
+  /** Runs instead of `run` when a `once` stage is skipped. Default none. */
+  whenDone?: () => Promise<void>;
+}
+
+export interface StageRunnerOptions {
+  journal: Journal;
+  sink: EventSink;
+  signal: AbortSignal;
+  /** Journal nothing (the events and timings still happen). Default false. */
+  dryRun?: boolean;
+}
+
+export class StageRunner {
+  /** The stages that ran to the end in this process, in order, with their durations. */
+  readonly timings: { name: string; durationMs: number }[] = [];
+
+  constructor(private readonly options: StageRunnerOptions) {}
+
+  /** Runs one stage and returns its body's result; undefined when `skipIfDone` skipped it. */
+  async run<T>(name: string, body: () => Promise<T>, options: { skipIfDone?: boolean } = {}): Promise<T | undefined> {
+    const { journal, sink, signal } = this.options;
+    const journaled = !this.options.dryRun;
+    if (options.skipIfDone && journal.succeeded(name)) {
+      sink.emit({ type: 'stage', stage: name, state: 'skipped', message: 'done in an earlier run' });
+      return undefined;
+    }
+    signal.throwIfAborted();
+    const started = performance.now();
+    const requestsBefore = apiRequestsMade();
+    if (journaled) await journal.start(name);
+    sink.emit({ type: 'stage', stage: name, state: 'started' });
+    try {
+      const result = await body();
+      const durationMs = performance.now() - started;
+      this.timings.push({ name, durationMs });
+      if (journaled) await journal.finish(name, 'succeeded', durationMs);
+      sink.emit({ type: 'stage', stage: name, state: 'succeeded', durationMs, requests: apiRequestsMade() - requestsBefore });
+      return result;
+    } catch (error) {
+      const durationMs = performance.now() - started;
+      if (journaled) await journal.finish(name, signal.aborted ? 'interrupted' : 'failed', durationMs, messageOf(error));
+      sink.emit({ type: 'stage', stage: name, state: 'failed', durationMs, message: messageOf(error) });
+      throw error;
+    }
+  }
+
+  /** Runs a body that must produce a value (a stage that is never skipped). */
+  async value<T>(name: string, body: () => Promise<T>): Promise<T> {
+    return (await this.run(name, body)) as T;
+  }
+
+  /** Runs the declared stages in order; the first failure stops them. */
+  async runAll(stages: readonly Stage[]): Promise<void> {
+    for (const stage of stages) {
+      const done = stage.once === true && !this.options.dryRun && this.options.journal.succeeded(stage.name);
+      await this.run(stage.name, stage.run, { skipIfDone: stage.once === true });
+      if (done) await stage.whenDone?.();
+    }
+  }
+}

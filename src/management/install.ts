@@ -1,0 +1,317 @@
+/**
+ * `management install --kubeconfig K [--dir D] [--dry-run]`: the bundled providers into a
+ * real cluster as Deployments, the way `clusterctl init` lays them out (management/manifests.ts),
+ * offline: images built from the bundled binaries (management/images.ts) and, when K is the
+ * cluster of a hosts install D, put on its nodes with `images load`'s path (no registry);
+ * webhook certificates from our own PKI (management/certificates.ts), no cert-manager.
+ *
+ * Phases, each idempotent (server-side apply of the same objects changes nothing, certificates
+ * still good are kept), so a second run changes nothing and a run killed anywhere finishes
+ * when run again: refuse other versions → certificates → images → namespaces → CRDs
+ * (Established) → RBAC, Secrets, Services, Deployments → Deployments Available → webhook
+ * configurations → clusterctl inventory.
+ */
+import path from 'node:path';
+import { AssetStore, installConfigAsset } from '../assets/index.js';
+import { resolveCacheDir, ensureBinaries } from '../embedded/cache.js';
+import { loadBinaryCatalog } from '../embedded/catalog.js';
+import { applyAll, loadComponents, waitForEstablished } from '../controlplane/install.js';
+import { ConfigError, EnvironmentError, ExternalError, InfrastructureError, UsageError } from '../errors.js';
+import { log, type EventSink } from '../events.js';
+import { KubeApiError, KubeClient, describeRef, type KubeObject } from '../kube/client.js';
+import { ensureWebhookCertificates } from './certificates.js';
+import { ensureProviderImage, type ProviderImage } from './images.js';
+import {
+  allObjects,
+  conflictingProviders,
+  renderManagement,
+  webhookCaSecretName,
+  webhookSecretName,
+  type InstalledProvider,
+  type ManagedProvider,
+} from './manifests.js';
+import { upstreamRules } from './upstream-rbac.js';
+import { agentController, coreControllers, type ControllerRequirement } from '../platforms/platform.js';
+import { platformFor } from '../platforms/index.js';
+import type { CertificateAndKey } from '../pki/index.js';
+import { until, polling, type Observation } from '../progress/until.js';
+import { loadImagesLocked } from '../nodeartifacts/load.js';
+import { acquireDirLock } from '../process/lock.js';
+
+export interface ManagementInstallRequest {
+  /** Kubeconfig of the cluster to install into. */
+  kubeconfig: string;
+  /** Install directory of a hosts cluster that K is: its platform's providers, and the images loaded onto its nodes. */
+  dir?: string;
+  dryRun?: boolean;
+  sink: EventSink;
+  signal: AbortSignal;
+  /** Time without a Deployment making progress before the command fails. Default 5 min. */
+  noProgressTimeoutMs?: number;
+  /** The caller holds the directory lock of `dir` already (create cluster's self pivot). Default false. */
+  lockHeld?: boolean;
+}
+
+export interface InstalledDeployment {
+  provider: string;
+  namespace: string;
+  name: string;
+  version: string;
+  image: string;
+}
+
+export interface ManagementInstallResult {
+  providers: InstalledDeployment[];
+  /** Objects that did not exist before (dry-run: would be created). */
+  created: string[];
+  /** Objects the apply changed (their resourceVersion moved); empty on a run that changed nothing. */
+  changed: string[];
+  /** Objects already there and left as they were. */
+  unchanged: string[];
+  /** Certificates issued now (`CA`, namespaces). */
+  certificatesIssued: string[];
+  images: { ref: string; file: string; loaded: boolean }[];
+  dryRun: boolean;
+  timings: { imagesMs: number; availableMs: number; totalMs: number };
+}
+
+const defaultNoProgressTimeoutMs = 5 * 60_000;
+const deploymentPollMs = 2_000;
+
+export async function installManagement(request: ManagementInstallRequest): Promise<ManagementInstallResult> {
+  const started = performance.now();
+  const { sink, signal } = request;
+  const dir = request.dir === undefined ? undefined : path.resolve(request.dir);
+  const controllers = await wantedControllers(dir, sink, signal);
+  const catalog = await loadBinaryCatalog({});
+  const binaries = await ensureBinaries([...new Set(controllers.map((c) => c.binary))], { catalog, sink, signal });
+  const providers: ManagedProvider[] = [];
+  for (const controller of controllers) {
+    const component = catalog.components.find((c) => c.provider === controller.provider);
+    if (!component) throw new EnvironmentError(`The bundle has no components for provider ${controller.provider}`, { hint: 'Rebuild the bundle (`npm run bundle`).' });
+    const components = await loadComponents(component.provider, component.namespace, catalog.componentsPath(component));
+    const binary = catalog.binary(controller.binary);
+    providers.push({
+      provider: component.provider,
+      namespace: component.namespace,
+      version: component.version,
+      components: components.objects,
+      binary: controller.binary,
+      image: `provisioner.local/${controller.binary}:${binary.version}`,
+      featureGates: controller.featureGates,
+    });
+  }
+
+  let client: KubeClient;
+  try {
+    client = KubeClient.fromFile(request.kubeconfig);
+  } catch (cause) {
+    throw new ConfigError(`Cannot read the kubeconfig ${request.kubeconfig}`, [], { cause, hint: 'Name the kubeconfig of the cluster to install into, e.g. <dir>/auth/kubeconfig.' });
+  }
+  try {
+    // Refuse a cluster that has other versions of these providers (clusterctl upgrade is the way there), before anything changes.
+    const installed = await installedProviders(client);
+    const conflicts = conflictingProviders(providers, installed);
+    if (conflicts.length > 0) {
+      throw new ExternalError(`The cluster already has other versions of these providers: ${conflicts.map((c) => `${c.namespace}/${c.name} ${c.type} ${c.version}`).join(', ')}`, {
+        details: providers.map((p) => `bundled: ${p.namespace}/${p.provider} ${p.version}`),
+        hint: 'Install into a cluster without them, or remove them first (clusterctl delete --all); provisioner installs only the versions it bundles.',
+      });
+    }
+
+    const namespaces = providers.map((p) => p.namespace);
+    const core = providers.find((p) => p.provider === 'cluster-api');
+    const existingCa = core ? await readTlsSecret(client, core.namespace, webhookCaSecretName) : undefined;
+    const existingServing = new Map<string, CertificateAndKey | undefined>();
+    for (const ns of namespaces) existingServing.set(ns, await readTlsSecret(client, ns, webhookSecretName));
+    const certs = await ensureWebhookCertificates({ ...(existingCa ? { ca: existingCa } : {}), serving: existingServing }, namespaces);
+    const objects = renderManagement(providers, certs);
+
+    const before = new Map<string, string | undefined>();
+    for (const obj of allObjects(objects)) before.set(describeRef(obj), (await client.get(obj))?.metadata.resourceVersion);
+    const created = [...before].filter(([, rv]) => rv === undefined).map(([ref]) => ref);
+
+    const arch = ({ x64: 'amd64', arm64: 'arm64' } as const)[process.arch as 'x64' | 'arm64'];
+    if (process.platform !== 'linux' || arch === undefined) {
+      throw new EnvironmentError(`The providers' images need Linux binaries; this CLI runs on ${process.platform}/${process.arch} and bundles its own platform's`, { hint: 'Run management install on a Linux machine (amd64 or arm64).' });
+    }
+    const deployments: InstalledDeployment[] = providers.map((p) => ({ provider: p.provider, namespace: p.namespace, name: objects.deployments.find((d) => d.provider === p.provider)!.name, version: p.version, image: p.image }));
+
+    if (request.dryRun) {
+      const images = [...new Set(providers.map((p) => p.image))].map((ref) => ({ ref, file: '', loaded: false }));
+      return {
+        providers: deployments, created, changed: [], unchanged: [...before].filter(([, rv]) => rv !== undefined).map(([ref]) => ref),
+        certificatesIssued: certs.issued, images, dryRun: true, timings: { imagesMs: 0, availableMs: 0, totalMs: performance.now() - started },
+      };
+    }
+
+    // Images: built from the bundled binaries, loaded onto the nodes of a hosts install's cluster.
+    const imagesStarted = performance.now();
+    const built: ProviderImage[] = [];
+    for (const name of [...new Set(providers.map((p) => p.binary))]) {
+      const bundled = catalog.binary(name);
+      built.push(await ensureProviderImage({ name, path: binaries[name]!, version: bundled.version, ...('sha256' in bundled ? { sha256: bundled.sha256 } : {}) }, { cacheDir: resolveCacheDir({}), architecture: arch }));
+    }
+    if (dir) {
+      // As `images load` does it, under the install directory's lock for the load only.
+      const lock = request.lockHeld ? undefined : await acquireDirLock(path.resolve(dir), { command: 'images load', events: sink });
+      try {
+        await loadImagesLocked({ dir: path.resolve(dir), archives: built.map((b) => b.file), sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
+      } finally {
+        await lock?.release();
+      }
+    } else {
+      log(sink, 'warn', `No --dir: the images are not loaded onto the cluster's nodes; import them there yourself (ctr -n k8s.io images import): ${built.map((b) => `${b.ref} from ${b.file}`).join(', ')}`);
+    }
+    const imagesMs = performance.now() - imagesStarted;
+
+    await applyAll(client, objects.namespaces, signal);
+    await applyAll(client, objects.crds, signal);
+    await waitForEstablished(client, objects.crds.map((o) => o.metadata.name), request.noProgressTimeoutMs ?? defaultNoProgressTimeoutMs, signal);
+    client.resetDiscovery();
+    await applyAll(client, objects.workloads, signal);
+    const availableStarted = performance.now();
+    await waitForDeployments(client, objects.deployments, sink, request.noProgressTimeoutMs ?? defaultNoProgressTimeoutMs, signal);
+    const availableMs = performance.now() - availableStarted;
+    await applyAll(client, [...objects.webhooks, ...objects.inventory], signal);
+
+    const changed: string[] = [];
+    const unchanged: string[] = [];
+    for (const obj of allObjects(objects)) {
+      const ref = describeRef(obj);
+      const rv = (await client.get(obj))?.metadata.resourceVersion;
+      if (before.get(ref) === undefined) continue;
+      (rv === before.get(ref) ? unchanged : changed).push(ref);
+    }
+    return {
+      providers: deployments, created, changed, unchanged, certificatesIssued: certs.issued,
+      images: built.map((b) => ({ ref: b.ref, file: b.file, loaded: dir !== undefined })), dryRun: false,
+      timings: { imagesMs, availableMs, totalMs: performance.now() - started },
+    };
+  } finally {
+    client.close();
+  }
+}
+
+/** The providers to install: a hosts install's platform's, else the core three and the agent provider (the hosts platform's). */
+async function wantedControllers(dir: string | undefined, sink: EventSink, signal: AbortSignal): Promise<ControllerRequirement[]> {
+  if (dir === undefined) return [...coreControllers(), agentController()];
+  const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
+  const { config } = await store.fetch(installConfigAsset);
+  const platform = platformFor(config);
+  const controllers = platform.controllers.filter((c) => c.bundled);
+  // The providers whose pods need no credentials or platform settings of their own, and whose RBAC we carry.
+  const unsupported = controllers.filter((c) => upstreamRules[c.provider] === undefined);
+  if (unsupported.length > 0) {
+    throw new UsageError(`management install does not yet run the ${platform.name} platform's ${unsupported.map((c) => c.provider).join(', ')} as pods`, {
+      hint: 'It installs the core, kubeadm and hosts providers; use a hosts install directory, or none.',
+    });
+  }
+  return controllers;
+}
+
+async function installedProviders(client: KubeClient): Promise<InstalledProvider[]> {
+  try {
+    const items = await client.list<KubeObject & { providerName?: string; type?: string; version?: string }>('clusterctl.cluster.x-k8s.io/v1alpha3', 'Provider');
+    return items.map((p) => ({ namespace: p.metadata.namespace ?? '', name: p.metadata.name, providerName: p.providerName ?? '', type: p.type ?? '', version: p.version ?? '' }));
+  } catch (error) {
+    if (error instanceof KubeApiError && error.isNotFound) return []; // no inventory CRD: nothing installed by clusterctl
+    throw error;
+  }
+}
+
+async function readTlsSecret(client: KubeClient, namespace: string, name: string): Promise<CertificateAndKey | undefined> {
+  const secret = await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace } });
+  const cert = secret?.data?.['tls.crt'];
+  const key = secret?.data?.['tls.key'];
+  if (!cert || !key) return undefined;
+  return { certPem: Buffer.from(cert, 'base64').toString(), keyPem: Buffer.from(key, 'base64').toString() };
+}
+
+interface DeploymentView extends KubeObject {
+  status?: { availableReplicas?: number; updatedReplicas?: number; observedGeneration?: number; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+}
+interface PodView extends KubeObject {
+  status?: {
+    phase?: string;
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+    containerStatuses?: { name: string; restartCount?: number; state?: { waiting?: { reason?: string; message?: string } }; lastState?: { terminated?: { reason?: string; exitCode?: number; message?: string } } }[];
+  };
+}
+
+function isAvailable(d: DeploymentView | undefined): boolean {
+  if (!d) return false;
+  const generation = d.metadata.generation;
+  const observed = d.status?.observedGeneration;
+  return (generation === undefined || observed === undefined || observed >= generation) && d.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True') === true && (d.status.updatedReplicas ?? 0) >= 1;
+}
+
+/** Until every Deployment is Available; progress events per Deployment; a stall names each one not Available with its pods' reasons. */
+export async function waitForDeployments(client: KubeClient, deployments: readonly { namespace: string; name: string }[], sink: EventSink, noProgressTimeoutMs: number, signal?: AbortSignal): Promise<void> {
+  const look = async (): Promise<Observation<string[]>> => {
+    const pending: string[] = [];
+    for (const d of deployments) {
+      const found = await client.get<DeploymentView>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: d });
+      if (!isAvailable(found)) pending.push(`${d.namespace}/${d.name}`);
+    }
+    const ready = deployments.length - pending.length;
+    sink.emit({ type: 'progress', task: 'management-install:available', label: 'Provider Deployments Available', current: ready, total: deployments.length, unit: 'items', ...(pending.length === 0 ? { done: true } : {}) });
+    return { state: pending.length === 0 ? 'done' : 'waiting', value: pending, progress: pending.join(',') };
+  };
+  let last: string[] = deployments.map((d) => `${d.namespace}/${d.name}`);
+  await until(polling(async () => {
+    const observation = await look();
+    last = observation.value;
+    return observation;
+  }, deploymentPollMs), {
+    what: 'the provider Deployments to be Available',
+    noProgressTimeoutMs,
+    ...(signal ? { signal } : {}),
+    onStall: (_observation, stalledMs) => new InfrastructureError(`Provider Deployment(s) not Available after ${Math.round(stalledMs / 1000)} s without progress: ${last.join(', ')}`, { details: ['(reasons are being read)'] }),
+  }).catch(async (error: unknown) => {
+    if (!(error instanceof InfrastructureError)) throw error;
+    const details: string[] = [];
+    for (const ref of last) details.push(...(await podReasons(client, ref)));
+    throw new InfrastructureError(error.message, {
+      details,
+      hint: 'kubectl -n <namespace> describe pods, and kubectl -n <namespace> logs deploy/<name>, say more; run management install again once fixed.',
+    });
+  });
+}
+
+/** Why a Deployment's pods are not Ready: waiting and last-terminated reasons, unscheduled pods. */
+export async function podReasons(client: KubeClient, ref: string): Promise<string[]> {
+  const [namespace, name] = ref.split('/') as [string, string];
+  const deployment = await client.get<DeploymentView & { spec?: { selector?: { matchLabels?: Record<string, string> } } }>({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { namespace, name } });
+  const selector = Object.entries(deployment?.spec?.selector?.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`).join(',');
+  const pods = selector ? await client.list<PodView>('v1', 'Pod', { namespace, labelSelector: selector }) : [];
+  if (pods.length === 0) {
+    const condition = deployment?.status?.conditions?.find((c) => c.status !== 'True');
+    return [`Deployment ${ref}: no pods${condition ? ` (${condition.type}: ${condition.reason ?? ''} ${condition.message ?? ''})` : ''}`];
+  }
+  return pods.map((pod) => {
+    const reasons: string[] = [];
+    const unscheduled = pod.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
+    if (unscheduled) reasons.push(`unschedulable: ${unscheduled.message ?? unscheduled.reason ?? ''}`);
+    for (const c of pod.status?.containerStatuses ?? []) {
+      const waiting = c.state?.waiting;
+      if (waiting) reasons.push(`${c.name} ${waiting.reason ?? 'waiting'}${waiting.message ? `: ${waiting.message}` : ''}`);
+      const terminated = c.lastState?.terminated;
+      if (terminated) reasons.push(`${c.name} last exited ${terminated.exitCode ?? '?'} (${terminated.reason ?? ''}), ${c.restartCount ?? 0} restart(s)`);
+    }
+    if (reasons.length === 0) reasons.push(`phase ${pod.status?.phase ?? 'unknown'}, not Ready`);
+    return `Deployment ${ref} pod ${pod.metadata.name}: ${reasons.join('; ')}`;
+  });
+}
+
+/** The lines `--dry-run` prints. */
+export function describePlan(result: ManagementInstallResult): string {
+  const lines = [
+    ...result.providers.map((p) => `provider ${p.provider} ${p.version}: Deployment ${p.namespace}/${p.name} running ${p.image}`),
+    ...result.images.map((i) => `image ${i.ref}${i.file ? ` (${i.file})` : ''}`),
+    ...(result.certificatesIssued.length ? [`certificates to issue: ${result.certificatesIssued.join(', ')}`] : []),
+    ...result.created.map((ref) => `create ${ref}`),
+    ...result.unchanged.map((ref) => `apply (exists) ${ref}`),
+  ];
+  return lines.join('\n');
+}
