@@ -26,7 +26,7 @@ import path from 'node:path';
 import { controlPlaneLayout } from '../../src/controlplane/layout.js';
 import { isAlive, readPidfiles } from '../../src/process/pidfile.js';
 import { cliVersion } from '../../src/version.js';
-import { cli, editInstallConfig, ensureBuilt, getNodes, procStats, startCli, waitForInMemoryPort, type CliRun } from '../../test/e2e/support/cli.js';
+import { cli, editInstallConfig, ensureBuilt, getNodes, procStats, startCli, type CliRun } from '../../test/e2e/support/cli.js';
 import { formatNumber, median, positiveEnv, type BenchRecord, type BenchTable } from './record.js';
 
 const bootRuns = positiveEnv('PROVISIONER_BENCH_BOOT_RUNS', 3);
@@ -176,8 +176,6 @@ async function createInstall(controlPlane: number, workers: number, runs: number
           pool.quantity = workers;
         });
       }
-      // Two in-memory clusters on one machine collide on the provider's listener port: wait for any other to go.
-      await waitForInMemoryPort(15 * 60_000);
       const measured = await measure(dir, ['create', 'cluster']);
       figures.runs.push(measured);
       const errors = await controllerErrors(dir);

@@ -15,6 +15,19 @@ describe('source patches and the environment the local control plane sets', () =
     expect(goAddedFor('k8s.io/kubernetes')).toContain(`os.Getenv("${skipOpenApiV2Env}") == "true"`);
   });
 
+  it('the in-memory mux holds the port it picks and hands that listener over: every helper its edits call is defined once, nothing checks a port and closes it', () => {
+    const mux = sourcePatches.find((p) => p.file === 'infrastructure/inmemory/pkg/server/mux.go')!;
+    const calls = mux.edits.map((e) => e.replace).join('\n');
+    const helpers = addedFiles.find((a) => a.file === 'infrastructure/inmemory/pkg/server/provisioner_listen.go')!.content;
+    for (const helper of ['provisionerHoldPort', 'provisionerListen', 'provisionerReleasePort']) {
+      expect(calls, helper).toContain(`${helper}(`);
+      expect(helpers.match(new RegExp(`^func ${helper}\\(`, 'gm')), helper).toHaveLength(1);
+    }
+    // Both upstream listens of a workload cluster's port take the held listener.
+    expect(mux.edits.find((e) => e.replace === 'provisionerListen(wcl.Port())')?.count).toBe(2);
+    expect(helpers).not.toContain('provisionerPortFree');
+  });
+
   it('the providers get the bind address their webhook-server patch reads', () => {
     expect(Object.keys(controllerEnv())).toContain(bindAddressEnv);
     expect(goAddedFor('sigs.k8s.io/controller-runtime')).toContain(`os.Getenv("${bindAddressEnv}")`);

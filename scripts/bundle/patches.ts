@@ -66,7 +66,8 @@ export const sourcePatches: readonly SourcePatch[] = [
     file: 'infrastructure/inmemory/pkg/server/mux.go',
     why:
       'The in-memory provider serves simulated workload API servers and a debug server on every interface, the debug server on the fixed port 19000, ' +
-      'so two local management clusters (a pivot source and target) could not run side by side.',
+      'so two local management clusters (a pivot source and target) could not run side by side; and it gives each workload cluster the next port of a fixed range ' +
+      'without checking it, listening on it only when the first API server is added, seconds later, so two managers creating clusters at once could pick the same port.',
     edits: [
       {
         find: 'net.Listen("tcp", fmt.Sprintf(":%d", options.DebugPort))',
@@ -75,17 +76,25 @@ export const sourcePatches: readonly SourcePatch[] = [
       {
         // Upstream leaves a TODO here: the next port is never checked. Two local management
         // clusters each run a mux over the same range, so the second one's first cluster
-        // would be published on a port the first one serves.
+        // would be published on a port the first one serves. The port picked is held (a
+        // listener kept open) until the cluster's listener starts on it, so no other process
+        // can take it in between.
         find: '\t// TODO: check the port is actually free. If not try the next one\n\n\tm.portIndex++\n\treturn port, nil',
         replace:
-          '\tfor !provisionerPortFree(port) {\n\t\tport++\n\t\tif port > m.maxPort {\n' +
+          '\tfor !provisionerHoldPort(port) {\n\t\tport++\n\t\tif port > m.maxPort {\n' +
           '\t\t\treturn -1, pkgerrors.Errorf("no more free ports in the %d-%d range", m.minPort, m.maxPort)\n\t\t}\n\t}\n' +
           '\tm.portIndex = port + 1\n\treturn port, nil',
       },
       {
+        // The listener that held the port since it was picked is handed over.
         find: 'net.Listen("tcp", fmt.Sprintf(":%d", wcl.Port()))',
-        replace: 'net.Listen("tcp", provisionerListenAddress(wcl.Port(), ""))',
+        replace: 'provisionerListen(wcl.Port())',
         count: 2,
+      },
+      {
+        // A cluster deleted before its first API server started releases the port it held.
+        find: '\tdelete(m.workloadClusterNameByPort, fmt.Sprintf("%d", wcl.Port()))\n',
+        replace: '\tdelete(m.workloadClusterNameByPort, fmt.Sprintf("%d", wcl.Port()))\n\tprovisionerReleasePort(wcl.Port())\n',
       },
     ],
   },
@@ -122,6 +131,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 )
 
 // provisionerListenAddress is the address a listener binds to: the host from
@@ -136,14 +146,51 @@ func provisionerListenAddress(port int32, portEnv string) string {
 	return net.JoinHostPort(os.Getenv("${bindAddressEnv}"), strconv.Itoa(int(port)))
 }
 
-// provisionerPortFree reports whether this process can listen on port now.
-func provisionerPortFree(port int32) bool {
-	l, err := net.Listen("tcp", provisionerListenAddress(port, ""))
+// provisionerHeld holds, by port, the listeners opened when a workload cluster's port was
+// picked and not yet handed to that cluster's server.
+var (
+	provisionerHeldLock sync.Mutex
+	provisionerHeld     = map[int32]net.Listener{}
+)
+
+// provisionerHoldPort listens on port and keeps the listener open until provisionerListen
+// hands it over (or provisionerReleasePort closes it), so no other process can take the port
+// between its pick and the cluster's first API server; false if the port is taken.
+func provisionerHoldPort(port int32) bool {
+	l, err := net.Listen("tcp", provisionerListenAddress(port, "")) //nolint:noctx
 	if err != nil {
 		return false
 	}
-	_ = l.Close()
+	provisionerHeldLock.Lock()
+	defer provisionerHeldLock.Unlock()
+	if old, ok := provisionerHeld[port]; ok {
+		_ = old.Close()
+	}
+	provisionerHeld[port] = l
 	return true
+}
+
+// provisionerListen returns the listener held for port, or a new one when none is held (a
+// port given with the cluster, as after a move, or a listener started again after a stop).
+func provisionerListen(port int32) (net.Listener, error) {
+	provisionerHeldLock.Lock()
+	l, ok := provisionerHeld[port]
+	delete(provisionerHeld, port)
+	provisionerHeldLock.Unlock()
+	if ok {
+		return l, nil
+	}
+	return net.Listen("tcp", provisionerListenAddress(port, "")) //nolint:noctx
+}
+
+// provisionerReleasePort closes the listener held for port, if any.
+func provisionerReleasePort(port int32) {
+	provisionerHeldLock.Lock()
+	defer provisionerHeldLock.Unlock()
+	if l, ok := provisionerHeld[port]; ok {
+		_ = l.Close()
+		delete(provisionerHeld, port)
+	}
 }
 `,
   },

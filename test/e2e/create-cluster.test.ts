@@ -9,8 +9,7 @@
  * Fails (never skips) without the bundle: every CLI run then exits 4, and the kubectl
  * lookup throws with the bundle hint. Each group cleans up after itself before the next
  * starts — `destroy cluster`, then SIGKILL of whatever a pidfile still records, then the
- * dir is removed — because two in-memory clusters alive at once collide on the in-memory
- * provider's fixed listener port (see `waitForInMemoryPort`). Creates pass
+ * dir is removed — so no group's cluster takes the CPU of the next. Creates pass
  * `--no-progress-timeout 5` so a stall ends as the CLI's own error naming what blocks,
  * well before the test's timeout.
  */
@@ -33,7 +32,6 @@ import {
   processesMentioning,
   readJournal,
   startCli,
-  waitForInMemoryPort,
   type BackgroundCli,
   type CliRun,
 } from './support/cli.js';
@@ -44,8 +42,6 @@ import { runTempDir } from '../support/run-dirs.js';
 const createTimeoutMs = 900_000;
 /** `--no-progress-timeout` of every create, in minutes: in-memory machines change state every few seconds. */
 const stallMinutes = '5';
-/** How long a create waits for another in-memory cluster on this machine (another test's) to go away. */
-const portWaitMs = 600_000;
 const destroyTimeoutMs = 300_000;
 /** Processes of the local control plane: etcd, kube-apiserver and capi-manager (serving the four providers). */
 const controlPlaneProcesses = 3;
@@ -87,16 +83,14 @@ function createArgs(dir: string, ...extra: string[]): string[] {
   return ['create', 'cluster', '--dir', dir, '--no-progress-timeout', stallMinutes, ...extra];
 }
 
-/** Runs `create cluster` once no other in-memory cluster holds the provider's listener port. */
+/** Runs `create cluster` to its end. */
 async function createCluster(dir: string, ...extra: string[]) {
   await kubectl(); // throws with the bundle hint, at once, when the bundle is missing
-  await waitForInMemoryPort(portWaitMs);
   return cli(createArgs(dir, ...extra), createTimeoutMs);
 }
 
 async function startCreate(dir: string): Promise<BackgroundCli> {
   await kubectl();
-  await waitForInMemoryPort(portWaitMs);
   const run = startCli(createArgs(dir), createTimeoutMs);
   background.push(run);
   return run;
@@ -155,7 +149,7 @@ describe('acceptance: install-config (3 control-plane + 2 workers), create clust
     dir = await newInstallDir('accept');
     await installConfig(dir, 3, 2);
     create = await createCluster(dir);
-  }, portWaitMs + createTimeoutMs); // beyond the e2e tier's hook timeout: a wait for the in-memory port, then a 3+2 create
+  }, createTimeoutMs); // beyond the e2e tier's hook timeout: a 3+2 create
   afterAll(() => dispose(dir));
 
   it('create cluster exits 0 and prints auth/kubeconfig on stdout', () => {

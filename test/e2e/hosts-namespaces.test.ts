@@ -18,13 +18,31 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCertificateAuthority, issueCertificate } from '../../src/pki/certificates.js';
 import { waitFor } from '../integration/support/controlplane.js';
 import { cli, ensureBuilt } from './support/cli.js';
-import { HostsLab, type NodePlanView, type PrintedRegistration, type RunningAgent } from './support/hosts-lab.js';
+import { HostsLab, type NodePlanView, type RunningAgent } from './support/hosts-lab.js';
+import { step } from './support/steps.js';
 
 const exists = (file: string) => access(file).then(() => true, () => false);
 const sha256 = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
 
 let lab: HostsLab;
 const agents: RunningAgent[] = [];
+
+// The steps the tests stand on (step(): at most once per file), so each test also passes alone.
+/** `management start` in the machine namespace, listening on 198.18.0.1. */
+const managementStarted = step(() => lab.startManagement());
+/** h0 registered with the first token printed; resolves to that token. */
+const firstRegistration = step(async () => {
+  const start = await managementStarted();
+  expect(start.exitCode, `management start failed:\n${start.stderr}`).toBe(0);
+  const printed = await lab.registrationCommand();
+  return { printed, register: await lab.register(lab.hosts[0]!, printed) };
+});
+/** A fresh token: used again on the registered h0 (no new registration), then on h1, which it registers. */
+const secondRegistration = step(async () => {
+  await firstRegistration();
+  const fresh = await lab.registrationCommand();
+  return { again: await lab.register(lab.hosts[0]!, fresh), other: await lab.register(lab.hosts[1]!, fresh) };
+});
 
 beforeAll(async () => {
   await ensureBuilt();
@@ -63,7 +81,7 @@ function logged(name: string, log: string, seconds: number) {
 
 describe('the local control plane listens on loopback and the one named address', () => {
   it('management start --listen-address runs the forwarder; nothing listens on another address', async () => {
-    const start = await lab.startManagement();
+    const start = await managementStarted();
     expect(start.exitCode, start.stderr).toBe(0);
     expect(start.stderr).toMatch(/reachable for hosts on https:\/\/198\.18\.0\.1:\d+/);
     const status = await lab.cli(['management', 'status', '--dir', lab.mgmt]);
@@ -91,14 +109,11 @@ describe('the local control plane listens on loopback and the one named address'
 });
 
 describe('registration through the listen address', () => {
-  let first: PrintedRegistration;
-
   it('registration-command prints the listen address; a host registers with it, the token file is deleted, the credential is 0600', async () => {
-    first = await lab.registrationCommand();
+    const { printed: first, register } = await firstRegistration();
     expect(first.server).toMatch(/^https:\/\/198\.18\.0\.1:\d+$/);
     expect(first.stdout).not.toContain('loopback');
     const [h0] = lab.hosts;
-    const register = await lab.register(h0!, first);
     expect(register.exitCode, register.stderr).toBe(0);
     expect(register.stdout).toContain(`registered as host ${h0!.name}`);
     const files = HostsLab.files(h0!);
@@ -107,36 +122,39 @@ describe('registration through the listen address', () => {
     expect(await exists(path.join(files.data, 'bootstrap.json'))).toBe(false);
     const list = await lab.cli(['hosts', 'list', '--dir', lab.mgmt]);
     expect(list.stdout).toMatch(new RegExp(`^${h0!.name}\\s+198\\.18\\.0\\.10\\s+Registered\\s`, 'm'));
-  }, 300_000);
+  }, 660_000); // alone, it starts the management cluster first
 
+  // Before secondRegistration registers h1 (in file order; alone, it runs first).
   it('the used token is refused on another host', async () => {
+    const { printed: first } = await firstRegistration();
     const reuse = await lab.register(lab.hosts[1]!, first);
     expect(reuse.exitCode).toBe(3);
     expect(reuse.stderr).toMatch(/refused/);
-  }, 300_000);
+  }, 660_000); // alone, it starts the management cluster first
 
   it('register again on a registered host does not register: the fresh token stays unused and registers another host', async () => {
-    const fresh = await lab.registrationCommand();
-    const again = await lab.register(lab.hosts[0]!, fresh);
+    const { again, other } = await secondRegistration();
     expect(again.exitCode, again.stderr).toBe(0);
     expect(again.stdout).toContain(`already registered as host ${lab.hosts[0]!.name}`);
-    const other = await lab.register(lab.hosts[1]!, fresh);
     expect(other.exitCode, other.stderr).toBe(0);
-  }, 300_000);
+  }, 660_000); // alone, it starts the management cluster first
 
   it('an expired token is refused', async () => {
+    await managementStarted();
     const short = await lab.registrationCommand('2s');
     await new Promise((resolve) => setTimeout(resolve, 4_000));
     const late = await lab.register(lab.hosts[2]!, short);
     expect(late.exitCode).toBe(3);
     expect(late.stderr).toMatch(/refused|expired/);
-  }, 300_000);
+  }, 660_000); // alone, it starts the management cluster first
 });
 
 describe('plans executed by agents in the host namespaces', () => {
-  beforeAll(() => {
+  beforeAll(async () => {
+    const { again, other } = await secondRegistration();
+    expect([again.exitCode, other.exitCode], `registering h0 and h1 failed:\n${again.stderr}\n${other.stderr}`).toEqual([0, 0]);
     agents.push(lab.startAgent(lab.hosts[0]!), lab.startAgent(lab.hosts[1]!));
-  });
+  }, 660_000);
 
   it('writes files with their modes and keeps the instruction output, run inside the host', async () => {
     const [h0] = lab.hosts;

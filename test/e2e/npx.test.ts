@@ -24,15 +24,13 @@ import { hostTarget, targetPlatform } from '../../scripts/bundle/recipe.js';
 import { killRecorded } from '../integration/support/controlplane.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
 import type { VersionReport } from '../../src/services/version.js';
-import { getNodes, waitForInMemoryPort } from './support/cli.js';
+import { getNodes } from './support/cli.js';
 import { seedDependencies, startRegistry, type LocalRegistry } from './support/registry.js';
 import { runTempDir } from '../support/run-dirs.js';
 
 const packTimeoutMs = 1_500_000;
 const createTimeoutMs = 900_000;
 const commandTimeoutMs = 300_000;
-/** How long a create waits for another in-memory cluster on this machine (another test's) to go away. */
-const portWaitMs = 600_000;
 
 /** PATH with only the directories of node/npm and the system's tools, none of which holds `go`. */
 async function pathWithoutGo(): Promise<string> {
@@ -116,7 +114,6 @@ describe('npx provisioner from a registry, with no Go', () => {
         const config = await npx(['create', 'install-config', '--dir', dir, '--name', 'x']);
         expect(config.exitCode, config.all).toBe(0);
         const installed = performance.now();
-        await waitForInMemoryPort(portWaitMs);
         const createStarted = performance.now();
         const create = await npx(['create', 'cluster', '--dir', dir, '--no-progress-timeout', '5'], createTimeoutMs);
         expect(create.exitCode, `${create.all}\n${await controllerLogTails(dir)}`).toBe(0);

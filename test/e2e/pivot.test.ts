@@ -21,6 +21,7 @@ import { sourceUidAnnotation } from '../../src/pivot/move.js';
 import { aliveRecorded, killRecorded, waitFor } from '../integration/support/controlplane.js';
 import { cli, ensureBuilt, getNodes, kubectl, processesMentioning, readJournal, startCli, type BackgroundCli, type CliRun } from './support/cli.js';
 import { runTempDir } from '../support/run-dirs.js';
+import { step } from './support/steps.js';
 
 const createTimeoutMs = 900_000;
 const stallMinutes = '5';
@@ -129,8 +130,28 @@ afterAll(async () => {
 });
 
 describe(`acceptance: management start, create cluster --pivot-to (3 + 2), SIGKILL at the move's \`${killPhase}\`, resume, scale from the management cluster`, () => {
-  let killedAt: string | undefined;
-  let created = false;
+  // The steps the tests stand on (step(): at most once per file), so each test also passes alone.
+  /** The first create, SIGKILLed once the move journals `killPhase`; resolves to the phase its journal holds after the kill. */
+  const killedCreate = step(async () => {
+    expect(managementStart?.exitCode, `management start failed:\n${managementStart?.stderr}`).toBe(0);
+    const config = await cli(['create', 'install-config', '--dir', dir, '--name', 'moved', '--control-plane-replicas', '3', '--workers', '2'], 60_000);
+    expect(config.exitCode, config.stderr).toBe(0);
+    background = startCli(['create', 'cluster', '--dir', dir, '--no-progress-timeout', stallMinutes, '--pivot-to', mgmtKubeconfig()], createTimeoutMs);
+    await background.waitForStderr(/stage pivot started/, createTimeoutMs);
+    const killedAt = await killWhenJournaled(background, killPhase, 120_000);
+    process.stderr.write(`e2e pivot: the first create was killed (SIGKILL) at the move's phase ${killPhase}; its journal says ${killedAt}\n`);
+    return killedAt;
+  });
+  /** The second create, which resumes the move. */
+  const resumedCreate = step(async () => {
+    await killedCreate();
+    return cli(['create', 'cluster', '--dir', dir, '--no-progress-timeout', stallMinutes, '--pivot-to', mgmtKubeconfig()], createTimeoutMs);
+  });
+  /** Each later test's precondition: the resumed create exited 0 (its stderr says why not). */
+  const created = async () => {
+    const run = await resumedCreate();
+    expect(run.exitCode, `create cluster did not finish:\n${run.stderr.slice(-4000)}`).toBe(0);
+  };
 
   it('management start exits 0 and prints its kubeconfig', () => {
     expect(managementStart?.exitCode, managementStart?.stderr).toBe(0);
@@ -138,19 +159,14 @@ describe(`acceptance: management start, create cluster --pivot-to (3 + 2), SIGKI
   });
 
   it(`create cluster --pivot-to, killed with SIGKILL once the move journals \`${killPhase}\`, leaves the move's journal at \`${killPhase}\``, async () => {
-    expect(managementStart?.exitCode, `management start failed:\n${managementStart?.stderr}`).toBe(0);
-    const config = await cli(['create', 'install-config', '--dir', dir, '--name', 'moved', '--control-plane-replicas', '3', '--workers', '2'], 60_000);
-    expect(config.exitCode, config.stderr).toBe(0);
-    background = startCli(['create', 'cluster', '--dir', dir, '--no-progress-timeout', stallMinutes, '--pivot-to', mgmtKubeconfig()], createTimeoutMs);
-    await background.waitForStderr(/stage pivot started/, createTimeoutMs);
-    killedAt = await killWhenJournaled(background, killPhase, 120_000);
-    process.stderr.write(`e2e pivot: the first create was killed (SIGKILL) at the move's phase ${killPhase}; its journal says ${killedAt}\n`);
+    const killedAt = await killedCreate();
     expect(killedAt, `the kill landed after ${killPhase}`).toBe(killPhase);
     expect((await readJournal(dir)).stages['pivot']?.state).toBe('running');
   });
 
   it(`create cluster --pivot-to again resumes the move from \`${killPhase}\` and exits 0; every moved object is in the management cluster once; no process of the local control plane is left`, async () => {
-    const run = await cli(['create', 'cluster', '--dir', dir, '--no-progress-timeout', stallMinutes, '--pivot-to', mgmtKubeconfig()], createTimeoutMs);
+    const killedAt = await killedCreate();
+    const run = await resumedCreate();
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stdout.trim()).toBe(path.join(dir, 'auth', 'kubeconfig'));
     expect(run.stderr).toContain(`An unfinished pivot (phase ${killedAt ?? killPhase}) is resumed before anything else`);
@@ -161,11 +177,10 @@ describe(`acceptance: management start, create cluster --pivot-to (3 + 2), SIGKI
     expect((await readJournal(dir)).completedAt).toBeDefined();
     expect((await aliveRecorded(dir)).map((e) => e.name)).toEqual([]);
     expect(await processesMentioning(dir)).toEqual([]);
-    created = true;
   });
 
   it('the cluster is Available in the management cluster, with 5 Running machines, and its 5 nodes are Ready through auth/kubeconfig', async () => {
-    expect(created, 'create cluster did not finish').toBe(true);
+    await created();
     const cluster = await inManagement<Listed['items'][number]>('get', 'cluster', 'moved', '-n', 'moved');
     expect(cluster.status?.conditions?.find((c) => c.type === 'Available')?.status).toBe('True');
     const machines = await inManagement<Listed>('get', 'machines', '-n', 'moved');
@@ -176,7 +191,7 @@ describe(`acceptance: management start, create cluster --pivot-to (3 + 2), SIGKI
   });
 
   it('wait-for install-complete asks the management cluster the pivot recorded, leaves the stopped local control plane alone, exits 0', async () => {
-    expect(created, 'create cluster did not finish').toBe(true);
+    await created();
     const logSizes = async () => Promise.all(['etcd', 'kube-apiserver', 'capi-manager'].map((name) => stat(path.join(dir, 'logs', `${name}.log`)).then((s) => s.size)));
     const before = await logSizes();
     const run = await cli(['wait-for', 'install-complete', '--dir', dir, '--no-progress-timeout', stallMinutes], commandTimeoutMs);
@@ -191,7 +206,7 @@ describe(`acceptance: management start, create cluster --pivot-to (3 + 2), SIGKI
   });
 
   it('create cluster --management-kubeconfig on a second install dir of the same cluster, then wait-for install-complete there (no local control plane at all), exit 0', async () => {
-    expect(created, 'create cluster did not finish').toBe(true);
+    await created();
     // The same install config, so the same objects: the create finds them healthy in the management cluster.
     await mkdir(second, { recursive: true });
     await copyFile(path.join(dir, 'install-config.yaml'), path.join(second, 'install-config.yaml'));
@@ -210,7 +225,7 @@ describe(`acceptance: management start, create cluster --pivot-to (3 + 2), SIGKI
   });
 
   it('scaling the MachineDeployment in the management cluster brings a sixth machine and node', async () => {
-    expect(created, 'create cluster did not finish').toBe(true);
+    await created();
     const scale = await execa(await kubectl(), ['--kubeconfig', mgmtKubeconfig(), '-n', 'moved', 'scale', 'machinedeployment', '--all', '--replicas', '3'], { reject: false });
     expect(scale.exitCode, scale.stderr).toBe(0);
     await waitFor(
@@ -226,7 +241,7 @@ describe(`acceptance: management start, create cluster --pivot-to (3 + 2), SIGKI
   });
 
   it('destroy cluster deletes the cluster from the management cluster; destroy bootstrap removes the stopped local control plane', async () => {
-    expect(created, 'create cluster did not finish').toBe(true);
+    await created();
     const destroy = await cli(['destroy', 'cluster', '--dir', dir], commandTimeoutMs);
     expect(destroy.exitCode, destroy.stderr).toBe(0);
     expect(destroy.stdout.trim()).toBe('destroyed moved/moved');

@@ -17,7 +17,7 @@ import { KubeClient, type KubeObject } from '../../src/kube/client.js';
 import { prepareLocalControlPlane } from '../../src/management/attach.js';
 import { killRecorded } from '../integration/support/controlplane.js';
 import { RancherDouble } from '../support/rancher-double.js';
-import { cli, ensureBuilt, kubectl, readJournal, waitForInMemoryPort } from './support/cli.js';
+import { cli, ensureBuilt, kubectl, readJournal } from './support/cli.js';
 import { runTempDir } from '../support/run-dirs.js';
 
 const management = 'management.cattle.io/v3';
@@ -67,7 +67,6 @@ describe('create cluster --register-rancher, then destroy cluster', () => {
   it('imports the new cluster into Rancher as its last stage, and destroy removes Rancher\'s cluster first', async () => {
     const config = await cli(['create', 'install-config', '--dir', dir, '--name', 'ranch', '--control-plane-replicas', '1', '--workers', '0'], 60_000);
     expect(config.exitCode, config.stderr).toBe(0);
-    await waitForInMemoryPort(600_000);
     const create = await cli(['create', 'cluster', '--dir', dir, '--no-progress-timeout', '5', '--register-rancher', rancherPlane!.kubeconfig], createTimeoutMs);
     expect(create.exitCode, create.stderr.slice(-3000)).toBe(0);
     const journal = await readJournal(dir);

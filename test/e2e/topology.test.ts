@@ -15,14 +15,12 @@ import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aliveRecorded, killRecorded } from '../integration/support/controlplane.js';
-import { cli, editInstallConfig, ensureBuilt, getNodes, kubectl, processesMentioning, readJournal, waitForInMemoryPort } from './support/cli.js';
+import { cli, editInstallConfig, ensureBuilt, getNodes, kubectl, processesMentioning, readJournal } from './support/cli.js';
 import { step } from './support/steps.js';
 import { runTempDir } from '../support/run-dirs.js';
 
 /** Longest `create cluster` of 1 + 1 may take on a loaded 2-core machine. */
 const createTimeoutMs = 900_000;
-/** How long to wait for another in-memory cluster on this machine (another test's) to go away. */
-const portWaitMs = 600_000;
 const destroyTimeoutMs = 300_000;
 
 interface StateObject {
@@ -55,7 +53,6 @@ describe('create cluster with manifests.layout: topology (in-memory, 1 + 1)', ()
       doc.manifests = { layout: 'topology' };
     });
 
-    await waitForInMemoryPort(portWaitMs);
     const run = await cli(['create', 'cluster', '--dir', dir, '--no-progress-timeout', '5'], createTimeoutMs);
     process.stderr.write(`e2e topology: create cluster took ${Math.round(run.durationMs / 1000)} s\n`);
     expect(run.exitCode, run.stderr.slice(-4000)).toBe(0);

@@ -4,7 +4,7 @@
  * collected, plus what a user would look at afterwards — the journal, the pidfiles, the
  * nodes of the new cluster through the bundled kubectl, and /proc.
  */
-import { readdir, readFile, readlink, stat, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { parse, stringify } from 'yaml';
@@ -189,60 +189,3 @@ export async function procStats(pid: number): Promise<ProcStats | undefined> {
 
 /** USER_HZ: 100 on every Linux this runs on (`getconf CLK_TCK`). */
 export const clockTicksPerSecond = 100;
-
-/**
- * The first port of the in-memory provider's workload-cluster listeners. capi-manager's
- * in-memory backend (sigs.k8s.io/cluster-api/test/infrastructure/inmemory/pkg/server,
- * DefaultMinPort) hands every cluster a port from a fixed range starting here, per
- * process, with no flag to move it: two in-memory clusters alive on one machine (two
- * install dirs) collide on it, and the second never gets a node.
- */
-export const inMemoryFirstPort = 20000;
-
-/** Pids holding a TCP listener on 127.0.0.1/0.0.0.0 `port` (from /proc/net/tcp and /proc/<pid>/fd). */
-export async function listenersOnPort(port: number): Promise<number[]> {
-  const inodes = new Set<string>();
-  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
-  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    const text = await readFile(table, 'utf8').catch(() => '');
-    for (const line of text.split('\n').slice(1)) {
-      const fields = line.trim().split(/\s+/);
-      if (fields[3] === '0A' && fields[1]?.endsWith(`:${hexPort}`) && fields[9]) inodes.add(fields[9]);
-    }
-  }
-  if (inodes.size === 0) return [];
-  const pids: number[] = [];
-  for (const name of await readdir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const fds = await readdir(`/proc/${name}/fd`).catch(() => [] as string[]);
-    for (const fd of fds) {
-      const target = await readlink(`/proc/${name}/fd/${fd}`).catch(() => '');
-      const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
-      if (inode && inodes.has(inode)) {
-        pids.push(Number(name));
-        break;
-      }
-    }
-  }
-  return pids.length ? pids : [-1];
-}
-
-/**
- * Waits until no other in-memory cluster holds `inMemoryFirstPort` (another test on this
- * shared machine may run one), up to `timeoutMs`; then throws naming the holder.
- */
-export async function waitForInMemoryPort(timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const holders = await listenersOnPort(inMemoryFirstPort);
-    if (holders.length === 0) return;
-    if (Date.now() > deadline) {
-      const who = await Promise.all(holders.map(async (pid) => `${pid} ${(await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' ').slice(0, 160)}`));
-      throw new Error(
-        `127.0.0.1:${inMemoryFirstPort} is still held after ${timeoutMs} ms by ${who.join('; ')}: another in-memory cluster runs on this machine, ` +
-          'and the in-memory provider gives every cluster a port from the same fixed range, so a second cluster would never get a node',
-      );
-    }
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-  }
-}
