@@ -42,6 +42,7 @@ export interface ManagementStartResult {
 export async function startManagement(request: ManagementStartRequest): Promise<ManagementStartResult> {
   const started = performance.now();
   if (request.listenAddress) checkListenAddress(request.listenAddress, { flag: listenAddressFlag });
+  const controllers = request.platform ? managementControllers(request.platform) : undefined;
   const lock = await acquireDirLock(request.dir, { command: 'management start', events: request.sink });
   try {
     const layout = controlPlaneLayout(request.dir);
@@ -51,7 +52,6 @@ export async function startManagement(request: ManagementStartRequest): Promise<
       log(request.sink, 'info', `The management cluster in ${layout.dir} is already running`);
       return { kubeconfig: layout.kubeconfig, alreadyRunning: true, durationMs: performance.now() - started };
     }
-    const controllers = request.platform ? managementControllers(request.platform) : undefined;
     const controlPlane = await prepareLocalControlPlane({ ...request, detached: true, listenAddressFrom: listenAddressFlag, ...(controllers ? { controllers } : {}) });
     await controlPlane.start();
     // Where hosts reach this cluster, for a pivot into it to hand the moved hosts' agents over.

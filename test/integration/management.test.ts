@@ -245,7 +245,7 @@ describe('provisioner management, as a user runs it', () => {
       const dir = await newDir('mgmt-unknown');
       const run = await cli(['management', 'start', '--dir', dir, '--platform', 'nowhere'], 60_000);
       expect(run.exitCode).toBe(ExitCode.usage);
-      expect(run.stderr).toMatch(/--platform.*nowhere/s);
+      expect(run.stderr).toContain('unknown platform "nowhere"');
       expect(run.stderr).toContain('hosts');
       expect(run.durationMs).toBeLessThan(fastMs);
     });
