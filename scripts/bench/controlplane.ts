@@ -22,11 +22,11 @@ import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { sleep } from '../../src/concurrency.js';
-import { apiServerArgs, apiServerEnv, etcdArgs, goRuntimeEnv, loopback } from '../../src/controlplane/components.js';
+import { apiServerArgs, apiServerEnv, etcdArgs, forwarderArgs, goRuntimeEnv, loopback } from '../../src/controlplane/components.js';
 import { lightenCrd } from '../../src/controlplane/crds.js';
 import { loadComponents, type ProviderComponents } from '../../src/controlplane/install.js';
 import { controlPlaneLayout } from '../../src/controlplane/layout.js';
-import { stopRecordedControlPlane } from '../../src/controlplane/local-controlplane.js';
+import { forwarderName, stopRecordedControlPlane } from '../../src/controlplane/local-controlplane.js';
 import { rewriteWebhooks } from '../../src/controlplane/webhooks.js';
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { loadCatalog, type BundleCatalog } from '../../src/embedded/catalog.js';
@@ -40,6 +40,7 @@ import { isAlive, readPidfiles, type PidfileEntry } from '../../src/process/pidf
 import { allocatePorts } from '../../src/process/ports.js';
 import { httpProbe, type ReadinessProbe } from '../../src/process/probes.js';
 import { prepareLocalControlPlane } from '../../src/management/attach.js';
+import { managementControllers } from '../../src/services/management.js';
 import { cliVersion } from '../../src/version.js';
 import { formatNumber, MB, median, type BenchRecord, type BenchTable } from './record.js';
 
@@ -103,6 +104,10 @@ class TimedSink implements EventSink {
 /** One process at one moment: resident memory, Go heap in use (from its metrics), CPU used since it started. */
 interface ProcessSample {
   rssBytes: number;
+  /** Proportional set size (smaps_rollup): pages shared with another process counted in part; NaN when unreadable. */
+  pssBytes: number;
+  /** The part of VmRSS that is the process's mapped files (its own binary, mostly). */
+  rssFileBytes: number;
   heapInuseBytes: number | undefined;
   cpuSeconds: number;
 }
@@ -120,9 +125,18 @@ async function sampleProcess(pid: number, metrics: () => Promise<string>): Promi
   // Fields after the command name: state is 3rd, utime 14th and stime 15th of the whole line.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / clockTicksPerSecond;
+  const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
+  const pssKb = /^Pss:\s+(\d+) kB/m.exec(rollup)?.[1];
+  const fileKb = /^RssFile:\s+(\d+) kB/m.exec(status ?? '')?.[1];
   const text = await metrics().catch(() => undefined);
   const heap = text ? /^go_memstats_heap_inuse_bytes\s+(\S+)$/m.exec(text)?.[1] : undefined;
-  return { rssBytes: Number(kb) * 1024, heapInuseBytes: heap !== undefined ? Number(heap) : undefined, cpuSeconds };
+  return {
+    rssBytes: Number(kb) * 1024,
+    pssBytes: pssKb !== undefined ? Number(pssKb) * 1024 : Number.NaN,
+    rssFileBytes: Number(fileKb) * 1024,
+    heapInuseBytes: heap !== undefined ? Number(heap) : undefined,
+    cpuSeconds,
+  };
 }
 
 /** The metrics of each recorded process: etcd's and the managers' plain-http endpoints on loopback, the API server's /metrics as admin. */
@@ -151,24 +165,56 @@ const footprintSets = {
     // capi-manager serves both openshift's core and infrastructure processes here.
     openshift: { etcd: openshiftMB.etcd, 'kube-apiserver': openshiftMB['kube-apiserver'], 'capi-manager': openshiftMB.core + openshiftMB.infrastructure },
     controllers: () => platformNamed('inmemory').controllers,
+    forwarder: false,
   },
   management: {
-    title: '`management start`: every bundled provider',
+    title: '`management start --listen-address`, no --platform: every bundled provider, and the forwarder (the baseline: the platform selection switched off)',
     openshift: { etcd: openshiftMB.etcd, 'kube-apiserver': openshiftMB['kube-apiserver'], 'capi-manager': openshiftMB.core, 'capa-manager': openshiftMB.infrastructure },
     controllers: () => undefined,
+    forwarder: true,
+  },
+  'management-hosts': {
+    title: '`management start --platform hosts --listen-address`: the core and kubeadm providers, the agent manager (the hosts provider), and the forwarder',
+    openshift: { etcd: openshiftMB.etcd, 'kube-apiserver': openshiftMB['kube-apiserver'], 'capi-manager': openshiftMB.core, 'provisioner-agent-manager': openshiftMB.infrastructure },
+    controllers: () => managementControllers('hosts'),
+    forwarder: true,
   },
 } as const;
+/** Each set with the one it is set beside in the same run: the same start with the setting switched off. */
+const footprintPeers: Partial<Record<string, string>> = { 'management-hosts': 'management' };
 type FootprintSet = keyof typeof footprintSets;
 const footprintSetNames = Object.keys(footprintSets) as FootprintSet[];
 
+/**
+ * A running forwarder for a lasting control plane, the way `--listen-address` starts one but on a
+ * loopback port: the benchmark names no address of this machine. Memory of an idle forwarder does
+ * not depend on the address it listens on.
+ */
+async function startForwarder(binary: string, apiServerPort: number, dir: string): Promise<ChildProcess> {
+  const [listen, health, artifacts] = await allocatePorts(3);
+  const artifactsDir = path.join(dir, 'bench-artifacts');
+  await mkdir(artifactsDir, { recursive: true, mode: 0o700 });
+  const args = forwarderArgs(`${loopback}:${listen}`, apiServerPort, { listen: listen!, health: health!, artifacts: artifacts! }, { listen: `${loopback}:${artifacts}`, dir: artifactsDir });
+  const child = spawnPlain(binary, renderArgs(args), dir);
+  await pollReady(forwarderName, child, httpProbe(`http://${loopback}:${health}/readyz`));
+  return child;
+}
+
 /** One lasting control plane of `set` on a fresh dir, sampled at each of `sampleAtMs` after its start returned, then stopped. */
-async function measureFootprint(dir: string, set: FootprintSet): Promise<Footprint> {
+async function measureFootprint(dir: string, set: FootprintSet, forwarderBinary: string): Promise<Footprint> {
   const sink = new TimedSink();
   const abort = new AbortController();
   const controllers = footprintSets[set].controllers();
   const controlPlane = await prepareLocalControlPlane({ dir, detached: true, sink, signal: abort.signal, ...(controllers ? { controllers } : {}) });
+  let forwarder: ChildProcess | undefined;
   try {
     await controlPlane.start();
+    const entries = await readPidfiles(controlPlaneLayout(dir).stateDir);
+    const apiServerPort = entries.find((e) => e.name === 'kube-apiserver')?.ports.secure;
+    if (footprintSets[set].forwarder) {
+      if (apiServerPort === undefined) throw new Error('no kube-apiserver pidfile with its secure port');
+      forwarder = await startForwarder(forwarderBinary, apiServerPort, dir);
+    }
     const returned = performance.now();
     const kube = controlPlane.kube;
     const samples: Footprint = [];
@@ -179,10 +225,15 @@ async function measureFootprint(dir: string, set: FootprintSet): Promise<Footpri
         const measured = isAlive(entry) ? await sampleProcess(entry.pid, metricsReader(entry, kube)) : undefined;
         if (measured) sample[entry.name] = measured;
       }
+      // The forwarder serves no metrics: its heap is n/a.
+      // setpriv execs it: the child's pid is the forwarder's.
+      const forwarded = forwarder?.pid !== undefined ? await sampleProcess(forwarder.pid, () => Promise.reject(new Error('no metrics'))) : undefined;
+      if (forwarded) sample[forwarderName] = forwarded;
       samples.push(sample);
     }
     return samples;
   } finally {
+    await terminate(forwarder);
     await controlPlane.stop();
     // Whatever the supervisor did not own (nothing, normally) is stopped from the pidfiles.
     await stopRecordedControlPlane(dir, sink);
@@ -293,27 +344,73 @@ function earlyObjects(components: readonly ProviderComponents[], catalog: Bundle
   return components.flatMap((c) => c.objects.filter((o) => !late.has(o.kind)).map((o) => lightenCrd(rewriteWebhooks(o, endpoints, caPem))));
 }
 
+/** Every process name the runs sampled, etcd and kube-apiserver first. */
+function processNames(footprints: readonly Footprint[]): string[] {
+  return [...new Set(footprints.flatMap((f) => f.flatMap((sample) => Object.keys(sample))))].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
+}
+
+/** Median over the runs of one figure of one process at one sample; NaN when no run measured it. */
+function processMedian(footprints: readonly Footprint[], name: string, at: number, pick: (p: ProcessSample) => number | undefined): number {
+  return median(footprints.flatMap((f) => {
+    const value = f[at]?.[name] ? pick(f[at][name]) : undefined;
+    return value !== undefined ? [value] : [];
+  }));
+}
+
+/** Median over the runs of the sum over processes (not the sum of medians). */
+function totalMedian(footprints: readonly Footprint[], at: number, pick: (p: ProcessSample) => number | undefined): number {
+  return median(footprints.map((f) => Object.values(f[at] ?? {}).reduce((sum, p) => sum + (pick(p) ?? 0), 0)));
+}
+
+/**
+ * A set beside its peer measured in the same run (interleaved): VmRSS per process and in all at
+ * 15 s and 60 s, the ratio, and the total against openshift-install's published 395 MB (a fixed
+ * reference, not measured here).
+ */
+function comparePeer(set: FootprintSet, peer: FootprintSet, footprints: Record<FootprintSet, Footprint[]>): { ratios: Record<string, number>; table: BenchTable; note: string } {
+  const ours = footprints[set];
+  const theirs = footprints[peer];
+  const names = processNames([...ours, ...theirs]);
+  const rss = (f: readonly Footprint[], name: string, at: number) => processMedian(f, name, at, (p) => p.rssBytes);
+  const total = (f: readonly Footprint[], at: number) => totalMedian(f, at, (p) => p.rssBytes);
+  const cell = (bytes: number) => (Number.isNaN(bytes) ? 'not run' : mb(bytes));
+  const ratio = (a: number, b: number) => (Number.isNaN(a) || Number.isNaN(b) ? '' : `${formatNumber(a / b)} x`);
+  const [t15, t60, p15, p60] = [total(ours, 0), total(ours, 1), total(theirs, 0), total(theirs, 1)];
+  const within = Math.max(t15, t60) / MB <= footprintBudgetMB;
+  return {
+    ratios: { [`${set}.rss15sTotalVs.${peer}`]: t15 / p15, [`${set}.rss60sTotalVs.${peer}`]: t60 / p60 },
+    table: {
+      title: `${set} beside ${peer}, the same start with the setting switched off, measured in the same run (VmRSS, median of ${ours.length}; openshift-install's 395 MB is its published figure, a fixed reference)`,
+      columns: ['process', `${set} 15 s`, `${peer} 15 s`, 'ratio 15 s', `${set} 60 s`, `${peer} 60 s`, 'ratio 60 s'],
+      rows: [
+        ...names.map((n) => [n, cell(rss(ours, n, 0)), cell(rss(theirs, n, 0)), ratio(rss(ours, n, 0), rss(theirs, n, 0)), cell(rss(ours, n, 1)), cell(rss(theirs, n, 1)), ratio(rss(ours, n, 1), rss(theirs, n, 1))]),
+        ['total', mb(t15), mb(p15), ratio(t15, p15), mb(t60), mb(p60), ratio(t60, p60)],
+        ['openshift-install (published, fixed)', `${footprintBudgetMB} MB`, `${footprintBudgetMB} MB`, '', `${footprintBudgetMB} MB`, `${footprintBudgetMB} MB`, ''],
+        ['total / 395 MB', ratio(t15 / MB, footprintBudgetMB), ratio(p15 / MB, footprintBudgetMB), '', ratio(t60 / MB, footprintBudgetMB), ratio(p60 / MB, footprintBudgetMB), ''],
+      ],
+    },
+    note: `${set}: ${mb(t15)} at 15 s and ${mb(t60)} at 60 s against ${peer}'s ${mb(p15)} and ${mb(p60)} in the same run (${formatNumber(t60 / p60)} x at 60 s); budget <= ${footprintBudgetMB} MB: ${within ? 'met' : 'MISSED'}.`,
+  };
+}
+
 /** One set's footprint: its figures and ratios (keys prefixed with the set), its table and its verdict against the budget. */
 function summarizeFootprint(set: FootprintSet, footprints: readonly Footprint[]): { figures: Record<string, number>; ratios: Record<string, number>; table: BenchTable; note: string } {
-  const names = [...new Set(footprints.flatMap((f) => f.flatMap((sample) => Object.keys(sample))))].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
-  /** Median over the runs of one figure of one process at one sample; NaN when no run measured it. */
-  const fp = (name: string, at: number, pick: (p: ProcessSample) => number | undefined) =>
-    median(footprints.flatMap((f) => {
-      const value = f[at]?.[name] ? pick(f[at][name]) : undefined;
-      return value !== undefined ? [value] : [];
-    }));
-  /** Median over the runs of the sum over processes (not the sum of medians). */
-  const fpTotal = (at: number, pick: (p: ProcessSample) => number | undefined) =>
-    median(footprints.map((f) => Object.values(f[at] ?? {}).reduce((sum, p) => sum + (pick(p) ?? 0), 0)));
+  const names = processNames(footprints);
+  const fp = (name: string, at: number, pick: (p: ProcessSample) => number | undefined) => processMedian(footprints, name, at, pick);
+  const fpTotal = (at: number, pick: (p: ProcessSample) => number | undefined) => totalMedian(footprints, at, pick);
   const [early15, late60] = [0, 1] as const;
   const rss15 = (n: string) => fp(n, early15, (p) => p.rssBytes);
   const rss60 = (n: string) => fp(n, late60, (p) => p.rssBytes);
   const heap60 = (n: string) => fp(n, late60, (p) => p.heapInuseBytes);
+  const pss60 = (n: string) => fp(n, late60, (p) => p.pssBytes);
+  const file60 = (n: string) => fp(n, late60, (p) => p.rssFileBytes);
   const cpu60 = (n: string) => fp(n, late60, (p) => p.cpuSeconds);
   const idleCpu = (n: string) => fp(n, late60, (p) => p.cpuSeconds) - fp(n, early15, (p) => p.cpuSeconds);
   const totalRss15 = fpTotal(early15, (p) => p.rssBytes);
   const totalRss60 = fpTotal(late60, (p) => p.rssBytes);
   const totalHeap60 = fpTotal(late60, (p) => p.heapInuseBytes);
+  const totalPss60 = fpTotal(late60, (p) => p.pssBytes);
+  const totalFile60 = fpTotal(late60, (p) => p.rssFileBytes);
   const totalCpu60 = fpTotal(late60, (p) => p.cpuSeconds);
   const totalIdleCpu = totalCpu60 - fpTotal(early15, (p) => p.cpuSeconds);
   const budgetMet = totalRss15 / MB <= footprintBudgetMB && totalRss60 / MB <= footprintBudgetMB;
@@ -325,12 +422,16 @@ function summarizeFootprint(set: FootprintSet, footprints: readonly Footprint[])
         [`${set}.rss15s.${n}.Bytes`, rss15(n)],
         [`${set}.rss60s.${n}.Bytes`, rss60(n)],
         [`${set}.heapInuse60s.${n}.Bytes`, heap60(n)],
+        [`${set}.pss60s.${n}.Bytes`, pss60(n)],
+        [`${set}.rssFile60s.${n}.Bytes`, file60(n)],
         [`${set}.cpu0to60s.${n}.Seconds`, cpu60(n)],
       ])),
       [`${set}.processes`]: names.length,
       [`${set}.rss15sTotalBytes`]: totalRss15,
       [`${set}.rss60sTotalBytes`]: totalRss60,
       [`${set}.heapInuse60sTotalBytes`]: totalHeap60,
+      [`${set}.pss60sTotalBytes`]: totalPss60,
+      [`${set}.rssFile60sTotalBytes`]: totalFile60,
       [`${set}.cpu0to60sTotalSeconds`]: totalCpu60,
       [`${set}.cpu15to60sTotalSeconds`]: totalIdleCpu,
     },
@@ -341,19 +442,21 @@ function summarizeFootprint(set: FootprintSet, footprints: readonly Footprint[])
     },
     table: {
       title: `footprint of ${title} (median of ${footprints.length} fresh dirs; MB = 10^6 bytes; CPU in seconds since the process started)`,
-      columns: ['process', 'RSS at 15 s', 'RSS at 60 s', 'Go heap in use at 60 s', 'CPU at 60 s', 'CPU 15-60 s', 'openshift (published)', 'RSS 60 s / openshift'],
+      columns: ['process', 'RSS at 15 s', 'RSS at 60 s', 'PSS at 60 s', 'of RSS, files at 60 s', 'Go heap in use at 60 s', 'CPU at 60 s', 'CPU 15-60 s', 'openshift (published)', 'RSS 60 s / openshift'],
       rows: [
         ...names.map((n) => [
           n,
           mb(rss15(n)),
           mb(rss60(n)),
+          mb(pss60(n)),
+          mb(file60(n)),
           Number.isNaN(heap60(n)) ? 'n/a' : mb(heap60(n)),
           cpu(cpu60(n)),
           cpu(idleCpu(n)),
           openshift(n) !== undefined ? `${openshift(n)} MB` : '',
           openshift(n) !== undefined ? `${formatNumber(rss60(n) / MB / openshift(n)!)} x` : '',
         ]),
-        [`total (${names.length})`, mb(totalRss15), mb(totalRss60), mb(totalHeap60), cpu(totalCpu60), cpu(totalIdleCpu), `${footprintBudgetMB} MB`, `${formatNumber(totalRss60 / MB / footprintBudgetMB)} x`],
+        [`total (${names.length})`, mb(totalRss15), mb(totalRss60), mb(totalPss60), mb(totalFile60), mb(totalHeap60), cpu(totalCpu60), cpu(totalIdleCpu), `${footprintBudgetMB} MB`, `${formatNumber(totalRss60 / MB / footprintBudgetMB)} x`],
       ],
     },
     note: `footprint, ${set}: ${mb(totalRss15)} at 15 s and ${mb(totalRss60)} at 60 s for ${names.length} processes, budget <= ${footprintBudgetMB} MB (openshift's published total): ${budgetMet ? 'met' : 'MISSED'}.`,
@@ -368,7 +471,7 @@ const cpu = (seconds: number) => `${seconds.toFixed(1)} s`;
 export async function run(): Promise<BenchRecord> {
   const catalog = await loadCatalog();
   const controllers = catalog.components.filter((c) => c.binary).map((c) => c.binary!);
-  const binaries = await ensureBinaries(['etcd', 'kube-apiserver', ...controllers], { catalog });
+  const binaries = await ensureBinaries(['etcd', 'kube-apiserver', forwarderName, ...controllers], { catalog });
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'provisioner-bench-controlplane-'));
   try {
     const parseStarted = performance.now();
@@ -388,14 +491,18 @@ export async function run(): Promise<BenchRecord> {
       floor.push(await bootFloor(pkiDir, controllers, path.join(scratch, `floor-${i}`), early, binaries));
     }
     // Interleaved, so both sets see the same machine load.
-    const footprints: Record<FootprintSet, Footprint[]> = { inmemory: [], management: [] };
+    const footprints = Object.fromEntries(footprintSetNames.map((set) => [set, [] as Footprint[]])) as Record<FootprintSet, Footprint[]>;
     for (let i = 0; i < footprintRuns; i++) {
       for (const set of footprintSetNames) {
         process.stderr.write(`  footprint ${i + 1}/${footprintRuns}: ${set}, sampled at ${sampleAtMs.map((at) => `${at / 1000} s`).join(' and ')}...\n`);
-        footprints[set].push(await measureFootprint(path.join(scratch, `${set}-${i}`), set));
+        footprints[set].push(await measureFootprint(path.join(scratch, `${set}-${i}`), set, binaries[forwarderName]!));
       }
     }
     const summaries = footprintSetNames.map((set) => summarizeFootprint(set, footprints[set]));
+    const peers = footprintSetNames.flatMap((set) => {
+      const peer = footprintPeers[set] as FootprintSet | undefined;
+      return peer ? [comparePeer(set, peer, footprints)] : [];
+    });
 
     const med = (pick: (b: OurBoot) => number) => median(ours.map(pick));
     const fmed = (pick: (b: FloorBoot) => number) => median(floor.map(pick));
@@ -440,6 +547,7 @@ export async function run(): Promise<BenchRecord> {
         apiServerVsFloor: stage['kube-apiserver'] / floorApi,
         crdsVsFloor: stage.crds / floorCrds,
         ...Object.assign({}, ...summaries.map((summary) => summary.ratios)),
+        ...Object.assign({}, ...peers.map((peer) => peer.ratios)),
       },
       versions: {
         provisioner: cliVersion,
@@ -467,9 +575,11 @@ export async function run(): Promise<BenchRecord> {
           ],
         },
         ...summaries.map((summary) => summary.table),
+        ...peers.map((peer) => peer.table),
       ],
       notes: [
         ...summaries.map((summary) => summary.note),
+        ...peers.map((peer) => peer.note),
         `overhead over the floor (etcd spawned -> every CRD Established): ${formatNumber(overhead)} x, target <= ${targetRatio}: ${overhead <= targetRatio ? 'met' : 'MISSED'}.`,
         'the floor spawns etcd and kube-apiserver (through setpriv --pdeathsig, output dropped) with the flags etcdArgs/apiServerArgs render and the GOGC of goRuntimeEnv, polls /readyz every 50 ms, applies the same namespaces and (description-free) CRDs one by one with server-side apply, then polls until every CRD is Established; it parses the component YAML before its clock starts.',
         'ours probes every 100 ms, writes each process log through a pipe, writes the kubeconfig and parses the component YAML between the API server and the CRDs (the unstaged row), and applies 8 at a time.',

@@ -74,7 +74,8 @@ export async function saveRecord(record: BenchRecord, machine: Machine): Promise
 
 /** The record as text: every table, then ratios and notes. */
 export function formatRecord(record: BenchRecord, machine: Machine): string {
-  const out: string[] = [`== ${record.name}  (${machine.cores} cores, ${(machine.memoryBytes / 2 ** 30).toFixed(0)} GiB, node ${machine.node}${machine.go ? `, ${machine.go.replace(/^go version /, '')}` : ''})`];
+  const load = os.loadavg().map((l) => l.toFixed(2)).join(' ');
+  const out: string[] = [`== ${record.name}  (${machine.cpu}, ${machine.cores} cores, ${(machine.memoryBytes / 2 ** 30).toFixed(0)} GiB, load ${load} at the end (1, 5, 15 min), node ${machine.node}${machine.go ? `, ${machine.go.replace(/^go version /, '')}` : ''})`];
   const tables = record.tables ?? [
     { title: 'figures', columns: ['figure', 'value'], rows: Object.entries(record.figures).map(([k, v]) => [k, formatNumber(v)]) },
   ];

@@ -11,6 +11,7 @@ import { publishAgentServer } from '../pivot/agents.js';
 import { log, type EventSink } from '../events.js';
 import { acquireDirLock } from '../process/lock.js';
 import { findStale } from '../process/pidfile.js';
+import { platformNamed, sharedControllers, type ControllerRequirement } from '../platforms/index.js';
 import { checkListenAddress, checkRunningListenAddress, prepareLocalControlPlane } from '../management/attach.js';
 
 export interface ManagementRequest {
@@ -22,6 +23,12 @@ export interface ManagementRequest {
 export interface ManagementStartRequest extends ManagementRequest {
   /** `--listen-address`: the one address besides loopback where hosts reach the API server. Default none: loopback only. */
   listenAddress?: string;
+  /**
+   * `--platform`: run only the providers that platform's clusters need (its controllers, and
+   * the agent manager, which registration, address pools and a pivot's agent hand-over share),
+   * and install only their CRDs. Default none: every bundled provider.
+   */
+  platform?: string;
 }
 
 const listenAddressFlag = '--listen-address';
@@ -35,6 +42,7 @@ export interface ManagementStartResult {
 export async function startManagement(request: ManagementStartRequest): Promise<ManagementStartResult> {
   const started = performance.now();
   if (request.listenAddress) checkListenAddress(request.listenAddress, { flag: listenAddressFlag });
+  const controllers = request.platform ? managementControllers(request.platform) : undefined;
   const lock = await acquireDirLock(request.dir, { command: 'management start', events: request.sink });
   try {
     const layout = controlPlaneLayout(request.dir);
@@ -44,7 +52,7 @@ export async function startManagement(request: ManagementStartRequest): Promise<
       log(request.sink, 'info', `The management cluster in ${layout.dir} is already running`);
       return { kubeconfig: layout.kubeconfig, alreadyRunning: true, durationMs: performance.now() - started };
     }
-    const controlPlane = await prepareLocalControlPlane({ ...request, detached: true, listenAddressFrom: listenAddressFlag });
+    const controlPlane = await prepareLocalControlPlane({ ...request, detached: true, listenAddressFrom: listenAddressFlag, ...(controllers ? { controllers } : {}) });
     await controlPlane.start();
     // Where hosts reach this cluster, for a pivot into it to hand the moved hosts' agents over.
     const listen = await readListenRecord(request.dir);
@@ -55,6 +63,13 @@ export async function startManagement(request: ManagementStartRequest): Promise<
   } finally {
     await lock.release();
   }
+}
+
+/** The controllers `management start --platform <name>` runs: the platform's, and the shared ones (the agent manager), each once. */
+export function managementControllers(platform: string): ControllerRequirement[] {
+  const byProvider = new Map<string, ControllerRequirement>();
+  for (const requirement of [...platformNamed(platform).controllers, ...sharedControllers()]) if (!byProvider.has(requirement.provider)) byProvider.set(requirement.provider, requirement);
+  return [...byProvider.values()];
 }
 
 export async function stopManagement(request: ManagementRequest): Promise<string[]> {

@@ -10,7 +10,9 @@ import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCatalog, packageRoot } from '../../src/embedded/catalog.js';
+import { loadComponents } from '../../src/controlplane/install.js';
 import { ExitCode } from '../../src/errors.js';
+import { managementControllers } from '../../src/services/management.js';
 import { KubeClient } from '../../src/kube/client.js';
 import type { PidfileEntry } from '../../src/process/pidfile.js';
 import {
@@ -202,6 +204,50 @@ describe('provisioner management, as a user runs it', () => {
       const again = await cli(['management', 'stop', '--dir', dir], 60_000);
       expect(again.exitCode).toBe(0);
       expect(again.stdout.trim()).toBe('nothing was running');
+    });
+  });
+
+  describe('start --platform hosts', () => {
+    it('runs only the hosts providers (capi-manager and the agent manager) and installs only their CRDs', async () => {
+      const dir = await newDir('mgmt-hosts');
+      const run = await cli(['management', 'start', '--dir', dir, '--platform', 'hosts']);
+      expect(run.exitCode, run.stderr).toBe(0);
+      const catalog = await loadCatalog();
+      const wanted = new Set(managementControllers('hosts').map((c) => c.provider));
+      const selected = catalog.components.filter((c) => wanted.has(c.provider));
+      const others = catalog.components.filter((c) => !wanted.has(c.provider));
+      // The bundle carries other platforms' providers, or this test would show nothing.
+      expect(others.filter((c) => c.binary).length).toBeGreaterThan(0);
+      const managers = [...new Set(selected.flatMap((c) => (c.binary ? [c.binary] : [])))];
+      const processes = await statusJson(dir);
+      expect(processes.map((p) => p.name).sort()).toEqual(['etcd', 'kube-apiserver', ...managers].sort());
+      expect(processes.filter((p) => !(p.running && p.healthy)).map((p) => p.name)).toEqual([]);
+
+      const crdsOf = async (components: typeof catalog.components) =>
+        (await Promise.all(components.map((c) => loadComponents(c.provider, c.namespace, catalog.componentsPath(c))))).flatMap((c) =>
+          c.objects.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name),
+        );
+      const kube = KubeClient.fromFile(path.join(dir, 'auth', 'management.kubeconfig'));
+      try {
+        const served = (await kube.list('apiextensions.k8s.io/v1', 'CustomResourceDefinition')).map((o) => o.metadata.name);
+        expect(served.sort()).toEqual((await crdsOf(selected)).sort());
+        const unserved = await crdsOf(others);
+        expect(unserved.length).toBeGreaterThan(0);
+        expect(served.filter((name) => unserved.includes(name))).toEqual([]);
+      } finally {
+        kube.close();
+      }
+      const stopped = await cli(['management', 'stop', '--dir', dir], 120_000);
+      expect(stopped.exitCode, stopped.stderr).toBe(0);
+    });
+
+    it('refuses an unknown platform with a usage error naming the choices', async () => {
+      const dir = await newDir('mgmt-unknown');
+      const run = await cli(['management', 'start', '--dir', dir, '--platform', 'nowhere'], 60_000);
+      expect(run.exitCode).toBe(ExitCode.usage);
+      expect(run.stderr).toContain('unknown platform "nowhere"');
+      expect(run.stderr).toContain('hosts');
+      expect(run.durationMs).toBeLessThan(fastMs);
     });
   });
 

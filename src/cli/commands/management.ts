@@ -21,10 +21,27 @@ export function registerManagement(program: Command, run: Runner): void {
     .description('start it (or bring it back after a stop, kill or reboot, with the same objects) and print its kubeconfig path')
     .addOption(dirOption())
     .addOption(listenAddressOption())
+    .addOption(
+      // No .choices(): the platform registry is imported only when the command runs (startup.test.ts); an unknown name is a usage error naming the choices.
+      new Option('--platform <platform>', "run only the providers this platform's clusters need (and the agent manager), installing only their CRDs; one of `create install-config --platform`'s choices; default: every bundled provider")
+        .env('PROVISIONER_PLATFORM'),
+    )
+    .addHelpText(
+      'after',
+      '\nWith --platform hosts it runs etcd, kube-apiserver, capi-manager (core and kubeadm providers)\n' +
+        'and provisioner-agent-manager: no other infrastructure provider, and no CRDs of one. Give the\n' +
+        'same --platform again when starting after a stop; a start without it adds every provider.\n',
+    )
     .action(
-      run<{ dir: string; listenAddress?: string }>(async (options, ctx) => {
+      run<{ dir: string; listenAddress?: string; platform?: string }>(async (options, ctx) => {
         const { startManagement } = await import('../../services/management.js');
-        const result = await startManagement({ dir: options.dir, sink: ctx.sink, signal: ctx.signal, ...(options.listenAddress ? { listenAddress: options.listenAddress } : {}) });
+        const result = await startManagement({
+          dir: options.dir,
+          sink: ctx.sink,
+          signal: ctx.signal,
+          ...(options.listenAddress ? { listenAddress: options.listenAddress } : {}),
+          ...(options.platform ? { platform: options.platform } : {}),
+        });
         ctx.sink.emit({
           type: 'result',
           kind: 'kubeconfig',
