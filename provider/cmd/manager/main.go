@@ -144,10 +144,12 @@ func run() error {
 	if !ok || artifactsNS == "" || artifactsName == "" {
 		return fmt.Errorf("--node-artifacts-configmap %q: want namespace/name", *nodeArtifacts)
 	}
-	watchMachines, err := serves(cfg, clusterv1.GroupVersion.String(), "Machine")
+	// One discovery client for every "does the API server serve this kind" question at start-up.
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err
 	}
+	watchMachines := serves(dc, clusterv1.GroupVersion.String(), "Machine")
 	if err := (&controller.HostMachineReconciler{
 		WatchMachines:      watchMachines,
 		Client:             mgr.GetClient(),
@@ -158,7 +160,7 @@ func run() error {
 	}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := setupAddressPools(mgr, cfg); err != nil {
+	if err := setupAddressPools(mgr, dc); err != nil {
 		return err
 	}
 	if err := setupWebhooks(mgr); err != nil {
@@ -222,14 +224,10 @@ func setupWebhooks(mgr ctrl.Manager) error {
 // from them) where the API server serves Cluster API's IPAM kinds (its core
 // provider's CRDs): a management cluster without them has no claim to serve, and the
 // manager's other controllers run there as before.
-func setupAddressPools(mgr ctrl.Manager, cfg *rest.Config) error {
+func setupAddressPools(mgr ctrl.Manager, dc discovery.DiscoveryInterface) error {
 	log := ctrl.Log.WithName("setup")
 	for _, want := range [][2]string{{ipamv1.GroupVersion.String(), "IPAddressClaim"}, {poolv1.GroupVersion.String(), poolv1.Kind}} {
-		ok, err := serves(cfg, want[0], want[1])
-		if err != nil {
-			return err
-		}
-		if !ok {
+		if !serves(dc, want[0], want[1]) {
 			log.Info("the API server serves no " + want[0] + " " + want[1] + ": the AddressPool controller does not run")
 			return nil
 		}
@@ -237,15 +235,11 @@ func setupAddressPools(mgr ctrl.Manager, cfg *rest.Config) error {
 	return (&controller.IPAddressClaimReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 }
 
-// serves reports whether the API server serves kind in groupVersion (false, no error,
-// when the group is not installed).
-func serves(cfg *rest.Config, groupVersion, kind string) (bool, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return false, err
-	}
+// serves reports whether the API server serves kind in groupVersion (false when the
+// group is not installed).
+func serves(dc discovery.DiscoveryInterface, groupVersion, kind string) bool {
 	resources, err := dc.ServerResourcesForGroupVersion(groupVersion)
-	return err == nil && servesKind(resources, kind), nil
+	return err == nil && servesKind(resources, kind)
 }
 
 func servesKind(list *metav1.APIResourceList, kind string) bool {
