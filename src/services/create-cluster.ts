@@ -22,7 +22,7 @@
 import path from 'node:path';
 import { durationToMs, type HookStage, type InstallConfig } from '../config/index.js';
 import type { DesiredSetOwner } from '../config/ownership.js';
-import { ConfigError, ProvisionerError, UsageError, messageOf } from '../errors.js';
+import { ConfigError, ProvisionerError, UsageError, messageOf, requestField } from '../errors.js';
 import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
 import { KubeClient, describeRef, type KubeObject } from '../kube/client.js';
@@ -59,7 +59,7 @@ export interface CreateClusterRequest {
   /** Use this existing management cluster instead of a local control plane. Default: none (local). */
   managementKubeconfig?: string;
   /**
-   * `--listen-address`: the one address besides loopback where the local control plane's API
+   * The one address besides loopback where the local control plane's API
    * server listens, for hosts. Default: the install config's `bootstrap.listenAddress`, else
    * none (loopback only). Unused with an existing management cluster.
    */
@@ -89,7 +89,7 @@ export interface CreateClusterResult {
   pivotedTo?: string;
 }
 
-const listenAddressFlag = '--listen-address';
+const listenAddressFlag = requestField('listenAddress');
 
 
 /** Where the final state of every CAPI object is written (never a Secret's data). */
@@ -99,9 +99,9 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
   const { sink, signal } = request;
   const dryRun = request.dryRun ?? false;
   // Kubeconfigs named by flag are checked before anything starts: one that is no kubeconfig is the user's to fix.
-  if (request.managementKubeconfig) await checkKubeconfigFile(path.resolve(request.managementKubeconfig), '--management-kubeconfig');
-  if (request.pivotTo && request.pivotTo !== selfTarget) await checkKubeconfigFile(path.resolve(request.pivotTo), '--pivot-to');
-  if (request.registerRancher) await checkKubeconfigFile(path.resolve(request.registerRancher.kubeconfig), '--register-rancher');
+  if (request.managementKubeconfig) await checkKubeconfigFile(path.resolve(request.managementKubeconfig), requestField('managementKubeconfig'));
+  if (request.pivotTo && request.pivotTo !== selfTarget) await checkKubeconfigFile(path.resolve(request.pivotTo), requestField('pivotTo'));
+  if (request.registerRancher) await checkKubeconfigFile(path.resolve(request.registerRancher.kubeconfig), requestField('registerRancher'));
   if (request.listenAddress) checkListenAddress(request.listenAddress, { flag: listenAddressFlag });
   const lock = await acquireDirLock(dir, { command: 'create cluster', events: sink });
   let controlPlane: AttachedControlPlane | undefined;
@@ -121,8 +121,8 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
     const pivotTo = request.pivotTo ? pivotTargetKubeconfig(dir, request.pivotTo) : undefined;
     if (pivotTo && external && path.resolve(external) !== pivotTo) {
-      throw new UsageError(`This install is managed by the cluster of ${external}; --pivot-to moves a cluster from its local control plane only`, {
-        hint: 'Run without --pivot-to, or use `clusterctl move` between the two management clusters.',
+      throw new UsageError(`This install is managed by the cluster of ${external}; ${requestField('pivotTo')} moves a cluster from its local control plane only`, {
+        hint: `Run without ${requestField('pivotTo')}, or use \`clusterctl move\` between the two management clusters.`,
       });
     }
     const pendingPivot = await readPivotJournal(dir);
@@ -231,7 +231,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     }
     return { kubeconfig, managementKubeconfig: controlPlane!.kubeconfig, controlPlaneRunning: keepRunning, resumed, stages: stages.timings };
 
-    /** The management cluster this install attaches, with `--listen-address` winning over the config's. */
+    /** The management cluster this install attaches, with the request's listen address winning over the config's. */
     function managementOf(): InstallManagement {
       return {
         dir,
