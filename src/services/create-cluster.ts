@@ -186,23 +186,8 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
 
     // `create cluster`, in order. Every stage but the hooks runs again on a resume (applies and waits are idempotent).
     await stages.runAll([
-      { name: 'manifests', run: async () => {
-        // Generated if missing, user edits kept; conflicts stop here, before anything runs.
-        const manifests = await createManifests({ dir, regenerate: [], keepEdits: false, sink: withoutResults(sink), signal });
-        ({ config } = manifests);
-        objects = manifests.manifests.files.flatMap((f) => f.objects as unknown as KubeObject[]);
-        owner = manifests.manifests.generated.owner;
-        byStage = partitionByStage(objects);
-        platform = platformFor(config);
-        // A dry-run changes nothing, so its control plane is temporary on every platform; an existing management cluster keeps nothing local running.
-        keepRunning = platform.lifecycle.machinesInController && !dryRun && !external;
-        credentialFiles = (installControlPlane(config, dir).credentials ?? []).map((c) => c.path);
-      } },
-      { name: 'controlplane', run: async () => {
-        // The target of a pivot is checked before anything is created: a missing provider there is known now, not after the cluster is up.
-        if (provisioning && pivotTo && request.pivotTo !== selfTarget && !external) (await checkManagementCluster(pivotTo, infrastructureKinds(objects))).close();
-        controlPlane = await attachManagement(managementOf());
-      } },
+      { name: 'manifests', run: readManifests },
+      { name: 'controlplane', run: attach },
       { name: 'preflight', when: !resumingPivot, run: async () => void (preflightText = await preflight()) },
       hookStage('preProvision', 'pre-provision'),
       { name: 'infrastructure', when: provisioning, run: () => applyObjects(client(), byStage.infrastructure, applyRequest()) },
@@ -230,6 +215,25 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
       return { kubeconfig, managementKubeconfig: pivotedTo, controlPlaneRunning: false, resumed, stages: stages.timings, pivotedTo };
     }
     return { kubeconfig, managementKubeconfig: controlPlane!.kubeconfig, controlPlaneRunning: keepRunning, resumed, stages: stages.timings };
+
+    /** manifests: generated if missing, user edits kept; conflicts stop here, before anything runs. */
+    async function readManifests(): Promise<void> {
+      const manifests = await createManifests({ dir, regenerate: [], keepEdits: false, sink: withoutResults(sink), signal });
+      ({ config } = manifests);
+      objects = manifests.manifests.files.flatMap((f) => f.objects as unknown as KubeObject[]);
+      owner = manifests.manifests.generated.owner;
+      byStage = partitionByStage(objects);
+      platform = platformFor(config);
+      // A dry-run changes nothing, so its control plane is temporary on every platform; an existing management cluster keeps nothing local running.
+      keepRunning = platform.lifecycle.machinesInController && !dryRun && !external;
+      credentialFiles = (installControlPlane(config, dir).credentials ?? []).map((c) => c.path);
+    }
+
+    /** controlplane: the target of a pivot checked first (a missing provider there is known now, not after the cluster is up), then the management cluster attached. */
+    async function attach(): Promise<void> {
+      if (provisioning && pivotTo && request.pivotTo !== selfTarget && !external) (await checkManagementCluster(pivotTo, infrastructureKinds(objects))).close();
+      controlPlane = await attachManagement(managementOf());
+    }
 
     /** The management cluster this install attaches, with the request's listen address winning over the config's. */
     function managementOf(): InstallManagement {
