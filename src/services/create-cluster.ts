@@ -168,42 +168,43 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
       ...(external ? {} : { nodeArtifacts: () => prepareNodeArtifactsFor({ dir, sink, signal }) }),
     });
     /**
-     * A hook stage: the platform's hook, then the user's hooks of that stage; the user's run
-     * once per install directory, the platform's (safe to call again by contract) on every run
-     * (a later run may scale a pool onto hosts that have yet to register, or find the control
-     * plane serving on new ports).
+     * A hook stage's bodies: the platform's hook, then the user's hooks of that stage; the
+     * user's run once per install directory, the platform's (safe to call again by contract)
+     * on every run (a later run may scale a pool onto hosts that have yet to register, or find
+     * the control plane serving on new ports).
      */
-    const hookStage = (which: HookStage, name: string): Stage => ({
-      name: `hooks/${name}`,
-      when: provisioning,
+    const hooks = (which: HookStage, name: string): HookStageBodies => ({
       run: async () => {
         await platform.hooks?.[which]?.(platformHookContext());
         await runUserHooks(userHooks(config, which), hookContext(name));
       },
-      once: true,
       whenDone: async () => void (await platform.hooks?.[which]?.(platformHookContext())),
     });
 
-    // `create cluster`, in order. Every stage but the hooks runs again on a resume (applies and waits are idempotent).
-    await stages.runAll([
-      { name: 'manifests', run: readManifests },
-      { name: 'controlplane', run: attach },
-      { name: 'preflight', when: !resumingPivot, run: async () => void (preflightText = await preflight()) },
-      hookStage('preProvision', 'pre-provision'),
-      { name: 'infrastructure', when: provisioning, run: () => applyObjects(client(), byStage.infrastructure, applyRequest()) },
-      { name: 'wait-infrastructure', when: provisioning, run: waitInfrastructure },
-      hookStage('infraReady', 'infra-ready'),
-      hookStage('bootstrapData', 'bootstrap-data'),
-      { name: 'control-plane', when: provisioning, run: () => applyObjects(client(), byStage.controlPlane, applyRequest()) },
-      { name: 'workers', when: provisioning, run: () => applyObjects(client(), byStage.workers, applyRequest(), { prune: true, all: objects }) },
-      { name: 'wait-cluster', when: provisioning, run: waitCluster },
-      hookStage('postProvision', 'post-provision'),
-      { name: 'hand-off', when: provisioning, run: async () => void (kubeconfig = await handOff(client(), dir, config.metadata.name, config.metadata.namespace, platform.lifecycle.stateKinds)) },
-      { name: 'management-install', when: pivotTarget !== undefined && isSelfManaged(dir, pivotTarget), run: () => installSelfManagement({ dir, lockHeld: true, sink, signal }) },
-      { name: 'pivot', when: pivotTarget !== undefined, run: () => pivot(pivotTarget!) },
-      { name: 'wait-pivoted', when: pivotTarget !== undefined, run: () => waitPivoted(pivotTarget!) },
-      { name: 'register-rancher', when: request.registerRancher !== undefined && !dryRun, run: registerRancher },
-    ]);
+    const situation: CreateClusterSituation = {
+      dryRun,
+      resumingPivot,
+      pivot: pivotTarget === undefined ? 'none' : isSelfManaged(dir, pivotTarget) ? 'self' : 'kubeconfig',
+      registerRancher: request.registerRancher !== undefined,
+    };
+    await stages.runAll(
+      createClusterStages(situation, {
+        manifests: readManifests,
+        controlplane: attach,
+        preflight: async () => void (preflightText = await preflight()),
+        hooks,
+        infrastructure: () => applyObjects(client(), byStage.infrastructure, applyRequest()),
+        'wait-infrastructure': waitInfrastructure,
+        'control-plane': () => applyObjects(client(), byStage.controlPlane, applyRequest()),
+        workers: () => applyObjects(client(), byStage.workers, applyRequest(), { prune: true, all: objects }),
+        'wait-cluster': waitCluster,
+        'hand-off': async () => void (kubeconfig = await handOff(client(), dir, config.metadata.name, config.metadata.namespace, platform.lifecycle.stateKinds)),
+        'management-install': () => installSelfManagement({ dir, lockHeld: true, sink, signal }),
+        pivot: () => pivot(pivotTarget!),
+        'wait-pivoted': () => waitPivoted(pivotTarget!),
+        'register-rancher': registerRancher,
+      }),
+    );
 
     if (dryRun) {
       sink.emit({ type: 'result', kind: 'dry-run', text: `${preflightText}\n${objects.length} objects valid; nothing applied`, data: { objects: objects.map(describeRef) } });
@@ -324,6 +325,72 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     else controlPlane?.client.close();
     await lock.release();
   }
+}
+
+/** What decides which of `create cluster`'s stages a run has, all known before the first stage runs. */
+export interface CreateClusterSituation {
+  /** `--dry-run`: the manifests validated against the management cluster; nothing applied, nothing journaled. */
+  dryRun: boolean;
+  /** An unfinished move is resumed: the source may have let go of objects, so nothing is applied to it again. */
+  resumingPivot: boolean;
+  /** Where the cluster moves once healthy: into another cluster's kubeconfig, into itself, or nowhere. */
+  pivot: 'none' | 'kubeconfig' | 'self';
+  /** `--register-rancher`: hand the cluster to Rancher at the end. */
+  registerRancher: boolean;
+}
+
+/** A hook stage's bodies: `run` the first time, `whenDone` on a later run once an earlier one finished it. */
+export interface HookStageBodies {
+  run: () => Promise<unknown>;
+  whenDone: () => Promise<void>;
+}
+
+/** The body of each stage of `create cluster`, by stage name; `hooks` makes a hook stage's. */
+export type CreateClusterBodies = Record<
+  | 'manifests'
+  | 'controlplane'
+  | 'preflight'
+  | 'infrastructure'
+  | 'wait-infrastructure'
+  | 'control-plane'
+  | 'workers'
+  | 'wait-cluster'
+  | 'hand-off'
+  | 'management-install'
+  | 'pivot'
+  | 'wait-pivoted'
+  | 'register-rancher',
+  () => Promise<unknown>
+> & { hooks: (which: HookStage, name: string) => HookStageBodies };
+
+/**
+ * `create cluster`, in order: the one declared stage list. Every stage but the user's hooks
+ * (`once`) runs again on a resume: applies and waits are idempotent. A resumed move runs the
+ * move and nothing that applies to its source.
+ */
+export function createClusterStages(situation: CreateClusterSituation, body: CreateClusterBodies): Stage[] {
+  const provisioning = !situation.resumingPivot && !situation.dryRun;
+  const moving = situation.pivot !== 'none' && !situation.dryRun;
+  const hookStage = (which: HookStage, name: string): Stage => ({ name: `hooks/${name}`, when: provisioning, once: true, ...body.hooks(which, name) });
+  return [
+    { name: 'manifests', run: body.manifests },
+    { name: 'controlplane', run: body.controlplane },
+    { name: 'preflight', when: !situation.resumingPivot, run: body.preflight },
+    hookStage('preProvision', 'pre-provision'),
+    { name: 'infrastructure', when: provisioning, run: body.infrastructure },
+    { name: 'wait-infrastructure', when: provisioning, run: body['wait-infrastructure'] },
+    hookStage('infraReady', 'infra-ready'),
+    hookStage('bootstrapData', 'bootstrap-data'),
+    { name: 'control-plane', when: provisioning, run: body['control-plane'] },
+    { name: 'workers', when: provisioning, run: body.workers },
+    { name: 'wait-cluster', when: provisioning, run: body['wait-cluster'] },
+    hookStage('postProvision', 'post-provision'),
+    { name: 'hand-off', when: provisioning, run: body['hand-off'] },
+    { name: 'management-install', when: moving && situation.pivot === 'self', run: body['management-install'] },
+    { name: 'pivot', when: moving, run: body.pivot },
+    { name: 'wait-pivoted', when: moving, run: body['wait-pivoted'] },
+    { name: 'register-rancher', when: situation.registerRancher && !situation.dryRun, run: body['register-rancher'] },
+  ];
 }
 
 /**
