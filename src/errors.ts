@@ -36,6 +36,20 @@ export interface ProvisionerErrorOptions {
   cause?: unknown;
 }
 
+/**
+ * How a service names a field of its request in a message (`requestField('listenAddress')`):
+ * services know no flag names; the CLI writes the flag that set the field in its place
+ * (src/cli/request-fields.ts), so the user reads the flag they typed.
+ */
+export function requestField(field: string): string {
+  return `\u2039${field}\u203a`;
+}
+
+/** Every `requestField` in `text`, replaced by `name(field)`. */
+export function nameRequestFields(text: string, name: (field: string) => string): string {
+  return text.replace(/\u2039([A-Za-z][A-Za-z0-9]*)\u203a/g, (_, field: string) => name(field));
+}
+
 /** Base class: a failure with a class (exit code), a message and the next step. */
 export abstract class ProvisionerError extends Error {
   abstract readonly exitCode: ExitCodeName;
@@ -47,6 +61,12 @@ export abstract class ProvisionerError extends Error {
     this.name = new.target.name;
     this.hint = options.hint;
     this.details = options.details ?? [];
+  }
+
+  /** Writes `name(field)` for every `requestField` in the message, hint and details. */
+  nameRequestFields(name: (field: string) => string): void {
+    this.message = nameRequestFields(this.message, name);
+    Object.assign(this, { hint: this.hint === undefined ? undefined : nameRequestFields(this.hint, name), details: this.details.map((d) => nameRequestFields(d, name)) });
   }
 }
 

@@ -5,6 +5,7 @@ import { logLevelOption, outputOption } from './options.js';
 import { createRenderer, type Renderer } from './ui/index.js';
 import { openDebugLog, withDebugLog } from './ui/debug-log.js';
 import { registerCommands } from './commands/index.js';
+import { sinkWithFlagNames, withFlagNames } from './request-fields.js';
 import { cliVersion } from '../version.js';
 
 /** Runs one command handler with a renderer chosen from the global options. */
@@ -44,8 +45,10 @@ export function buildProgram(io: ProgramIo): Command {
     const renderer = withDebugLog(await createRenderer({ output: globals.output, logLevel: globals.logLevel, stdout: io.stdout, stderr: io.stderr }), debugLog);
     io.onRenderer(renderer);
     try {
-      await handler(options, { sink: renderer, signal: io.signal, output: globals.output });
+      await handler(options, { sink: sinkWithFlagNames(renderer), signal: io.signal, output: globals.output });
     } catch (error) {
+      // Services name request fields; the user reads the flags they typed.
+      withFlagNames(error);
       debugLog?.failed(error);
       throw error;
     } finally {

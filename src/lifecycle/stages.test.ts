@@ -67,4 +67,19 @@ describe('StageRunner', () => {
     expect(journal.snapshot().stages).toEqual({});
     expect(runner.timings).toHaveLength(1);
   });
+
+  it('leaves out a stage whose condition is false: not run, not journaled, not announced', async () => {
+    const journal = await Journal.open(dir);
+    await journal.beginRun();
+    const sink = new RecordingSink();
+    const ran: string[] = [];
+    await new StageRunner({ journal, sink, signal: new AbortController().signal }).runAll([
+      { name: 'a', run: async () => void ran.push('a') },
+      { name: 'pivot', when: false, run: async () => void ran.push('pivot') },
+      { name: 'b', when: true, run: async () => void ran.push('b') },
+    ]);
+    expect(ran).toEqual(['a', 'b']);
+    expect(states(sink)).toEqual(['a:started', 'a:succeeded', 'b:started', 'b:succeeded']);
+    expect(journal.stage('pivot')).toBeUndefined();
+  });
 });

@@ -15,6 +15,8 @@ import type { Journal } from './journal.js';
 export interface Stage {
   name: string;
   run: () => Promise<unknown>;
+  /** Whether this run has the stage at all (known before the list runs); a stage left out is neither journaled nor announced. Default true. */
+  when?: boolean;
   /** Skipped when an earlier run finished it. Default false: run on every run (applies and waits are idempotent). */
   once?: boolean;
   /** Runs instead of `run` when a `once` stage is skipped. Default none. */
@@ -71,6 +73,7 @@ export class StageRunner {
   /** Runs the declared stages in order; the first failure stops them. */
   async runAll(stages: readonly Stage[]): Promise<void> {
     for (const stage of stages) {
+      if (stage.when === false) continue;
       const done = stage.once === true && !this.options.dryRun && this.options.journal.succeeded(stage.name);
       await this.run(stage.name, stage.run, { skipIfDone: stage.once === true });
       if (done) await stage.whenDone?.();

@@ -21,7 +21,8 @@
  */
 import path from 'node:path';
 import { durationToMs, type HookStage, type InstallConfig } from '../config/index.js';
-import { ConfigError, ProvisionerError, UsageError, messageOf } from '../errors.js';
+import type { DesiredSetOwner } from '../config/ownership.js';
+import { ConfigError, ProvisionerError, UsageError, messageOf, requestField } from '../errors.js';
 import { gatherBundle } from '../gather/collect.js';
 import { log, type EventSink } from '../events.js';
 import { KubeClient, describeRef, type KubeObject } from '../kube/client.js';
@@ -58,7 +59,7 @@ export interface CreateClusterRequest {
   /** Use this existing management cluster instead of a local control plane. Default: none (local). */
   managementKubeconfig?: string;
   /**
-   * `--listen-address`: the one address besides loopback where the local control plane's API
+   * The one address besides loopback where the local control plane's API
    * server listens, for hosts. Default: the install config's `bootstrap.listenAddress`, else
    * none (loopback only). Unused with an existing management cluster.
    */
@@ -88,7 +89,7 @@ export interface CreateClusterResult {
   pivotedTo?: string;
 }
 
-const listenAddressFlag = '--listen-address';
+const listenAddressFlag = requestField('listenAddress');
 
 
 /** Where the final state of every CAPI object is written (never a Secret's data). */
@@ -96,10 +97,11 @@ const listenAddressFlag = '--listen-address';
 export async function createCluster(request: CreateClusterRequest): Promise<CreateClusterResult> {
   const dir = path.resolve(request.dir);
   const { sink, signal } = request;
+  const dryRun = request.dryRun ?? false;
   // Kubeconfigs named by flag are checked before anything starts: one that is no kubeconfig is the user's to fix.
-  if (request.managementKubeconfig) await checkKubeconfigFile(path.resolve(request.managementKubeconfig), '--management-kubeconfig');
-  if (request.pivotTo && request.pivotTo !== selfTarget) await checkKubeconfigFile(path.resolve(request.pivotTo), '--pivot-to');
-  if (request.registerRancher) await checkKubeconfigFile(path.resolve(request.registerRancher.kubeconfig), '--register-rancher');
+  if (request.managementKubeconfig) await checkKubeconfigFile(path.resolve(request.managementKubeconfig), requestField('managementKubeconfig'));
+  if (request.pivotTo && request.pivotTo !== selfTarget) await checkKubeconfigFile(path.resolve(request.pivotTo), requestField('pivotTo'));
+  if (request.registerRancher) await checkKubeconfigFile(path.resolve(request.registerRancher.kubeconfig), requestField('registerRancher'));
   if (request.listenAddress) checkListenAddress(request.listenAddress, { flag: listenAddressFlag });
   const lock = await acquireDirLock(dir, { command: 'create cluster', events: sink });
   let controlPlane: AttachedControlPlane | undefined;
@@ -109,66 +111,51 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
   try {
     const journal = await Journal.open(dir);
     const resumed = journal.runs > 0;
-    if (!request.dryRun) {
+    if (!dryRun) {
       const run = await journal.beginRun();
       if (resumed) log(sink, 'info', `Resuming: run ${run} on ${dir}`);
     }
-    const stages = new StageRunner({ journal, sink, signal, dryRun: request.dryRun ?? false });
-    const timings = stages.timings;
+    const stages = new StageRunner({ journal, sink, signal, dryRun });
 
-    // Manifests: generated if missing, user edits kept; conflicts stop here, before anything runs.
-    const manifests = await stages.value('manifests', () => createManifests({ dir, regenerate: [], keepEdits: false, sink: withoutResults(sink), signal }));
-    const { config } = manifests;
-    const objects = manifests.manifests.files.flatMap((f) => f.objects as unknown as KubeObject[]);
-    const clusterName = config.metadata.name;
-    const namespace = config.metadata.namespace;
-    const expectedMachines = countMachines(objects);
-    const platform = platformFor(config);
-    // A dry-run changes nothing, so its control plane is temporary on every platform.
-    keepRunning = platform.lifecycle.machinesInController && !request.dryRun;
-    credentialFiles = (installControlPlane(config, dir).credentials ?? []).map((c) => c.path);
-
+    // Where the cluster is managed and whether it moves, known before any stage runs.
     const external = request.managementKubeconfig ?? (await recordedExternalManagement(dir));
-    if (external) keepRunning = false;
-    // With `--listen-address` winning over the config's.
-    const management: InstallManagement = {
-      dir,
-      config,
-      external,
-      infrastructure: infrastructureKinds(objects),
-      detached: keepRunning,
-      ...(request.listenAddress ? { listenAddress: { address: request.listenAddress, flag: listenAddressFlag } } : {}),
-      sink,
-      signal,
-    };
-    const noProgressTimeoutMs = request.noProgressTimeoutMs;
-    const healthy = { clusterName, namespace, expectedMachines, podNetwork: config.networking.cni !== 'none', sink, signal, ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}) };
     const pivotTo = request.pivotTo ? pivotTargetKubeconfig(dir, request.pivotTo) : undefined;
-    const pendingPivot = await readPivotJournal(dir);
     if (pivotTo && external && path.resolve(external) !== pivotTo) {
-      throw new UsageError(`This install is managed by the cluster of ${external}; --pivot-to moves a cluster from its local control plane only`, {
-        hint: 'Run without --pivot-to, or use `clusterctl move` between the two management clusters.',
+      throw new UsageError(`This install is managed by the cluster of ${external}; ${requestField('pivotTo')} moves a cluster from its local control plane only`, {
+        hint: `Run without ${requestField('pivotTo')}, or use \`clusterctl move\` between the two management clusters.`,
       });
     }
+    const pendingPivot = await readPivotJournal(dir);
+    /** A move in flight goes first: the source may already have let go of objects, so nothing may be re-applied to it. */
+    const resumingPivot = !dryRun && !external && isUnfinished(pendingPivot);
+    if (resumingPivot) log(sink, 'info', `An unfinished pivot (phase ${pendingPivot.phase}) is resumed before anything else`);
+    else if (pivotTo && external && !dryRun) log(sink, 'info', `The cluster is already managed by the cluster of ${external}: nothing to pivot`);
+    const pivotTarget = dryRun || external ? undefined : resumingPivot ? (pivotTo ?? pendingPivot?.targetKubeconfig) : pivotTo;
+    const provisioning = !resumingPivot && !dryRun;
 
-    // A move in flight goes first: the source may already have let go of objects, so nothing may be re-applied to it.
-    if (!request.dryRun && !external && isUnfinished(pendingPivot)) {
-      log(sink, 'info', `An unfinished pivot (phase ${pendingPivot.phase}) is resumed before anything else`);
-      controlPlane = await stages.value('controlplane', () => attachManagement(management));
-      const pivoted = await pivotStages(pivotTo ?? pendingPivot.targetKubeconfig);
-      await rancherStage();
-      await journal.complete();
-      return { kubeconfig: path.join(dir, 'auth', 'kubeconfig'), managementKubeconfig: pivoted, controlPlaneRunning: false, resumed, stages: timings, pivotedTo: pivoted };
-    }
-
-    controlPlane = await stages.value('controlplane', async () => {
-      // The target of a pivot is checked before anything is created: a missing provider there is known now, not after the cluster is up.
-      if (!external && pivotTo && !request.dryRun && request.pivotTo !== selfTarget) (await checkManagementCluster(pivotTo, infrastructureKinds(objects))).close();
-      return attachManagement(management);
+    // What the manifests stage learns, for the stages after it.
+    let config!: InstallConfig;
+    let objects: KubeObject[] = [];
+    let platform!: Platform;
+    let owner!: DesiredSetOwner;
+    let byStage!: StagedObjects;
+    let preflightText = '';
+    let kubeconfig = path.join(dir, 'auth', 'kubeconfig');
+    const noProgressTimeoutMs = request.noProgressTimeoutMs;
+    const timeout = noProgressTimeoutMs ? { noProgressTimeoutMs } : {};
+    const client = () => controlPlane!.client;
+    const applyRequest = () => ({ owner, sink, signal, prunableKinds: prunableKinds(platform) });
+    const healthy = () => ({
+      clusterName: config.metadata.name,
+      namespace: config.metadata.namespace,
+      expectedMachines: countMachines(objects),
+      podNetwork: config.networking.cni !== 'none',
+      sink,
+      signal,
+      ...timeout,
     });
-    const client = controlPlane.client;
     const hookContext = (name: string) => ({ stage: name, dir, kubeconfig: controlPlane!.kubeconfig, events: sink, signal });
-    /** A hook stage: the platform's hook, then the user's hooks of that stage. */
+    /** What the platform's hooks are given. */
     const platformHookContext = (hookSignal: AbortSignal = signal) => ({
       config,
       dir,
@@ -176,119 +163,157 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
       signal: hookSignal,
       log: (message: string) => log(sink, 'info', message),
       events: sink,
-      ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
+      ...timeout,
       // Served by the local control plane's forwarder; an existing management cluster serves none.
       ...(external ? {} : { nodeArtifacts: () => prepareNodeArtifactsFor({ dir, sink, signal }) }),
     });
-    const hooks = (hookStage: HookStage, name: string) => async () => {
-      await platform.hooks?.[hookStage]?.(platformHookContext());
-      await runUserHooks(userHooks(config, hookStage), hookContext(name));
-    };
     /**
-     * A hook stage, once per install directory for the user's hooks; the platform's hook,
-     * safe to call again by contract, runs on every run (a later run may scale a pool onto
-     * hosts that have yet to register, or find the control plane serving on new ports).
+     * A hook stage's bodies: the platform's hook, then the user's hooks of that stage; the
+     * user's run once per install directory, the platform's (safe to call again by contract)
+     * on every run (a later run may scale a pool onto hosts that have yet to register, or find
+     * the control plane serving on new ports).
      */
-    const hookStage = (which: HookStage, name: string): Stage => ({
-      name: `hooks/${name}`,
-      run: hooks(which, name),
-      once: true,
+    const hooks = (which: HookStage, name: string): HookStageBodies => ({
+      run: async () => {
+        await platform.hooks?.[which]?.(platformHookContext());
+        await runUserHooks(userHooks(config, which), hookContext(name));
+      },
       whenDone: async () => void (await platform.hooks?.[which]?.(platformHookContext())),
     });
 
-    const owner = manifests.manifests.generated.owner;
-    const applyRequest = { owner, sink, signal, prunableKinds: prunableKinds(platform) };
-    const preflight = await stages.value('preflight', async () => {
-      const { problems, planText } = await dryRunObjects(client, objects, applyRequest);
+    const situation: CreateClusterSituation = {
+      dryRun,
+      resumingPivot,
+      pivot: pivotTarget === undefined ? 'none' : isSelfManaged(dir, pivotTarget) ? 'self' : 'kubeconfig',
+      registerRancher: request.registerRancher !== undefined,
+    };
+    await stages.runAll(
+      createClusterStages(situation, {
+        manifests: readManifests,
+        controlplane: attach,
+        preflight: async () => void (preflightText = await preflight()),
+        hooks,
+        infrastructure: () => applyObjects(client(), byStage.infrastructure, applyRequest()),
+        'wait-infrastructure': waitInfrastructure,
+        'control-plane': () => applyObjects(client(), byStage.controlPlane, applyRequest()),
+        workers: () => applyObjects(client(), byStage.workers, applyRequest(), { prune: true, all: objects }),
+        'wait-cluster': waitCluster,
+        'hand-off': async () => void (kubeconfig = await handOff(client(), dir, config.metadata.name, config.metadata.namespace, platform.lifecycle.stateKinds)),
+        'management-install': () => installSelfManagement({ dir, lockHeld: true, sink, signal }),
+        pivot: () => pivot(pivotTarget!),
+        'wait-pivoted': () => waitPivoted(pivotTarget!),
+        'register-rancher': registerRancher,
+      }),
+    );
+
+    if (dryRun) {
+      sink.emit({ type: 'result', kind: 'dry-run', text: `${preflightText}\n${objects.length} objects valid; nothing applied`, data: { objects: objects.map(describeRef) } });
+      return { kubeconfig: '', managementKubeconfig: controlPlane!.kubeconfig, controlPlaneRunning: false, resumed, stages: stages.timings };
+    }
+    await journal.complete();
+    if (pivotTarget) {
+      const pivotedTo = path.resolve(pivotTarget);
+      return { kubeconfig, managementKubeconfig: pivotedTo, controlPlaneRunning: false, resumed, stages: stages.timings, pivotedTo };
+    }
+    return { kubeconfig, managementKubeconfig: controlPlane!.kubeconfig, controlPlaneRunning: keepRunning, resumed, stages: stages.timings };
+
+    /** manifests: generated if missing, user edits kept; conflicts stop here, before anything runs. */
+    async function readManifests(): Promise<void> {
+      const manifests = await createManifests({ dir, regenerate: [], keepEdits: false, sink: withoutResults(sink), signal });
+      ({ config } = manifests);
+      objects = manifests.manifests.files.flatMap((f) => f.objects as unknown as KubeObject[]);
+      owner = manifests.manifests.generated.owner;
+      byStage = partitionByStage(objects);
+      platform = platformFor(config);
+      // A dry-run changes nothing, so its control plane is temporary on every platform; an existing management cluster keeps nothing local running.
+      keepRunning = platform.lifecycle.machinesInController && !dryRun && !external;
+      credentialFiles = (installControlPlane(config, dir).credentials ?? []).map((c) => c.path);
+    }
+
+    /** controlplane: the target of a pivot checked first (a missing provider there is known now, not after the cluster is up), then the management cluster attached. */
+    async function attach(): Promise<void> {
+      if (provisioning && pivotTo && request.pivotTo !== selfTarget && !external) (await checkManagementCluster(pivotTo, infrastructureKinds(objects))).close();
+      controlPlane = await attachManagement(managementOf());
+    }
+
+    /** The management cluster this install attaches, with the request's listen address winning over the config's. */
+    function managementOf(): InstallManagement {
+      return {
+        dir,
+        config,
+        external,
+        infrastructure: infrastructureKinds(objects),
+        detached: keepRunning,
+        ...(request.listenAddress ? { listenAddress: { address: request.listenAddress, flag: listenAddressFlag } } : {}),
+        sink,
+        signal,
+      };
+    }
+
+    /** preflight: every object validated by the real CRDs and webhooks (a server-side dry run); returns the plan. */
+    async function preflight(): Promise<string> {
+      const { problems, planText } = await dryRunObjects(client(), objects, applyRequest());
       if (problems.length > 0) {
         throw new ConfigError(`${problems.length} manifest(s) were refused by the API server's validation`, problems, {
           hint: 'Fix the files named above in cluster-api/ (or regenerate them with `provisioner create manifests --regenerate <file>`), then run `provisioner create cluster` again.',
         });
       }
       return planText;
-    });
-    if (request.dryRun) {
-      sink.emit({ type: 'result', kind: 'dry-run', text: `${preflight}\n${objects.length} objects valid; nothing applied`, data: { objects: objects.map(describeRef) } });
-      return { kubeconfig: '', managementKubeconfig: controlPlane.kubeconfig, controlPlaneRunning: false, resumed, stages: timings };
     }
 
-    const byStage = partitionByStage(objects);
-    const waitInfrastructure = () =>
-      waitFor(client, {
+    async function waitInfrastructure(): Promise<unknown> {
+      const { name: clusterName, namespace } = config.metadata;
+      const infrastructure = { apiVersion: platform.infrastructure.apiVersion, kind: platform.infrastructure.clusterKind };
+      return waitFor(client(), {
         what: 'the infrastructure',
         kinds: [
           { apiVersion: capiCoreApiVersion, kind: 'Cluster', namespace },
-          { apiVersion: platform.infrastructure.apiVersion, kind: platform.infrastructure.clusterKind, namespace },
+          { ...infrastructure, namespace },
         ],
-        evaluate: infrastructureReady(clusterName, { apiVersion: platform.infrastructure.apiVersion, kind: platform.infrastructure.clusterKind }),
+        evaluate: infrastructureReady(clusterName, infrastructure),
         onStall: (last, ms) => stallError('the infrastructure', last, ms, 'infrastructure'),
         events: sink,
         signal,
         fatal: controlPlane!.fatal,
-        ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}),
+        ...timeout,
       });
-    let kubeconfig = '';
-    // The provisioning, in order; every stage but the hooks runs again on a resume (applies and waits are idempotent).
-    await stages.runAll([
-      hookStage('preProvision', 'pre-provision'),
-      { name: 'infrastructure', run: () => applyObjects(client, byStage.infrastructure, applyRequest) },
-      { name: 'wait-infrastructure', run: waitInfrastructure },
-      hookStage('infraReady', 'infra-ready'),
-      hookStage('bootstrapData', 'bootstrap-data'),
-      { name: 'control-plane', run: () => applyObjects(client, byStage.controlPlane, applyRequest) },
-      { name: 'workers', run: () => applyObjects(client, byStage.workers, applyRequest, { prune: true, all: objects }) },
-      { name: 'wait-cluster', run: () => withMachineFailures(platform, platformHookContext, controlPlane!.fatal, (fatal) => waitHealthy(client, { ...healthy, what: 'the control plane and nodes', fatal, settle: pivotTo ? 'conditions' : 'nodes' }), signal) },
-      hookStage('postProvision', 'post-provision'),
-      { name: 'hand-off', run: async () => void (kubeconfig = await handOff(client, dir, clusterName, namespace, platform.lifecycle.stateKinds)) },
-    ]);
-    if (pivotTo && external) {
-      log(sink, 'info', `The cluster is already managed by the cluster of ${external}: nothing to pivot`);
-    } else if (pivotTo) {
-      const pivoted = await pivotStages(pivotTo);
-      await rancherStage();
-      await journal.complete();
-      return { kubeconfig, managementKubeconfig: pivoted, controlPlaneRunning: false, resumed, stages: timings, pivotedTo: pivoted };
     }
-    await rancherStage();
-    await journal.complete();
-    return { kubeconfig, managementKubeconfig: controlPlane.kubeconfig, controlPlaneRunning: keepRunning, resumed, stages: timings };
 
-    /** register-rancher: with `registerRancher`, the hand-off to Rancher (resumable: Rancher's cluster is found by its labels). */
-    async function rancherStage(): Promise<void> {
-      const rancher = request.registerRancher;
-      if (!rancher) return;
-      await stages.run('register-rancher', () =>
-        registerRancherLocked({ dir, rancherKubeconfig: rancher.kubeconfig, ...(rancher.strategy ? { strategy: rancher.strategy } : {}), sink, signal, ...(noProgressTimeoutMs ? { noProgressTimeoutMs } : {}) }),
-      );
+    async function waitCluster(): Promise<unknown> {
+      return withMachineFailures(platform, platformHookContext, controlPlane!.fatal, (fatal) => waitHealthy(client(), { ...healthy(), what: 'the control plane and nodes', fatal, settle: pivotTo ? 'conditions' : 'nodes' }), signal);
     }
 
     /**
-     * pivot: the journaled move into `target` (pivot/from.ts), which stops the local
-     * control plane before the target takes over when the machines live in its controllers; then
-     * wait-pivoted: until the target reports the cluster healthy and the workload cluster's
-     * API answers with every node Ready, served by whoever manages it now.
+     * pivot: the journaled move into `target` (pivot/from.ts), which stops the local control
+     * plane before the target takes over when the machines live in its controllers; a temporary
+     * control plane with nothing left to manage stops right after the move.
      */
-    async function pivotStages(target: string): Promise<string> {
+    async function pivot(target: string): Promise<void> {
       const source = controlPlane!;
       const { machinesInController } = platform.lifecycle;
-      if (isSelfManaged(dir, target)) await stages.value('management-install', () => installSelfManagement({ dir, lockHeld: true, sink, signal }));
-      const moved = await stages.value('pivot', () => pivotFrom({ dir, toKubeconfig: target, source, machinesInController, sink, signal }));
+      const moved = await pivotFrom({ dir, toKubeconfig: target, source, machinesInController, sink, signal });
       if (moved.sourceStopped) controlPlane = undefined;
       else if (!machinesInController) {
-        // A temporary control plane with nothing left to manage: stopped now rather than after the wait.
         await source.stop();
         controlPlane = undefined;
       }
-      await stages.run('wait-pivoted', async () => {
-        const managed = KubeClient.fromFile(target);
-        try {
-          await waitHealthy(managed, { ...healthy, what: `the cluster under its new management (${managed.server})` });
-        } finally {
-          managed.close();
-        }
-      });
+    }
+
+    /** wait-pivoted: until the target reports the cluster healthy and the workload cluster's API answers with every node Ready. */
+    async function waitPivoted(target: string): Promise<void> {
+      const managed = KubeClient.fromFile(target);
+      try {
+        await waitHealthy(managed, { ...healthy(), what: `the cluster under its new management (${managed.server})` });
+      } finally {
+        managed.close();
+      }
       log(sink, 'info', `The cluster is managed by ${path.resolve(target)} from now on; destroy cluster and wait-for use it`);
-      return path.resolve(target);
+    }
+
+    /** register-rancher: the hand-off to Rancher (resumable: Rancher's cluster is found by its labels). */
+    async function registerRancher(): Promise<unknown> {
+      const rancher = request.registerRancher!;
+      return registerRancherLocked({ dir, rancherKubeconfig: rancher.kubeconfig, ...(rancher.strategy ? { strategy: rancher.strategy } : {}), sink, signal, ...timeout });
     }
   } catch (error) {
     if (shouldGather(error)) await gatherAfterFailure(dir, controlPlane?.client, sink, credentialFiles);
@@ -300,6 +325,72 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
     else controlPlane?.client.close();
     await lock.release();
   }
+}
+
+/** What decides which of `create cluster`'s stages a run has, all known before the first stage runs. */
+export interface CreateClusterSituation {
+  /** `--dry-run`: the manifests validated against the management cluster; nothing applied, nothing journaled. */
+  dryRun: boolean;
+  /** An unfinished move is resumed: the source may have let go of objects, so nothing is applied to it again. */
+  resumingPivot: boolean;
+  /** Where the cluster moves once healthy: into another cluster's kubeconfig, into itself, or nowhere. */
+  pivot: 'none' | 'kubeconfig' | 'self';
+  /** `--register-rancher`: hand the cluster to Rancher at the end. */
+  registerRancher: boolean;
+}
+
+/** A hook stage's bodies: `run` the first time, `whenDone` on a later run once an earlier one finished it. */
+export interface HookStageBodies {
+  run: () => Promise<unknown>;
+  whenDone: () => Promise<void>;
+}
+
+/** The body of each stage of `create cluster`, by stage name; `hooks` makes a hook stage's. */
+export type CreateClusterBodies = Record<
+  | 'manifests'
+  | 'controlplane'
+  | 'preflight'
+  | 'infrastructure'
+  | 'wait-infrastructure'
+  | 'control-plane'
+  | 'workers'
+  | 'wait-cluster'
+  | 'hand-off'
+  | 'management-install'
+  | 'pivot'
+  | 'wait-pivoted'
+  | 'register-rancher',
+  () => Promise<unknown>
+> & { hooks: (which: HookStage, name: string) => HookStageBodies };
+
+/**
+ * `create cluster`, in order: the one declared stage list. Every stage but the user's hooks
+ * (`once`) runs again on a resume: applies and waits are idempotent. A resumed move runs the
+ * move and nothing that applies to its source.
+ */
+export function createClusterStages(situation: CreateClusterSituation, body: CreateClusterBodies): Stage[] {
+  const provisioning = !situation.resumingPivot && !situation.dryRun;
+  const moving = situation.pivot !== 'none' && !situation.dryRun;
+  const hookStage = (which: HookStage, name: string): Stage => ({ name: `hooks/${name}`, when: provisioning, once: true, ...body.hooks(which, name) });
+  return [
+    { name: 'manifests', run: body.manifests },
+    { name: 'controlplane', run: body.controlplane },
+    { name: 'preflight', when: !situation.resumingPivot, run: body.preflight },
+    hookStage('preProvision', 'pre-provision'),
+    { name: 'infrastructure', when: provisioning, run: body.infrastructure },
+    { name: 'wait-infrastructure', when: provisioning, run: body['wait-infrastructure'] },
+    hookStage('infraReady', 'infra-ready'),
+    hookStage('bootstrapData', 'bootstrap-data'),
+    { name: 'control-plane', when: provisioning, run: body['control-plane'] },
+    { name: 'workers', when: provisioning, run: body.workers },
+    { name: 'wait-cluster', when: provisioning, run: body['wait-cluster'] },
+    hookStage('postProvision', 'post-provision'),
+    { name: 'hand-off', when: provisioning, run: body['hand-off'] },
+    { name: 'management-install', when: moving && situation.pivot === 'self', run: body['management-install'] },
+    { name: 'pivot', when: moving, run: body.pivot },
+    { name: 'wait-pivoted', when: moving, run: body['wait-pivoted'] },
+    { name: 'register-rancher', when: situation.registerRancher && !situation.dryRun, run: body['register-rancher'] },
+  ];
 }
 
 /**

@@ -4,6 +4,7 @@
  * detached processes owned by the install directory. A docker-free stand-in for a kind
  * bootstrap cluster. `start` again after a reboot or a kill comes back with the same data.
  */
+import { requestField } from '../errors.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { hostPort } from '../controlplane/listen-address.js';
 import { controlPlaneStatus, readListenRecord, stopRecordedControlPlane, type ProcessStatus } from '../controlplane/local-controlplane.js';
@@ -21,7 +22,7 @@ export interface ManagementRequest {
 }
 
 export interface ManagementStartRequest extends ManagementRequest {
-  /** `--listen-address`: the one address besides loopback where hosts reach the API server. Default none: loopback only. */
+  /** The one address besides loopback where hosts reach the API server. Default none: loopback only. */
   listenAddress?: string;
   /**
    * `--platform`: run only the providers that platform's clusters need (its controllers, and
@@ -31,7 +32,7 @@ export interface ManagementStartRequest extends ManagementRequest {
   platform?: string;
 }
 
-const listenAddressFlag = '--listen-address';
+const listenAddressFlag = requestField('listenAddress');
 
 export interface ManagementStartResult {
   kubeconfig: string;

@@ -16,7 +16,7 @@ import { exists } from '../files.js';
 import { readInstallConfig } from '../assets/index.js';
 import { installConfigFile, installConfigFileName, type InstallConfig } from '../config/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
-import { UsageError, messageOf } from '../errors.js';
+import { UsageError, messageOf, requestField } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { readYamlFile } from '../input-files.js';
 import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
@@ -59,7 +59,7 @@ export async function pivot(request: PivotRequest): Promise<PivotResult> {
   const { sink, signal } = request;
   const layout = controlPlaneLayout(dir);
   const toKubeconfig = path.resolve(request.toKubeconfig);
-  await checkKubeconfigFile(toKubeconfig, '--to-kubeconfig');
+  await checkKubeconfigFile(toKubeconfig, requestField('toKubeconfig'));
   if (!(await exists(layout.etcdDataDir))) {
     throw new UsageError(`No local control plane data in ${dir}: there is nothing to pivot`, { hint: 'Run `provisioner create cluster --dir` first, or pass the install directory that holds the cluster.' });
   }
@@ -99,7 +99,7 @@ export type PivotToSelfRequest = Omit<PivotRequest, 'toKubeconfig'>;
 export async function pivotToSelf(request: PivotToSelfRequest): Promise<PivotResult> {
   const dir = path.resolve(request.dir);
   const kubeconfig = pivotTargetKubeconfig(dir, selfTarget);
-  await checkKubeconfigFile(kubeconfig, '--to self');
+  await checkKubeconfigFile(kubeconfig, `${requestField('to')} self`);
   const journal = await readPivotJournal(dir);
   if (journal?.phase === 'done' && !journal.rolledBack && path.resolve(journal.targetKubeconfig) === kubeconfig) {
     // A run killed after the move but before the data went: finished now.

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultKubernetesVersion } from '../../src/config/index.js';
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
-import { ConfigError, ExternalError, ProvisionerError } from '../../src/errors.js';
+import { ConfigError, ExternalError, ProvisionerError, requestField } from '../../src/errors.js';
 import { RecordingSink } from '../../src/events.js';
 import { installCrds, loadCrds } from '../../src/handoff/crds.js';
 import type { FleetCluster, SecretObject } from '../../src/handoff/fleet/objects.js';
@@ -135,7 +135,7 @@ describe('hand-off to Fleet against real API servers and a Fleet double', () => 
     expect(elsewhere.message).toContain(`recorded as registered elsewhere: with ${manager().server} (${managerPlane!.kubeconfig}), namespace ${namespace}`);
     expect(await manager().list(fleet, 'Cluster', { namespace: 'fleet-other' })).toEqual([]);
     const agentOnly = await rejection(registerFleet({ dir, fleetKubeconfig: managerPlane!.kubeconfig, apiServerUrl: 'https://fleet.example:6443', sink: new RecordingSink(), signal: abort.signal }));
-    expect([agentOnly.exitCode, agentOnly.message]).toEqual(['usage', expect.stringContaining('--api-server-url')]);
+    expect([agentOnly.exitCode, agentOnly.message]).toEqual(['usage', expect.stringContaining(requestField('apiServerUrl'))]);
   });
 
   it('agent-initiated: a token Fleet answers, the bootstrap Secret on the workload cluster, and the agent registers with only its values to the Cluster carrying its clientID', async () => {

@@ -20,7 +20,7 @@
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { readInstallConfig } from '../../assets/index.js';
-import { ExternalError, InterruptedError, UsageError, messageOf, type ProvisionerError } from '../../errors.js';
+import { ExternalError, InterruptedError, UsageError, messageOf, requestField, type ProvisionerError } from '../../errors.js';
 import { log, type EventSink } from '../../events.js';
 import { readIfExists } from '../../files.js';
 import {
@@ -419,7 +419,7 @@ async function issuedToken(client: KubeClient, identity: RegistrationIdentity, n
   const fallback = await managerEndpoint(client);
   const apiServerURL = parsed.apiServerURL || request.apiServerUrl || fallback.server;
   const apiServerCA = parsed.apiServerCA || fallback.caPem;
-  const source = parsed.apiServerURL ? "Fleet's configuration" : request.apiServerUrl ? '--api-server-url' : `the server of ${request.fleetKubeconfig}`;
+  const source = parsed.apiServerURL ? "Fleet's configuration" : request.apiServerUrl ? requestField('apiServerUrl') : `the server of ${request.fleetKubeconfig}`;
   log(sink, 'info', `The agent will reach the Fleet manager at ${apiServerURL} (from ${source}), trusting ${parsed.apiServerCA ? "Fleet's configured CA" : apiServerCA ? "the CA of the manager's kubeconfig" : 'the system CAs'}`);
   return { ...parsed, apiServerURL, apiServerCA };
 }
