@@ -35,6 +35,11 @@
  * hash). Ours is printed beside each step and beside the floor's sum, with the ratio and the
  * machine (cores, memory, load). PROVISIONER_BENCH_HOSTS_BASELINE=0 skips it.
  *
+ * PROVISIONER_BENCH_HOSTS_WORKERS=N (default 1) makes the cluster 1 + N: every worker is
+ * registered as soon as the commands print, the timeline has each worker plan and the last
+ * node Ready, and the plan tables show the first worker. The floor stays one init and one
+ * join: a person joins the other workers at the same time, from another shell.
+ *
  * Run: `npm run bench -- hosts` (one create, ~3-5 min on 2 cores; prints the table, writes
  * bench-results/hosts.json).
  */
@@ -56,6 +61,10 @@ import type { TestHost } from '../../test/support/netns.js';
 import { formatNumber, MB, positiveEnv, round2, type BenchRecord, type BenchTable } from './record.js';
 
 const withBaseline = positiveEnv('PROVISIONER_BENCH_HOSTS_BASELINE', 1, true) > 0;
+/** Worker hosts of the cluster (PROVISIONER_BENCH_HOSTS_WORKERS). Default 1: the 1 + 1 the acceptance test makes. */
+const workerCount = positiveEnv('PROVISIONER_BENCH_HOSTS_WORKERS', 1);
+/** The timeline's label for every node Ready. */
+const allReady = `${1 + workerCount} nodes Ready`;
 const clusterName = 'bench';
 /** create cluster's own no-progress timeout (10 min) normally ends a stuck run first. */
 const createLimitMs = 30 * 60_000;
@@ -302,6 +311,7 @@ kind: ClusterConfiguration
 kubernetesVersion: ${catalog.binary('kubeadm').version}
 clusterName: baseline
 imageRepository: ${node.imageRepository}
+encryptionAlgorithm: ${node.encryptionAlgorithm}
 controlPlaneEndpoint: ${host.address}:6443
 etcd:
   local:
@@ -348,7 +358,7 @@ ${nodeRegistration(worker)}
 
 export async function run(): Promise<BenchRecord> {
   await ensureBuilt();
-  const lab = await HostsLab.create(withBaseline ? 4 : 2, { runtime: true });
+  const lab = await HostsLab.create(1 + workerCount + (withBaseline ? 2 : 0), { runtime: true });
   const agents: RunningAgent[] = [];
   let create: ResultPromise | undefined;
   let watch: PlanWatch | undefined;
@@ -358,8 +368,10 @@ export async function run(): Promise<BenchRecord> {
   try {
     await lab.writeKubeletCgroupRoots();
     const [h0, h1] = lab.hosts as [TestHost, TestHost];
+    const workers = lab.hosts.slice(1, 1 + workerCount);
+    const floorHosts = [lab.hosts[1 + workerCount]!, lab.hosts[2 + workerCount]!] as const;
     await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(clusterName, lab.net.machine.address, 1));
+    await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(clusterName, lab.net.machine.address, workerCount));
     const loadBefore = os.loadavg()[0] ?? 0;
 
     // create cluster, its JSON events stamped as they arrive.
@@ -385,8 +397,11 @@ export async function run(): Promise<BenchRecord> {
     // The control plane runs: watch the plans from now on (they are created once hosts are claimed).
     watch = new PlanWatch(lab.spawnKubectl(['get', 'nodeplans', '-A', '--watch', '-o', 'json'], path.join(dir, 'auth', 'management.kubeconfig')), started);
 
-    for (const [host, role] of [[h0, 'control-plane'], [h1, 'worker']] as const) {
-      const parsed = (commands.event.data?.commands ?? []).map((c) => registerCommand.exec(c.command)).find((m) => m?.[4] === role);
+    // One-use tokens: the i-th host of a role takes that role's i-th command.
+    const hostRoles = [[h0, 'control-plane'] as const, ...workers.map((w) => [w, 'worker'] as const)];
+    for (const [host, role] of hostRoles) {
+      const index = hostRoles.filter(([, r]) => r === role).findIndex(([h]) => h === host);
+      const parsed = (commands.event.data?.commands ?? []).map((c) => registerCommand.exec(c.command)).filter((m) => m?.[4] === role)[index];
       if (!parsed) throw new Error(`no registration command for role ${role}: ${JSON.stringify(commands.event.data)}`);
       const registered = await lab.register(host, { token: parsed[1]!, server: parsed[2]!, checksum: parsed[3]! }, ['--roles', role]);
       if (registered.exitCode !== 0) throw new Error(`${host.name} did not register: ${registered.stdout}\n${registered.stderr}`);
@@ -411,8 +426,10 @@ export async function run(): Promise<BenchRecord> {
       .filter((t): t is string => t !== undefined)
       .map((t) => Date.parse(t) - started)
       .sort((a, b) => a - b);
-    if (readyAt.length < 2) throw new Error(`${readyAt.length} Ready nodes after create cluster: ${nodesRun.stdout.slice(0, 2000)}`);
-    const [firstReady, secondReady] = readyAt as [number, number];
+    if (readyAt.length < 1 + workerCount) throw new Error(`${readyAt.length} Ready nodes after create cluster: ${nodesRun.stdout.slice(0, 2000)}`);
+    const firstReady = readyAt[0]!;
+    // The last node Ready (with one worker, the second): named secondReady as the 1 + 1 figures are.
+    const secondReady = readyAt[readyAt.length - 1]!;
 
     // Plans: their final objects, split by the watch and by their own status times.
     const plansRun = await lab.kubectlWith(path.join(dir, 'auth', 'management.kubeconfig'), ['get', 'nodeplans', '-A', '-o', 'json']);
@@ -435,7 +452,7 @@ export async function run(): Promise<BenchRecord> {
     const archives = await imageArchives(dir);
     const bundle = await bundleSizes();
 
-    if (withBaseline) for (const host of [lab.hosts[2]!, lab.hosts[3]!]) await placeBaselineFiles(host, archives);
+    if (withBaseline) for (const host of floorHosts) await placeBaselineFiles(host, archives);
     // Destroy while the agents still run (they run the reset plans), then the floor on the third host.
     const destroyStarted = Date.now();
     const destroy = await lab.cli(['destroy', 'cluster', '--dir', dir], 900_000);
@@ -443,7 +460,7 @@ export async function run(): Promise<BenchRecord> {
     destroyed = destroy.exitCode === 0;
     if (!destroyed) notes.push(`destroy cluster exited ${destroy.exitCode}: ${destroy.stderr.split('\n').slice(-3).join(' / ')}`);
     const loadBaseline = os.loadavg()[0] ?? 0;
-    const baseline = withBaseline ? await floorByHand(lab, lab.hosts[2]!, lab.hosts[3]!) : undefined;
+    const baseline = withBaseline ? await floorByHand(lab, floorHosts[0], floorHosts[1]) : undefined;
 
     // Figures.
     const s = (ms: number | undefined) => (ms === undefined ? '-' : `${formatNumber(ms / 1000)} s`);
@@ -464,13 +481,13 @@ export async function run(): Promise<BenchRecord> {
     const stageEnd = (stage: string, label: string): [string, number][] => stageEvents.filter((e) => e.event.stage === stage).map((e) => [label, e.at] as [string, number]);
     const timeline: [string, number][] = [
       ['registration commands printed', commandsAt],
-      ['both hosts registered, agents started', registeredAt],
+      [workerCount === 1 ? 'both hosts registered, agents started' : 'every host registered, agents started', registeredAt],
       ...stageEnd('workers', 'control plane and workers applied'),
       ...stageEnd('wait-cluster', 'wait-cluster ended'),
       ...planTimes(h0, 'control-plane'),
-      ...planTimes(h1, 'worker'),
+      ...workers.flatMap((w, i) => planTimes(w, i === 0 ? 'worker' : `worker ${i + 1}`)),
       ['first node Ready', firstReady],
-      ['2 nodes Ready', secondReady],
+      [allReady, secondReady],
       ['create cluster exited', exitedAt],
     ];
     timeline.sort((a, b) => a[1] - b[1]);
@@ -503,7 +520,7 @@ export async function run(): Promise<BenchRecord> {
     };
     // Where our time goes: every interval of the timeline, plan work (inside a plan's creation → Applied) or a gap (waiting that is ours).
     const at = (label: string) => timeline.find(([l]) => l === label)?.[1];
-    const windows = (['control-plane', 'worker'] as const)
+    const windows = ['control-plane', ...workers.map((_, i) => (i === 0 ? 'worker' : `worker ${i + 1}`))]
       .map((role) => [at(`${role} bootstrap plan created`), at(`${role} bootstrap plan Applied`)] as const)
       .filter((w): w is readonly [number, number] => w[0] !== undefined && w[1] !== undefined);
     const intervals = timeline.map(([label, end], i) => {
@@ -541,7 +558,7 @@ export async function run(): Promise<BenchRecord> {
       { title: 'timeline from the start of create cluster', columns: ['event', 'at'], rows: timeline.map(([label, at]) => [label, s(at)]) },
       {
         title: 'bootstrap NodePlans: where the time goes (watch: each status update stamped on arrival; status: the plan\'s own times, whole seconds)',
-        columns: ['part', 'control-plane plan', 'share', 'worker plan', 'share', 'both over create -> 2 Ready', 'cp plan (status)', 'worker plan (status)'],
+        columns: ['part', 'control-plane plan', 'share', 'worker plan', 'share', `both over create -> ${allReady}`, 'cp plan (status)', 'worker plan (status)'],
         rows: planRows,
       },
     ];
@@ -556,8 +573,8 @@ export async function run(): Promise<BenchRecord> {
           ['kubeadm init (images present, kubelet supervised)', s(baseline.initMs), s(splits.cpWatch?.['kubeadm init']), x(splits.cpWatch?.['kubeadm init'], baseline.initMs)],
           ['worker image import (the plan\'s command)', s(baseline.workerImportMs), s(splits.workerWatch?.['image import']), x(splits.workerWatch?.['image import'], baseline.workerImportMs)],
           ['kubeadm join (bootstrap token, CA pinned)', s(baseline.joinMs), s(splits.workerWatch?.['kubeadm join']), x(splits.workerWatch?.['kubeadm join'], baseline.joinMs)],
-          ['1 + 1 from nothing running: the floor; ours to 2 nodes Ready', s(floorMs), s(secondReady), x(secondReady, floorMs)],
-          ['1 + 1 from nothing running: the floor; ours, create cluster to its exit', s(floorMs), s(exitedAt), x(exitedAt, floorMs)],
+          [`1 + ${workerCount} from nothing running: the floor; ours to ${allReady}`, s(floorMs), s(secondReady), x(secondReady, floorMs)],
+          [`1 + ${workerCount} from nothing running: the floor; ours, create cluster to its exit`, s(floorMs), s(exitedAt), x(exitedAt, floorMs)],
         ],
       });
     }

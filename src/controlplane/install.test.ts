@@ -1,7 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { KubeApiError, type KubeObject } from '../kube/client.js';
 import { answerStatus, servesThings, TestApiServer } from '../../test/support/test-api-server.js';
-import { applyAll } from './install.js';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { applyAll, loadComponents } from './install.js';
 
 const thing: KubeObject = { apiVersion: 'example.com/v1', kind: 'Thing', metadata: { name: 'a', namespace: 'ns' } };
 const patchPath = 'PATCH /apis/example.com/v1/namespaces/ns/things/a';
@@ -48,5 +52,42 @@ describe('applyAll retries by what the server answered', () => {
     };
     await applyAll(server.client, [thing]);
     expect(server.seen.filter((r) => r === patchPath)).toHaveLength(3);
+  });
+});
+
+describe('loadComponents', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'components-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('keeps its parse as JSON in the cache by the YAML\'s sha256, reads it from there, and parses again when it does not read back', async () => {
+    const yaml = 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: capi-system\n---\n# nothing\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: capi-system}\n';
+    const file = join(dir, 'core.yaml');
+    await writeFile(file, yaml);
+    const cacheDir = join(dir, 'cache');
+    const cached = join(cacheDir, 'components', `${createHash('sha256').update(yaml).digest('hex')}.json`);
+
+    const first = await loadComponents('cluster-api', 'capi-system', file, { cacheDir });
+    expect(first.objects.map((o) => o.kind)).toEqual(['Namespace', 'ConfigMap']);
+    expect(JSON.parse(await readFile(cached, 'utf8'))).toEqual(first.objects);
+
+    // What the cache holds is what a start gets: the YAML is not parsed again.
+    await writeFile(cached, JSON.stringify([{ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'from-cache' } }]));
+    expect((await loadComponents('cluster-api', 'capi-system', file, { cacheDir })).objects.map((o) => o.metadata.name)).toEqual(['from-cache']);
+
+    await writeFile(cached, '{"cut sh');
+    expect((await loadComponents('cluster-api', 'capi-system', file, { cacheDir })).objects).toEqual(first.objects);
+    expect(JSON.parse(await readFile(cached, 'utf8'))).toEqual(first.objects);
+  });
+
+  it('parses without a cache it can write', async () => {
+    const file = join(dir, 'one.yaml');
+    await writeFile(file, 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: one\n');
+    await writeFile(join(dir, 'not-a-dir'), '');
+    expect((await loadComponents('p', 'one', file, { cacheDir: join(dir, 'not-a-dir') })).objects.map((o) => o.metadata.name)).toEqual(['one']);
   });
 });

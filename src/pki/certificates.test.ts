@@ -1,7 +1,9 @@
-import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { X509Certificate, createPrivateKey, generateKeyPairSync } from 'node:crypto';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import forge from 'node-forge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { certificateProblem, createCertificateAuthority, issueCertificate, type CertificateAndKey } from './certificates.js';
 import { readKeyPair, writeKeyPair } from './files.js';
@@ -28,7 +30,46 @@ describe('certificates', () => {
     const days = (new Date(cert.validTo).getTime() - Date.now()) / 86_400_000;
     expect(days).toBeGreaterThan(29.9);
     expect(days).toBeLessThan(30.1);
-    expect(createPrivateKey(ca.keyPem).asymmetricKeyDetails?.modulusLength).toBe(2048);
+    expect(createPrivateKey(ca.keyPem).asymmetricKeyDetails?.namedCurve).toBe('prime256v1');
+    expect(cert.publicKey.asymmetricKeyType).toBe('ec');
+  });
+
+  it('makes certificates OpenSSL verifies as a chain, the key identifiers linking leaf to CA', async () => {
+    const leaf = await issueCertificate(ca, { commonName: 'etcd', dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'], usages: 'both' });
+    const dir = await mkdtemp(join(tmpdir(), 'pki-chain-'));
+    try {
+      await writeFile(join(dir, 'ca.crt'), ca.certPem);
+      await writeFile(join(dir, 'leaf.crt'), leaf.certPem);
+      const verify = spawnSync('openssl', ['verify', '-x509_strict', '-purpose', 'sslserver', '-CAfile', join(dir, 'ca.crt'), join(dir, 'leaf.crt')], { encoding: 'utf8' });
+      expect(verify.stdout + verify.stderr).toContain(': OK');
+      const text = (file: string) => spawnSync('openssl', ['x509', '-noout', '-text', '-in', join(dir, file)], { encoding: 'utf8' }).stdout;
+      const caKeyId = /Subject Key Identifier:\s*\n\s*([0-9A-F:]+)/.exec(text('ca.crt'))?.[1];
+      expect(caKeyId).toMatch(/^[0-9A-F]{2}(:[0-9A-F]{2}){19}$/);
+      expect(text('leaf.crt')).toMatch(new RegExp(`Authority Key Identifier:\\s*\\n\\s*(keyid:)?${caKeyId}`));
+      expect(text('leaf.crt')).toContain('ecdsa-with-SHA256');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('issues from an RSA CA an earlier version made (sha256WithRSAEncryption over an ECDSA key)', async () => {
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const rsaCert = forge.pki.createCertificate();
+    rsaCert.publicKey = forge.pki.publicKeyFromPem(rsa.publicKey.export({ type: 'spki', format: 'pem' }).toString());
+    rsaCert.serialNumber = '01';
+    rsaCert.validity.notBefore = new Date(Date.now() - 60_000);
+    rsaCert.validity.notAfter = new Date(Date.now() + 86_400_000);
+    rsaCert.setSubject([{ shortName: 'CN', value: 'old-rsa-ca' }]);
+    rsaCert.setIssuer([{ shortName: 'CN', value: 'old-rsa-ca' }]);
+    rsaCert.setExtensions([{ name: 'basicConstraints', cA: true, critical: true }, { name: 'keyUsage', critical: true, keyCertSign: true }, { name: 'subjectKeyIdentifier' }]);
+    const keyPem = rsa.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    rsaCert.sign(forge.pki.privateKeyFromPem(keyPem), forge.md.sha256.create());
+    const oldCa = { certPem: forge.pki.certificateToPem(rsaCert), keyPem };
+    const leaf = await issueCertificate(oldCa, { commonName: 'kube-apiserver', dnsNames: ['localhost'], usages: 'server' });
+    const cert = new X509Certificate(leaf.certPem);
+    expect(cert.issuer).toBe('CN=old-rsa-ca');
+    expect(cert.verify(new X509Certificate(oldCa.certPem).publicKey)).toBe(true);
+    expect(certificateProblem(leaf, { issuerCertPem: oldCa.certPem, usages: 'server' })).toBeUndefined();
   });
 
   it('issues a server cert with SANs that verifies against its CA only', async () => {

@@ -2,17 +2,19 @@
  * X.509 certificates: certificate authorities, serving and client certificates, and the checks
  * that decide whether a certificate on disk can be reused.
  *
- * Node cannot build certificates, so node-forge builds the TBSCertificate; everything
- * expensive is native: keys come from `generateRsaKeyPair` (OpenSSL) and the signature is
- * computed by `crypto.sign` over the DER the forge builder produced (forge's own JS RSA
- * signing costs tens of milliseconds per certificate; see scripts/bench/pki.ts).
- * Parsing and verification use Node's `X509Certificate`.
+ * Node cannot build certificates, so this module DER-encodes the TBSCertificate with
+ * node-forge's ASN.1 helpers (subject, extensions) and everything else natively: keys come from
+ * `generateKeyPair` (ECDSA P-256, OpenSSL), the SubjectPublicKeyInfo is Node's own encoding, and
+ * the signature is `crypto.sign` over the DER. The signing key's type picks the signature
+ * algorithm (ecdsa-with-SHA256, or sha256WithRSAEncryption for an RSA CA an earlier version
+ * made, which stays in use until it expires). Parsing and verification use Node's
+ * `X509Certificate`.
  */
-import { X509Certificate, createPrivateKey, randomBytes, sign as nativeSign } from 'node:crypto';
+import { X509Certificate, createHash, createPrivateKey, createPublicKey, randomBytes, sign as nativeSign, type KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
 import forge from 'node-forge';
 import { InternalError } from '../errors.js';
-import { generateRsaKeyPair } from './keys.js';
+import { generateKeyPair } from './keys.js';
 
 /** A PEM certificate and its PEM private key. A CA is one of these too. */
 export interface CertificateAndKey {
@@ -54,96 +56,175 @@ export const defaultLeafValidityDays = 365;
 const clockSkewMs = 5 * 60 * 1000;
 const dayMs = 24 * 60 * 60 * 1000;
 
-/** Creates a self-signed CA (basicConstraints cA, keyCertSign + cRLSign) with a fresh 2048-bit key. */
+/** Creates a self-signed CA (basicConstraints cA, keyCertSign + cRLSign) with a fresh ECDSA P-256 key. */
 export async function createCertificateAuthority(options: CertificateAuthorityOptions): Promise<CertificateAndKey> {
-  const keys = await generateRsaKeyPair();
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = forge.pki.publicKeyFromPem(keys.publicKeyPem);
-  cert.serialNumber = randomSerial();
-  setValidity(cert, options.now ?? new Date(), options.validityDays ?? defaultCaValidityDays);
-  const subject = [{ shortName: 'CN', value: options.commonName }];
-  cert.setSubject(subject);
-  cert.setIssuer(subject);
-  cert.setExtensions([
-    { name: 'basicConstraints', cA: true, critical: true },
-    { name: 'keyUsage', critical: true, digitalSignature: true, keyCertSign: true, cRLSign: true },
-    { name: 'subjectKeyIdentifier' },
-  ]);
-  signNatively(cert, keys.privateKeyPem);
-  return { certPem: forge.pki.certificateToPem(cert), keyPem: keys.privateKeyPem };
+  const keys = await generateKeyPair();
+  const subject = subjectAsn1([{ shortName: 'CN', value: options.commonName }]);
+  const certPem = buildCertificate({
+    publicKey: createPublicKey(keys.publicKeyPem),
+    subject,
+    issuer: subject,
+    validity: validity(options.now ?? new Date(), options.validityDays ?? defaultCaValidityDays),
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', critical: true, digitalSignature: true, keyCertSign: true, cRLSign: true },
+    ],
+    signerKey: createPrivateKey(keys.privateKeyPem),
+  });
+  return { certPem, keyPem: keys.privateKeyPem };
 }
 
-/** Issues a leaf certificate signed by `ca`, with a fresh 2048-bit key. */
+/** Issues a leaf certificate signed by `ca`, with a fresh ECDSA P-256 key. */
 export async function issueCertificate(ca: CertificateAndKey, options: IssueCertificateOptions): Promise<CertificateAndKey> {
   for (const ip of options.ipAddresses ?? []) {
     if (isIP(ip) === 0) throw new InternalError(`Not an IP address for a certificate SAN: ${ip}`);
   }
-  const caCert = forge.pki.certificateFromPem(ca.certPem);
-  const keys = await generateRsaKeyPair();
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = forge.pki.publicKeyFromPem(keys.publicKeyPem);
-  cert.serialNumber = randomSerial();
-  setValidity(cert, options.now ?? new Date(), options.validityDays ?? defaultLeafValidityDays);
-  cert.setSubject([
-    ...(options.organizations ?? []).map((o) => ({ shortName: 'O', value: o })),
-    { shortName: 'CN', value: options.commonName },
-  ]);
-  cert.setIssuer(caCert.subject.attributes);
-
+  const caCert = new X509Certificate(ca.certPem);
+  const keys = await generateKeyPair();
   const altNames = [
     ...(options.dnsNames ?? []).map((value) => ({ type: 2, value })),
     ...(options.ipAddresses ?? []).map((ip) => ({ type: 7, ip })),
   ];
-  cert.setExtensions([
-    { name: 'basicConstraints', cA: false, critical: true },
-    // RSA keys: digitalSignature for (EC)DHE key exchange, keyEncipherment for RSA key transport.
-    { name: 'keyUsage', critical: true, digitalSignature: true, keyEncipherment: true },
-    {
-      name: 'extKeyUsage',
-      serverAuth: options.usages !== 'client',
-      clientAuth: options.usages !== 'server',
-    },
-    ...(altNames.length > 0 ? [{ name: 'subjectAltName', altNames }] : []),
+  const certPem = buildCertificate({
+    publicKey: createPublicKey(keys.publicKeyPem),
+    subject: subjectAsn1([
+      ...(options.organizations ?? []).map((o) => ({ shortName: 'O', value: o })),
+      { shortName: 'CN', value: options.commonName },
+    ]),
+    issuer: subjectOf(caCert),
+    validity: validity(options.now ?? new Date(), options.validityDays ?? defaultLeafValidityDays),
+    extensions: [
+      { name: 'basicConstraints', cA: false, critical: true },
+      // digitalSignature for (EC)DHE key exchange, keyEncipherment for RSA key transport (as kubeadm sets both).
+      { name: 'keyUsage', critical: true, digitalSignature: true, keyEncipherment: true },
+      {
+        name: 'extKeyUsage',
+        serverAuth: options.usages !== 'client',
+        clientAuth: options.usages !== 'server',
+      },
+      ...(altNames.length > 0 ? [{ name: 'subjectAltName', altNames }] : []),
+    ],
+    authorityKeyId: keyIdentifier(caCert.publicKey),
+    signerKey: createPrivateKey(ca.keyPem),
+  });
+  return { certPem, keyPem: keys.privateKeyPem };
+}
+
+const asn1 = forge.asn1;
+type Asn1 = forge.asn1.Asn1;
+/** ecdsa-with-SHA256 (RFC 5758) and sha256WithRSAEncryption (RFC 4055). */
+const ecdsaWithSha256 = '1.2.840.10045.4.3.2';
+const sha256WithRsa = '1.2.840.113549.1.1.11';
+
+interface CertificateParts {
+  publicKey: KeyObject;
+  subject: Asn1;
+  issuer: Asn1;
+  validity: { notBefore: Date; notAfter: Date };
+  /** node-forge extension descriptions (`setExtensions`); the subject key identifier is added. */
+  extensions: object[];
+  /** The issuer's key identifier; absent for a self-signed CA. */
+  authorityKeyId?: Buffer;
+  signerKey: KeyObject;
+}
+
+/** A v3 certificate, DER-encoded and signed with `signerKey`, as PEM. */
+function buildCertificate(parts: CertificateParts): string {
+  const algorithm = signatureAlgorithm(parts.signerKey);
+  const subjectKeyId = keyIdentifier(parts.publicKey);
+  // forge fills each extension's encoding; the key identifiers are given, never derived from a forge (RSA-only) key.
+  const holder = forge.pki.createCertificate();
+  holder.generateSubjectKeyIdentifier = () => forge.util.createBuffer(subjectKeyId.toString('binary'));
+  holder.setExtensions([
+    ...parts.extensions,
     { name: 'subjectKeyIdentifier' },
-    { name: 'authorityKeyIdentifier', keyIdentifier: caCert.generateSubjectKeyIdentifier().getBytes() },
+    ...(parts.authorityKeyId ? [{ name: 'authorityKeyIdentifier', keyIdentifier: parts.authorityKeyId.toString('binary') }] : []),
   ]);
-  signNatively(cert, ca.keyPem);
-  return { certPem: forge.pki.certificateToPem(cert), keyPem: keys.privateKeyPem };
+  const extensions = (holder.extensions as { id: string; critical?: boolean; value: Asn1 | string }[]).map((e) =>
+    seq([
+      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OID, false, asn1.oidToDer(e.id).getBytes()),
+      ...(e.critical ? [asn1.create(asn1.Class.UNIVERSAL, asn1.Type.BOOLEAN, false, '\xff')] : []),
+      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OCTETSTRING, false, typeof e.value === 'string' ? e.value : asn1.toDer(e.value).getBytes()),
+    ]),
+  );
+  const tbs = seq([
+    asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, [asn1.create(asn1.Class.UNIVERSAL, asn1.Type.INTEGER, false, asn1.integerToDer(2).getBytes())]),
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.INTEGER, false, randomSerial()),
+    algorithm,
+    parts.issuer,
+    seq([time(parts.validity.notBefore), time(parts.validity.notAfter)]),
+    parts.subject,
+    asn1.fromDer(parts.publicKey.export({ type: 'spki', format: 'der' }).toString('binary')),
+    asn1.create(asn1.Class.CONTEXT_SPECIFIC, 3, true, [seq(extensions)]),
+  ]);
+  const tbsDer = Buffer.from(asn1.toDer(tbs).getBytes(), 'binary');
+  const signature = nativeSign('sha256', tbsDer, parts.signerKey);
+  const der = asn1.toDer(seq([tbs, algorithm, asn1.create(asn1.Class.UNIVERSAL, asn1.Type.BITSTRING, false, '\x00' + signature.toString('binary'))])).getBytes();
+  return forge.pem.encode({ type: 'CERTIFICATE', body: der });
 }
 
-/**
- * Signs `cert` (sha256WithRSAEncryption) with Node's native RSA. forge's `cert.sign(key, md)`
- * DER-encodes the TBSCertificate, feeds it to `md.update`, then calls `key.sign(md)`; we hand it
- * a digest that records the bytes and a key whose `sign` runs `crypto.sign` over them.
- */
-function signNatively(cert: forge.pki.Certificate, signerKeyPem: string): void {
-  const signerKey = createPrivateKey(signerKeyPem);
-  const chunks: string[] = [];
-  const recordingDigest = {
-    algorithm: 'sha256',
-    update(bytes: string) {
-      chunks.push(bytes);
-      return recordingDigest;
-    },
-  };
-  const nativeKey = {
-    sign: () => nativeSign('sha256', Buffer.from(chunks.join(''), 'binary'), signerKey).toString('binary'),
-  };
-  // The casts: forge types its parameters as its own key and digest classes; it only uses the
-  // members implemented above (md.algorithm, md.update, key.sign).
-  cert.sign(nativeKey as unknown as forge.pki.rsa.PrivateKey, recordingDigest as unknown as forge.md.MessageDigest);
+function seq(items: Asn1[]): Asn1 {
+  return asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, items);
 }
 
-function setValidity(cert: forge.pki.Certificate, now: Date, validityDays: number): void {
-  cert.validity.notBefore = new Date(now.getTime() - clockSkewMs);
-  cert.validity.notAfter = new Date(now.getTime() + validityDays * dayMs);
+/** The AlgorithmIdentifier of a signature by `key`: ECDSA has no parameters, RSA a NULL. */
+function signatureAlgorithm(key: KeyObject): Asn1 {
+  const oid = (value: string) => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OID, false, asn1.oidToDer(value).getBytes());
+  switch (key.asymmetricKeyType) {
+    case 'ec':
+      return seq([oid(ecdsaWithSha256)]);
+    case 'rsa':
+      return seq([oid(sha256WithRsa), asn1.create(asn1.Class.UNIVERSAL, asn1.Type.NULL, false, '')]);
+    default:
+      throw new InternalError(`Cannot sign a certificate with a ${key.asymmetricKeyType ?? 'unknown'} key`);
+  }
 }
 
-/** 128 random bits as a positive DER INTEGER (first byte 0x01..0x7f). */
+/** RFC 5280 4.2.1.2 method 1: the SHA-1 of the subjectPublicKey bits (the EC point, or the RSAPublicKey DER). */
+function keyIdentifier(key: KeyObject): Buffer {
+  let bits: Buffer;
+  if (key.asymmetricKeyType === 'rsa') {
+    bits = key.export({ type: 'pkcs1', format: 'der' });
+  } else {
+    const jwk = key.export({ format: 'jwk' });
+    if (jwk.x === undefined || jwk.y === undefined) throw new InternalError(`Cannot name a ${key.asymmetricKeyType ?? 'unknown'} key`);
+    bits = Buffer.concat([Buffer.from([0x04]), Buffer.from(jwk.x, 'base64url'), Buffer.from(jwk.y, 'base64url')]);
+  }
+  return createHash('sha1').update(bits).digest();
+}
+
+/** A Name of the attributes given, with forge's string types (PrintableString or UTF8String). */
+function subjectAsn1(attributes: { shortName: string; value: string }[]): Asn1 {
+  const holder = forge.pki.createCertificate();
+  holder.setSubject(attributes);
+  return forge.pki.distinguishedNameToAsn1(holder.subject);
+}
+
+/** The issuer's subject Name exactly as it is encoded in its certificate (what clients compare). */
+function subjectOf(cert: X509Certificate): Asn1 {
+  const root = asn1.fromDer(cert.raw.toString('binary')).value;
+  const tbs = typeof root === 'string' ? undefined : root[0];
+  const subject = tbs === undefined || typeof tbs === 'string' || typeof tbs.value === 'string' ? undefined : tbs.value[5];
+  if (subject === undefined || typeof subject === 'string' || typeof subject.value === 'string') throw new InternalError('The CA certificate has no subject to name as issuer');
+  return subject;
+}
+
+/** UTCTime before 2050, GeneralizedTime from then on (RFC 5280 4.1.2.5). */
+function time(date: Date): Asn1 {
+  return date.getUTCFullYear() < 2050
+    ? asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, asn1.dateToUtcTime(date))
+    : asn1.create(asn1.Class.UNIVERSAL, asn1.Type.GENERALIZEDTIME, false, asn1.dateToGeneralizedTime(date));
+}
+
+function validity(now: Date, validityDays: number): { notBefore: Date; notAfter: Date } {
+  return { notBefore: new Date(now.getTime() - clockSkewMs), notAfter: new Date(now.getTime() + validityDays * dayMs) };
+}
+
+/** 128 random bits as a positive DER INTEGER (first byte 0x01..0x7f), as the INTEGER's content bytes. */
 function randomSerial(): string {
   const bytes = randomBytes(16);
   bytes[0] = ((bytes[0] ?? 0) & 0x7f) | 0x01;
-  return bytes.toString('hex');
+  return bytes.toString('binary');
 }
 
 /** What a certificate must satisfy to be reused. Every field is optional; omitted means "not checked". */

@@ -1,16 +1,18 @@
 /**
- * Key generation. Node's native RSA keygen (OpenSSL, run on the libuv thread pool, so several
- * keys are generated in parallel and the event loop stays free) is used rather than
- * node-forge's pure-JS keygen: measured by scripts/bench/pki.ts, pure-JS 2048-bit keygen is
- * several times slower and blocks the event loop while it runs.
+ * Key generation, native (OpenSSL, on the libuv thread pool, so the event loop stays free).
+ * Every key the PKI makes is ECDSA P-256, as kubeadm's `encryptionAlgorithm: ECDSA-P256`:
+ * one takes well under a millisecond where a 2048-bit RSA key took about 300 ms of CPU on
+ * this project's 2-core machine (scripts/bench/pki.ts), and a local control plane's start
+ * makes ten or more. etcd, kube-apiserver (serving, clients, service-account tokens as
+ * ES256), controller-runtime webhooks, Node and Go TLS all take them.
  */
-import { createPrivateKey, createPublicKey, generateKeyPair } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPair as generateNativeKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 
-const generateKeyPairAsync = promisify(generateKeyPair);
+const generateKeyPairAsync = promisify(generateNativeKeyPair);
 
-/** RSA modulus size of every key the PKI generates. */
-const rsaKeyBits = 2048;
+/** The curve of every key the PKI generates. */
+const ecCurve = 'P-256';
 
 /** A key pair as PEM: PKCS#8 private key (`BEGIN PRIVATE KEY`), SPKI public key (`BEGIN PUBLIC KEY`). */
 export interface KeyPairPem {
@@ -18,10 +20,10 @@ export interface KeyPairPem {
   publicKeyPem: string;
 }
 
-/** Generates an RSA key pair natively. `bits` defaults to 2048 (`rsaKeyBits`). */
-export async function generateRsaKeyPair(bits: number = rsaKeyBits): Promise<KeyPairPem> {
-  const { privateKey, publicKey } = await generateKeyPairAsync('rsa', {
-    modulusLength: bits,
+/** Generates an ECDSA P-256 key pair natively (`ecCurve`). */
+export async function generateKeyPair(): Promise<KeyPairPem> {
+  const { privateKey, publicKey } = await generateKeyPairAsync('ec', {
+    namedCurve: ecCurve,
     publicKeyEncoding: { type: 'spki', format: 'pem' },
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
   });
@@ -30,10 +32,11 @@ export async function generateRsaKeyPair(bits: number = rsaKeyBits): Promise<Key
 
 /**
  * The service-account key pair kube-apiserver signs and verifies tokens with
- * (`--service-account-signing-key-file` = private, `--service-account-key-file` = public).
+ * (`--service-account-signing-key-file` = private, `--service-account-key-file` = public);
+ * ECDSA P-256, so its tokens are ES256.
  */
 export function generateServiceAccountKeyPair(): Promise<KeyPairPem> {
-  return generateRsaKeyPair();
+  return generateKeyPair();
 }
 
 /** The SPKI PEM public key of a PEM private key (PKCS#1 or PKCS#8). Throws if it does not parse. */

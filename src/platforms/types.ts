@@ -142,6 +142,8 @@ export interface NodeRegistration {
 export interface ClusterConfiguration {
   /** Registry of the control-plane images (kubeadm's default: registry.k8s.io). */
   imageRepository?: string;
+  /** Key type of the cluster's certificates (kubeadm's field); unset: kubeadm's and Cluster API's default, RSA-2048. */
+  encryptionAlgorithm?: 'RSA-2048' | 'RSA-3072' | 'RSA-4096' | 'ECDSA-P256' | 'ECDSA-P384';
   etcd?: { local?: { imageTag?: string } };
   /** CoreDNS's image (kubeadm's addon/coredns phase); unset: kubeadm's default tag in imageRepository. */
   dns?: { imageRepository?: string; imageTag?: string };

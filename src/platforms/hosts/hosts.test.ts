@@ -232,6 +232,15 @@ describe('the pod network on hosts', () => {
     expect(text).toContain('coredns.tar');
   });
 
+  it('makes the cluster\'s keys ECDSA P-256: the KubeadmControlPlane\'s clusterConfiguration names the algorithm for Cluster API and kubeadm', () => {
+    const set = generateManifests(load(withListen));
+    const kcps = set.manifests
+      .map((m) => m.object as { kind?: string; spec?: { kubeadmConfigSpec?: { clusterConfiguration?: { encryptionAlgorithm?: string } } } })
+      .filter((o) => o.kind === 'KubeadmControlPlane');
+    expect(kcps).toHaveLength(1);
+    expect(kcps[0]?.spec?.kubeadmConfigSpec?.clusterConfiguration?.encryptionAlgorithm).toBe('ECDSA-P256');
+  });
+
   it('gives kube-proxy a config that leaves the host\'s conntrack size alone, appended to kubeadm\'s config once however often the plan runs', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-kubeproxy-'));
     try {

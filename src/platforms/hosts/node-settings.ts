@@ -24,13 +24,22 @@ export const imageRepository = 'provisioner.local';
 export const containerdSocket = '/run/containerd/containerd.sock';
 
 /**
+ * The keys of the cluster's certificates (the CAs and service-account key Cluster API makes,
+ * every certificate and kubeconfig `kubeadm init` and a control-plane join make): ECDSA
+ * P-256. kubeadm's default, RSA-2048, costs about 300 ms of CPU per key, and `kubeadm init`
+ * makes more than ten of them on the host while Cluster API makes four before the
+ * control-plane plan exists. Needs Kubernetes v1.31 or later.
+ */
+export const encryptionAlgorithm = 'ECDSA-P256';
+
+/**
  * The cluster configuration of every hosts cluster: images from `imageRepository` (kubeadm
- * names CoreDNS `<repository>/coredns:<tag>` there), and CoreDNS at the tag the bundle builds
- * when it is not the one kubeadm defaults to. kubeadm's add-on phases both run: kube-proxy
- * (iptables mode; its image carries iptables) and CoreDNS.
+ * names CoreDNS `<repository>/coredns:<tag>` there), CoreDNS at the tag the bundle builds
+ * when it is not the one kubeadm defaults to, and `encryptionAlgorithm`. kubeadm's add-on
+ * phases both run: kube-proxy (iptables mode; its image carries iptables) and CoreDNS.
  */
 export function clusterConfiguration(): ClusterConfiguration {
-  return { imageRepository, ...(corednsImageTag === kubeadmCorednsTag ? {} : { dns: { imageTag: corednsImageTag } }) };
+  return { imageRepository, encryptionAlgorithm, ...(corednsImageTag === kubeadmCorednsTag ? {} : { dns: { imageTag: corednsImageTag } }) };
 }
 
 /**
