@@ -9,7 +9,9 @@
  * still good are kept), so a second run changes nothing and a run killed anywhere finishes
  * when run again: refuse other versions → certificates → images → namespaces → CRDs
  * (Established) → RBAC, Secrets, Services, Deployments → Deployments Available → webhook
- * configurations → clusterctl inventory.
+ * configurations → clusterctl inventory. With `--dir`, the platform's in-cluster artifacts
+ * (`Platform.inClusterArtifacts`: what the cluster's machines download, served from inside it
+ * for when it manages itself) go in with the Deployments, their images loaded with the providers'.
  */
 import path from 'node:path';
 import { AssetStore, installConfigAsset } from '../assets/index.js';
@@ -31,11 +33,12 @@ import {
   type ManagedProvider,
 } from './manifests.js';
 import { upstreamRules } from './upstream-rbac.js';
-import { agentController, coreControllers, type ControllerRequirement } from '../platforms/platform.js';
+import { agentController, coreControllers, type ControllerRequirement, type InClusterArtifacts } from '../platforms/platform.js';
 import { platformFor } from '../platforms/index.js';
 import type { CertificateAndKey } from '../pki/index.js';
 import { until, polling, type Observation } from '../progress/until.js';
 import { loadImagesLocked } from '../nodeartifacts/load.js';
+import { prepareNodeArtifactsFor } from '../nodeartifacts/prepare.js';
 import { acquireDirLock } from '../process/lock.js';
 
 export interface ManagementInstallRequest {
@@ -82,9 +85,9 @@ export async function installManagement(request: ManagementInstallRequest): Prom
   const started = performance.now();
   const { sink, signal } = request;
   const dir = request.dir === undefined ? undefined : path.resolve(request.dir);
-  const controllers = await wantedControllers(dir, sink, signal);
+  const { controllers, inCluster } = await wantedControllers(dir, sink, signal);
   const catalog = await loadBinaryCatalog({});
-  const binaries = await ensureBinaries([...new Set(controllers.map((c) => c.binary))], { catalog, sink, signal });
+  const binaries = await ensureBinaries([...new Set([...controllers.map((c) => c.binary), ...(inCluster?.binaries ?? [])])], { catalog, sink, signal });
   const providers: ManagedProvider[] = [];
   for (const controller of controllers) {
     const component = catalog.components.find((c) => c.provider === controller.provider);
@@ -148,7 +151,7 @@ export async function installManagement(request: ManagementInstallRequest): Prom
     // Images: built from the bundled binaries, loaded onto the nodes of a hosts install's cluster.
     const imagesStarted = performance.now();
     const built: ProviderImage[] = [];
-    for (const name of [...new Set(providers.map((p) => p.binary))]) {
+    for (const name of [...new Set([...providers.map((p) => p.binary), ...(dir ? (inCluster?.binaries ?? []) : [])])]) {
       const bundled = catalog.binary(name);
       built.push(await ensureProviderImage({ name, path: binaries[name]!, version: bundled.version, ...('sha256' in bundled ? { sha256: bundled.sha256 } : {}) }, { cacheDir: resolveCacheDir({}), architecture: arch }));
     }
@@ -170,8 +173,13 @@ export async function installManagement(request: ManagementInstallRequest): Prom
     await waitForEstablished(client, objects.crds.map((o) => o.metadata.name), request.noProgressTimeoutMs ?? defaultNoProgressTimeoutMs, signal);
     client.resetDiscovery();
     await applyAll(client, objects.workloads, signal);
+    // What the cluster's machines download, served from inside it (after the load above, so the images just loaded are among it).
+    const served = dir && inCluster ? inCluster.render({ images: Object.fromEntries(built.map((b) => [b.binary, b.ref])), served: await prepareNodeArtifactsFor({ dir, sink, signal }), server: client.server }) : undefined;
+    const servedBefore = new Map<string, string | undefined>();
+    for (const obj of served?.objects ?? []) servedBefore.set(describeRef(obj), (await client.get(obj as KubeObject))?.metadata.resourceVersion);
+    await applyAll(client, (served?.objects ?? []) as KubeObject[], signal);
     const availableStarted = performance.now();
-    await waitForDeployments(client, objects.deployments, sink, request.noProgressTimeoutMs ?? defaultNoProgressTimeoutMs, signal);
+    await waitForDeployments(client, [...objects.deployments, ...(served?.deployments ?? [])], sink, request.noProgressTimeoutMs ?? defaultNoProgressTimeoutMs, signal);
     const availableMs = performance.now() - availableStarted;
     await applyAll(client, [...objects.webhooks, ...objects.inventory], signal);
 
@@ -183,6 +191,12 @@ export async function installManagement(request: ManagementInstallRequest): Prom
       if (before.get(ref) === undefined) continue;
       (rv === before.get(ref) ? unchanged : changed).push(ref);
     }
+    for (const obj of served?.objects ?? []) {
+      const ref = describeRef(obj);
+      const rv = (await client.get(obj as KubeObject))?.metadata.resourceVersion;
+      if (servedBefore.get(ref) === undefined) created.push(ref);
+      else (rv === servedBefore.get(ref) ? unchanged : changed).push(ref);
+    }
     return {
       providers: deployments, created, changed, unchanged, certificatesIssued: certs.issued,
       images: built.map((b) => ({ ref: b.ref, file: b.file, loaded: dir !== undefined })), dryRun: false,
@@ -193,9 +207,12 @@ export async function installManagement(request: ManagementInstallRequest): Prom
   }
 }
 
-/** The providers to install: a hosts install's platform's, else the core three and the agent provider (the hosts platform's). */
-async function wantedControllers(dir: string | undefined, sink: EventSink, signal: AbortSignal): Promise<ControllerRequirement[]> {
-  if (dir === undefined) return [...coreControllers(), agentController()];
+/**
+ * The providers to install: a hosts install's platform's, else the core three and the agent provider (the hosts platform's);
+ * with an install directory, also how its platform serves its machines' downloads from inside the cluster.
+ */
+async function wantedControllers(dir: string | undefined, sink: EventSink, signal: AbortSignal): Promise<{ controllers: ControllerRequirement[]; inCluster?: InClusterArtifacts }> {
+  if (dir === undefined) return { controllers: [...coreControllers(), agentController()] };
   const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
   const { config } = await store.fetch(installConfigAsset);
   const platform = platformFor(config);
@@ -207,7 +224,7 @@ async function wantedControllers(dir: string | undefined, sink: EventSink, signa
       hint: 'It installs the core, kubeadm and hosts providers; use a hosts install directory, or none.',
     });
   }
-  return controllers;
+  return { controllers, ...(platform.inClusterArtifacts ? { inCluster: platform.inClusterArtifacts } : {}) };
 }
 
 async function installedProviders(client: KubeClient): Promise<InstalledProvider[]> {

@@ -136,6 +136,33 @@ export interface ServedArtifact {
   url: string | undefined;
 }
 
+/**
+ * What a cluster runs to serve its own machines' downloads (`ServedArtifact`s) once it manages
+ * itself and the local control plane that served them is gone: `management install --dir D`
+ * applies it into D's cluster.
+ */
+export interface InClusterArtifacts {
+  /** Bundled binaries whose images the objects run; built and loaded like the providers'. */
+  readonly binaries: readonly string[];
+  /**
+   * The objects to apply (the Deployments among them are waited for), given each binary's
+   * image ref, what the management cluster serves now, and the URL of the cluster's API
+   * server as its machines reach it.
+   */
+  render(input: { images: Readonly<Record<string, string>>; served: readonly ServedArtifact[]; server: string }): {
+    objects: InClusterObject[];
+    deployments: { namespace: string; name: string }[];
+  };
+}
+
+/** An object `InClusterArtifacts` applies. */
+export interface InClusterObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  [field: string]: unknown;
+}
+
 /** What a hook is given: the install directory and a kubeconfig of the management cluster. */
 export interface PlatformHookContext {
   config: InstallConfig;
@@ -284,6 +311,8 @@ export interface Platform {
   credentialFiles(config: InstallConfig, installDir: string): CredentialFileReference[];
   readonly lifecycle: PlatformLifecycle;
   readonly hooks?: PlatformHooks;
+  /** How the platform's cluster serves its machines' downloads itself (a self-managed cluster). Absent: its machines download nothing from the management cluster. */
+  readonly inClusterArtifacts?: InClusterArtifacts;
   /**
    * The images of the bundled add-ons on this platform's nodes, which import the bundle's
    * images instead of pulling them: with it, networking.cni defaults to the bundled flannel.

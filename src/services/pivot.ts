@@ -92,9 +92,9 @@ export type PivotToSelfRequest = Omit<PivotRequest, 'toKubeconfig'>;
  * into it (installSelfManagement, src/pivot/self.ts), then the journaled move into
  * `D/auth/kubeconfig`; the hosts' agents follow to the in-cluster agent manager through the
  * cluster's own API endpoint (the kubeconfig's server), and the local control plane, which
- * manages no cluster any more, is stopped and its data removed once the move is done. Not yet:
- * node artifacts served from inside the cluster (a host registered after the pivot cannot
- * download them), and destroy of a self-managed cluster.
+ * manages no cluster any more, is stopped and its data removed once the move is done. The
+ * install serves the node files from inside the cluster (platforms/hosts/in-cluster-artifacts.ts),
+ * so a host registered afterwards joins. Not yet: destroy of a self-managed cluster.
  */
 export async function pivotToSelf(request: PivotToSelfRequest): Promise<PivotResult> {
   const dir = path.resolve(request.dir);

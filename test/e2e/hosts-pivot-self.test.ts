@@ -10,9 +10,12 @@
  * `pivot --to self` says there is nothing to move. Day 2 from the install directory works against
  * it: wait-for, hosts list, hosts registration-command (the cluster's own endpoint), plan apply
  * (a NodePlan runs on the worker) and gather. destroy cluster refuses, leaving the cluster as it
- * was. Prints the time of the finishing run and the providers' memory. Not covered yet (issue
- * 28 items 3-4): hosts registered after the pivot (the node artifacts are not served from inside
- * the cluster), destroy of a self-managed cluster; the hosts are reset by removing the test network.
+ * was. A third host registered after the pivot (`hosts registration-command`) joins when the worker
+ * MachineDeployment is scaled to 2 from inside (kubectl with auth/kubeconfig), downloading its node
+ * files from inside the cluster (the node-artifacts Service, through the API server's service
+ * proxy), and a day-2 NodePlan runs there. Prints the time of the finishing run, the scale-out and
+ * the providers' memory. Not covered yet (issue 28 items 3-4): destroy of a self-managed cluster;
+ * the hosts are reset by removing the test network.
  */
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -29,12 +32,15 @@ const agents: RunningAgent[] = [];
 const figures: Record<string, number | string> = {};
 
 const kubeconfig = () => path.join(dir, 'auth', 'kubeconfig');
+/** The hosts `create cluster` registers (the third registers after the pivot). */
+const clusterHosts = () => lab.hosts.slice(0, 2);
 
 const json = <T>(args: readonly string[]): Promise<T> => lab.kubectlJson<T>(kubeconfig(), args);
 
 beforeAll(async () => {
   await ensureBuilt();
-  lab = await HostsLab.create(2, { runtime: true });
+  // Two hosts for the 1 + 1 cluster, a third that registers after the pivot.
+  lab = await HostsLab.create(3, { runtime: true });
   await lab.writeKubeletCgroupRoots();
   dir = path.join(lab.net.root, 'cluster');
 }, 300_000);
@@ -74,7 +80,7 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
     const clusters = await json<{ items: { metadata: { name: string } }[] }>(['get', 'clusters.cluster.x-k8s.io', '-n', name]);
     expect(clusters.items.map((c) => c.metadata.name)).toEqual([name]);
     const hosts = await json<{ items: HostView[] }>(['get', 'hosts.agent.provisioner.dev']);
-    expect(hosts.items.map((h) => h.metadata.name).sort()).toEqual(lab.hosts.map((h) => h.name).sort());
+    expect(hosts.items.map((h) => h.metadata.name).sort()).toEqual(clusterHosts().map((h) => h.name).sort());
 
     // No process of ours runs on the machine any more (only the pods in the hosts), and the local control plane's data is gone.
     const after = await lab.processesOf(['capi-manager', 'provisioner-agent-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder', 'kube-controller-manager', 'node'], dir);
@@ -108,7 +114,7 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
 
     const list = await lab.cli(['hosts', 'list', '--dir', dir], 120_000);
     expect(list.exitCode, list.stderr).toBe(0);
-    for (const host of lab.hosts) expect(list.stdout).toMatch(new RegExp(`^${host.name}\\s+\\S+\\s+Registered\\s`, 'm'));
+    for (const host of clusterHosts()) expect(list.stdout).toMatch(new RegExp(`^${host.name}\\s+\\S+\\s+Registered\\s`, 'm'));
 
     // The printed server is the cluster's own endpoint, which every host already reaches.
     const registration = await lab.cli(['hosts', 'registration-command', '--dir', dir, '--ttl', '10m'], 300_000);
@@ -148,6 +154,70 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
     expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(run.stdout).toContain('already manages itself');
   }, 300_000);
+
+  it('a host registered after the pivot joins: the worker pool scaled to 2 from inside gives a third Ready node, its node files served by the cluster itself', async () => {
+    // Served from inside: the Deployment is Available and the list new bootstrap plans get points through the API server's proxy.
+    interface DeploymentView { status?: { availableReplicas?: number } }
+    const served = await json<DeploymentView>(['get', 'deployment', '-n', 'provisioner-agent-system', 'node-artifacts']);
+    expect(served.status?.availableReplicas).toBe(1);
+    const list = await json<{ data: Record<string, string> }>(['get', 'configmap', '-n', 'provisioner-agent-system', 'node-artifacts']);
+    const server = (await lab.kubectlWith(kubeconfig(), ['config', 'view', '--minify', '-o', 'jsonpath={.clusters[0].cluster.server}'])).stdout.trim();
+    const artifacts = JSON.parse(list.data['artifacts.json']!) as { path: string; url: string }[];
+    expect(artifacts.length).toBeGreaterThan(2);
+    for (const a of artifacts) expect(a.url, a.path).toMatch(new RegExp(`^${server.replace(/[.]/g, '\\.')}/api/v1/namespaces/provisioner-agent-system/services/node-artifacts/proxy/node/`));
+
+    const third = lab.hosts[2]!;
+    const printed = await lab.registrationCommand('10m', dir);
+    const registered = await lab.register(third, printed, ['--roles', 'worker']);
+    expect(registered.exitCode, `${registered.stdout}\n${registered.stderr}`).toBe(0);
+    agents.push(lab.startAgent(third));
+    // Every host's agent (the two that followed and the new one) may GET the node files through the proxy.
+    const bindings = await json<{ items: { metadata: { name: string } }[] }>(['get', 'rolebindings', '-n', 'provisioner-agent-system']);
+    for (const host of lab.hosts) expect(bindings.items.map((b) => b.metadata.name)).toContain(`agent.provisioner.dev:node-artifacts:${host.name}`);
+
+    const started = Date.now();
+    const deployments = await json<{ items: { metadata: { name: string } }[] }>(['get', 'machinedeployments.cluster.x-k8s.io', '-n', name]);
+    expect(deployments.items).toHaveLength(1);
+    const scale = await lab.kubectlWith(kubeconfig(), ['-n', name, 'scale', 'machinedeployment', deployments.items[0]!.metadata.name, '--replicas', '2']);
+    expect(scale.exitCode, scale.stderr).toBe(0);
+    const ready = (nodes: NodeView[]) => nodes.filter((n) => n.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True').length;
+    await waitFor('a third Ready node', async () => ready((await json<{ items: NodeView[] }>(['get', 'nodes'])).items) === 3 || undefined, 900_000).catch((error: unknown) => {
+      throw new Error(`${String(error)}\n${agents.map((a) => `${a.host.name}: ${a.output().slice(-3000)}`).join('\n')}`);
+    });
+    figures['scale-out to a host registered after the pivot, to 3 Ready nodes (s)'] = (Date.now() - started) / 1000;
+    const machines = await json<{ items: MachineView[] }>(['get', 'machines.cluster.x-k8s.io', '-n', name]);
+    expect(machines.items).toHaveLength(3);
+    const hostNames = (await json<{ items: { status?: { hostRef?: { name: string } } }[] }>(['get', 'hostmachines.infrastructure.provisioner.dev', '-n', name])).items.map((m) => m.status?.hostRef?.name);
+    expect(hostNames).toContain(third.name);
+
+    // Its bootstrap plan downloaded through the service proxy.
+    interface PlanView { metadata: { name: string }; spec: { files?: { path: string; contentRef?: { url?: string } }[] }; status?: { phase?: string; instructions?: { exitCode: number; output?: string }[] } }
+    const plans = (await json<{ items: PlanView[] }>(['get', 'nodeplans.agent.provisioner.dev', '-n', `host-${third.name}`])).items;
+    const urls = plans.flatMap((p) => p.spec.files ?? []).map((f) => f.contentRef?.url).filter((u): u is string => u !== undefined);
+    expect(urls.length).toBeGreaterThan(2);
+    for (const url of urls) expect(url).toContain('/services/node-artifacts/proxy/');
+
+    // A day-2 NodePlan on the new host runs.
+    const planFile = path.join(lab.net.root, 'day2-third.yaml');
+    const written = '/var/lib/provisioner/day2-third.txt';
+    await writeFile(planFile, [
+      'apiVersion: agent.provisioner.dev/v1alpha1',
+      'kind: NodePlan',
+      `metadata: { name: day2-third, labels: { agent.provisioner.dev/host: ${third.name} } }`,
+      'spec:',
+      `  files: [{ path: ${written}, content: "day 2 on the third host\\n", mode: "0644" }]`,
+      `  instructions: [{ name: read, command: /bin/cat, args: [${written}], saveOutput: true }]`,
+      '',
+    ].join('\n'));
+    const apply = await lab.cli(['plan', 'apply', '--dir', dir, '-f', planFile], 120_000);
+    expect(apply.exitCode, `${apply.stdout}\n${apply.stderr}`).toBe(0);
+    const plan = await waitFor('NodePlan day2-third Applied', async () => {
+      const found = (await json<{ items: PlanView[] }>(['get', 'nodeplans.agent.provisioner.dev', '-n', `host-${third.name}`])).items.find((p) => p.metadata.name === 'day2-third');
+      return found?.status?.phase === 'Applied' ? found : undefined;
+    }, 300_000);
+    expect(plan.status?.instructions?.[0]?.exitCode).toBe(0);
+    expect(plan.status?.instructions?.[0]?.output).toContain('day 2 on the third host');
+  }, 1_500_000);
 
   it('destroy cluster of the self-managed cluster refuses (the move back into a local control plane is not built), leaving the cluster as it was', async () => {
     const run = await lab.cli(['destroy', 'cluster', '--dir', dir], 300_000);

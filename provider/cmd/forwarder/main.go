@@ -12,6 +12,10 @@
 // over HTTP on a second port of the same address (GET only, regular files only, no
 // listing, nothing outside the directory): the node binaries and image archives hosts
 // fetch as NodePlan contentRef URLs, each checked against the digest the plan carries.
+//
+// With --artifacts-listen and --artifacts-dir alone (no --listen, no --target) it serves
+// only the files: the node-artifacts Deployment of a self-managed hosts cluster, which
+// listens on its pod's address and is reached through the API server's service proxy.
 package main
 
 import (
@@ -45,8 +49,8 @@ func main() {
 
 func run() error {
 	var (
-		listen          = flag.String("listen", "", "Address and port to listen on, e.g. 198.18.0.1:6443. Required: one address, never a wildcard.")
-		target          = flag.String("target", "", "Address and port to forward to: the API server on loopback, e.g. 127.0.0.1:6443. Required.")
+		listen          = flag.String("listen", "", "Address and port to listen on, e.g. 198.18.0.1:6443: one address, never a wildcard. Required unless only files are served. Default: none.")
+		target          = flag.String("target", "", "Address and port to forward to: the API server on loopback, e.g. 127.0.0.1:6443. Required with --listen. Default: none.")
 		healthAddr      = flag.String("health-addr", "127.0.0.1:9440", "Address of the health endpoints (/healthz, /readyz).")
 		artifactsListen = flag.String("artifacts-listen", "", "Address and port of the read-only artifacts file server, on the --listen host, e.g. 198.18.0.1:6480. Default: none (no file server).")
 		artifactsDir    = flag.String("artifacts-dir", "", "Directory the artifacts file server serves. Required with --artifacts-listen.")
@@ -57,8 +61,14 @@ func run() error {
 		fmt.Println(version.Version)
 		return nil
 	}
+	if (*artifactsListen == "") != (*artifactsDir == "") {
+		return errors.New("--artifacts-listen and --artifacts-dir go together")
+	}
+	if *listen == "" && *target == "" && *artifactsListen != "" {
+		return serveFilesOnly(*artifactsListen, *artifactsDir)
+	}
 	if *listen == "" || *target == "" {
-		return errors.New("--listen and --target are required")
+		return errors.New("--listen and --target are required (or --artifacts-listen and --artifacts-dir alone, to serve only files)")
 	}
 	host, _, err := net.SplitHostPort(*listen)
 	if err != nil {
@@ -69,9 +79,6 @@ func run() error {
 		return fmt.Errorf("--listen %q: the host must be one IP address, not a name or a wildcard", *listen)
 	}
 
-	if (*artifactsListen == "") != (*artifactsDir == "") {
-		return errors.New("--artifacts-listen and --artifacts-dir go together")
-	}
 	if *artifactsListen != "" {
 		artifactsHost, _, err := net.SplitHostPort(*artifactsListen)
 		if err != nil {
@@ -151,6 +158,39 @@ func run() error {
 	}
 	fmt.Fprintln(os.Stderr, "provisioner-forwarder: stopping")
 	connections.Wait()
+	return nil
+}
+
+// serveFilesOnly serves dir read-only on listen (one IP address, never a wildcard) until
+// SIGTERM or SIGINT.
+func serveFilesOnly(listen, dir string) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--artifacts-listen %q: %w", listen, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		return fmt.Errorf("--artifacts-listen %q: the host must be one IP address, not a name or a wildcard", listen)
+	}
+	handler, err := artifacts.NewHandler(dir)
+	if err != nil {
+		return fmt.Errorf("--artifacts-dir: %w", err)
+	}
+	defer handler.Close()
+	listener, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	files := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	go func() {
+		<-ctx.Done()
+		_ = files.Close()
+	}()
+	fmt.Fprintf(os.Stderr, "provisioner-forwarder %s: serving %s read-only on http://%s (files only)\n", version.Version, dir, listener.Addr())
+	if err := files.Serve(listener); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -58,6 +59,49 @@ type Executor struct {
 	// Self is the agent's own executable, which runs each instruction under its guard
 	// (GuardCommand). Default: /proc/self/exe.
 	Self string
+	// APIServer is the agent's API server: a contentRef URL below it (the node artifacts a
+	// self-managed cluster serves through its service proxy) is fetched with APIClient,
+	// the agent's own credentials; any other URL with http.DefaultClient, which sends
+	// none. Default: none (every URL without credentials).
+	APIServer *APIServerClient
+}
+
+// APIServerClient is the agent's API server and an HTTP client carrying its credentials.
+type APIServerClient struct {
+	// Server is the credential's server URL, e.g. https://198.19.0.10:6443.
+	Server string
+	Client *http.Client
+}
+
+// clientFor is the client a URL is fetched with: the API server's, with the agent's
+// credentials, only for a URL of that very scheme and host (and below its path); any
+// other URL gets none.
+func (e *Executor) clientFor(raw string) *http.Client {
+	if e.APIServer == nil || e.APIServer.Client == nil {
+		return http.DefaultClient
+	}
+	if onServer(raw, e.APIServer.Server) {
+		return e.APIServer.Client
+	}
+	return http.DefaultClient
+}
+
+// onServer says whether raw is below server: the same scheme and host (port included)
+// and a path under the server's own.
+func onServer(raw, server string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	s, err := url.Parse(server)
+	if err != nil || s.Host == "" {
+		return false
+	}
+	if !strings.EqualFold(u.Scheme, s.Scheme) || !strings.EqualFold(u.Host, s.Host) || u.User != nil {
+		return false
+	}
+	base := strings.TrimSuffix(s.Path, "/")
+	return base == "" || u.Path == base || strings.HasPrefix(u.Path, base+"/")
 }
 
 // Outcome is how an execution ended.
@@ -344,7 +388,7 @@ func (e *Executor) fileSource(ctx context.Context, namespace string, f *agentv1.
 		if err != nil {
 			return nil, "", err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := e.clientFor(ref.URL).Do(req)
 		if err != nil {
 			return nil, "", err
 		}

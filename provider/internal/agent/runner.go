@@ -86,6 +86,11 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
+	// For contentRef URLs on this API server (the node artifacts a self-managed cluster serves).
+	apiHTTP, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
 	log := o.Log
 	host := &hostReporter{client: direct, cred: cred, dataDir: o.DataDir, log: log}
 	if err := host.heartbeat(ctx); err != nil {
@@ -126,6 +131,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		base:      runCtx,
 		wake:      make(chan event.GenericEvent, 16),
 		recovered: recovered,
+		apiServer: &APIServerClient{Server: cred.Server, Client: apiHTTP},
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		For(&agentv1.NodePlan{}).
@@ -299,6 +305,9 @@ type planReconciler struct {
 	// recovered is the stale lock Run took over at start, until its plan resumes.
 	recovered *LockInfo
 
+	// apiServer fetches contentRef URLs on the agent's API server with its credentials.
+	apiServer *APIServerClient
+
 	mu      sync.Mutex
 	running *execution
 }
@@ -457,7 +466,7 @@ func (r *planReconciler) start(plan *agentv1.NodePlan, prior int32, interrupted 
 	r.mu.Unlock()
 	lockKey := key.String()
 	log := r.log.WithValues("plan", lockKey, "generation", plan.Generation)
-	executor := &Executor{Reader: r.reader, Report: r.reporter(key), Lock: r.lock, Log: log}
+	executor := &Executor{Reader: r.reader, Report: r.reporter(key), Lock: r.lock, Log: log, APIServer: r.apiServer}
 
 	go func() {
 		defer close(exe.done)

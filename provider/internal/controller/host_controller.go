@@ -45,12 +45,15 @@ func (r *HostReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	namespace := agentv1.PlanNamespace(host.Name)
 	agent := metav1.ObjectMeta{Namespace: namespace, Name: agentv1.AgentServiceAccount}
 	hostRole := metav1.ObjectMeta{Name: agentv1.HostClusterRoleName(host.Name)}
+	artifacts := metav1.ObjectMeta{Namespace: agentv1.NodeArtifactsNamespace, Name: agentv1.NodeArtifactsRoleName(host.Name)}
 	if err := deleteAll(ctx, r.Client,
 		&corev1.ServiceAccount{ObjectMeta: agent},
 		&rbacv1.RoleBinding{ObjectMeta: agent},
 		&rbacv1.Role{ObjectMeta: agent},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: hostRole},
 		&rbacv1.ClusterRole{ObjectMeta: hostRole},
+		&rbacv1.RoleBinding{ObjectMeta: artifacts},
+		&rbacv1.Role{ObjectMeta: artifacts},
 	); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -76,7 +76,7 @@ type HostMachineReconciler struct {
 }
 
 // DefaultArtifactsConfigMap is where the hosts platform publishes the node artifacts.
-var DefaultArtifactsConfigMap = types.NamespacedName{Namespace: "provisioner-agent-system", Name: "node-artifacts"}
+var DefaultArtifactsConfigMap = types.NamespacedName{Namespace: agentv1.NodeArtifactsNamespace, Name: "node-artifacts"}
 
 // artifactsKey is the ConfigMap key holding the artifact list.
 const artifactsKey = "artifacts.json"

@@ -142,6 +142,13 @@ func (r *HostRegistrationReconciler) grant(ctx context.Context, reg *agentv1.Hos
 	if err := ensureClusterRole(ctx, r.Client, agentv1.HostClusterRoleName(hostName), hostRules(hostName), sa); err != nil {
 		return err
 	}
+	artifactsNs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentv1.NodeArtifactsNamespace}}
+	if err := r.Client.Create(ctx, artifactsNs); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("namespace %s: %w", agentv1.NodeArtifactsNamespace, err)
+	}
+	if err := ensureRole(ctx, r.Client, agentv1.NodeArtifactsNamespace, agentv1.NodeArtifactsRoleName(hostName), nodeArtifactsRules(), sa); err != nil {
+		return err
+	}
 
 	ttl := r.AgentTokenTTL
 	if ttl == 0 {

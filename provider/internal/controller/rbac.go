@@ -157,6 +157,15 @@ func agentRules() []rbacv1.PolicyRule {
 	}
 }
 
+// nodeArtifactsRules: the agent GETs the node artifacts through the API server's proxy
+// to the one Service that serves them (`services/<name>/proxy/...`, whose authorized name
+// is the Service's own when the URL names no port), and nothing else of that namespace.
+func nodeArtifactsRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"services/proxy"}, ResourceNames: []string{agentv1.NodeArtifactsService}, Verbs: []string{"get"}},
+	}
+}
+
 // hostRules: the agent reads its own Host and writes its status, and nothing else
 // cluster-wide.
 func hostRules(hostName string) []rbacv1.PolicyRule {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -244,4 +246,61 @@ func clientWithToken(t *testing.T, token string) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// A registered agent may GET through the API server's proxy to the node-artifacts Service
+// and to nothing else; the grant goes with its Host.
+func TestAgentMayProxyOnlyToTheNodeArtifactsService(t *testing.T) {
+	ctx := context.Background()
+	ns := agentv1.NodeArtifactsNamespace
+	for _, name := range []string{agentv1.NodeArtifactsService, "other-service"} {
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+		if err := admin.Create(ctx, svc); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	dataDir := registerHost(t, "artifacts-host")
+	agentToken, _ := os.ReadFile(filepath.Join(dataDir, "token"))
+	httpClient, err := rest.HTTPClientFor(&rest.Config{Host: cfg.Host, BearerToken: string(agentToken), TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func(path string) int {
+		resp, err := httpClient.Get(cfg.Host + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	artifact := "/api/v1/namespaces/" + ns + "/services/" + agentv1.NodeArtifactsService + "/proxy/node/bin/kubelet"
+	// Authorized: the proxy itself answers (no pods behind the Service here: 503), not RBAC (403).
+	if got := status(artifact); got == http.StatusForbidden || got == http.StatusUnauthorized {
+		t.Errorf("GET %s as the agent: HTTP %d, want past authorization", artifact, got)
+	}
+	for _, path := range []string{
+		"/api/v1/namespaces/" + ns + "/services/other-service/proxy/",
+		"/api/v1/namespaces/" + ns + "/services/" + agentv1.NodeArtifactsService + ":80/proxy/node/bin/kubelet",
+		"/api/v1/namespaces/" + ns + "/services/" + agentv1.NodeArtifactsService,
+		"/api/v1/namespaces/" + ns + "/configmaps",
+		"/api/v1/namespaces/default/services/kubernetes/proxy/",
+	} {
+		if got := status(path); got != http.StatusForbidden {
+			t.Errorf("GET %s as the agent: HTTP %d, want 403", path, got)
+		}
+	}
+
+	if err := admin.Delete(ctx, &agentv1.Host{ObjectMeta: metav1ObjectMeta("artifacts-host")}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "the deleted host's node-artifacts Role and RoleBinding removed", func() (bool, string) {
+		key := client.ObjectKey{Namespace: ns, Name: agentv1.NodeArtifactsRoleName("artifacts-host")}
+		if err := admin.Get(ctx, key, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
+			return false, fmt.Sprint("rolebinding: ", err)
+		}
+		if err := admin.Get(ctx, key, &rbacv1.Role{}); !apierrors.IsNotFound(err) {
+			return false, fmt.Sprint("role: ", err)
+		}
+		return true, ""
+	})
 }

@@ -42,8 +42,9 @@ export function registerPivot(program: Command, run: Runner): void {
         '\n--to self installs the bundled providers into the cluster (`management install --kubeconfig\n' +
         'D/auth/kubeconfig --dir D`), then moves the objects there; the hosts\' agents follow to the\n' +
         'in-cluster agent manager through the cluster\'s own API endpoint, and the local control plane\n' +
-        'stops and its data is removed. Run it again to resume. Not yet: hosts registered afterwards (node files are served by\n' +
-        'the stopped local control plane) and destroy cluster of a self-managed cluster.',
+        'stops and its data is removed. Hosts registered afterwards download their node files from the\n' +
+        'cluster itself (the node-artifacts Service, through its API server). Run it again to resume.\n' +
+        'Not yet: destroy cluster of a self-managed cluster.',
     )
     .action(
       run<PivotOptions>(async (options, ctx) => {

@@ -8,7 +8,7 @@
  * them (content references checked by digest) before it writes the cloud-config's files.
  */
 import { InfrastructureError } from '../../errors.js';
-import type { KubeClient } from '../../kube/client.js';
+import type { KubeClient, KubeObject } from '../../kube/client.js';
 import type { ServedArtifact } from '../platform.js';
 import { imageArchiveDirectory, loadedArchiveDirectory } from './node-settings.js';
 
@@ -26,34 +26,46 @@ export interface HostArtifact {
   mode: string;
 }
 
-/** The served node files as host downloads: `node/bin/<name>` → /usr/local/bin/<name> (0755), `node/images/<name>.tar` → the image archive directory and `node/loaded/<sha256>.tar` (images a user loaded) below it (0644); anything else is not for hosts. */
-export function hostArtifacts(served: readonly ServedArtifact[]): HostArtifact[] {
+/**
+ * The served node files as host downloads: `node/bin/<name>` → /usr/local/bin/<name> (0755), `node/images/<name>.tar` → the image archive directory and `node/loaded/<sha256>.tar` (images a user loaded) below it (0644); anything else is not for hosts.
+ * `urlOf` says where hosts GET a file. Default: where the local control plane serves it (`ServedArtifact.url`).
+ */
+export function hostArtifacts(served: readonly ServedArtifact[], urlOf: (artifact: ServedArtifact) => string | undefined = (a) => a.url): HostArtifact[] {
   const out: HostArtifact[] = [];
   for (const artifact of served) {
-    const binary = /^node\/bin\/([^/]+)$/.exec(artifact.path);
-    const image = /^node\/(images|loaded)\/([^/]+\.tar)$/.exec(artifact.path);
-    if (!binary && !image) continue;
-    if (artifact.url === undefined) {
+    const hostPath = hostPathOf(artifact.path);
+    if (hostPath === undefined) continue;
+    const url = urlOf(artifact);
+    if (url === undefined) {
       throw new InfrastructureError(`The local control plane serves ${artifact.path} on no address the hosts reach`, {
         hint: 'Set bootstrap.listenAddress to an address of this machine the hosts reach, then run create cluster again.',
       });
     }
-    out.push({
-      path: binary ? `${binaryDirectory}/${binary[1]}` : image![1] === 'images' ? `${imageArchiveDirectory}/${image![2]}` : `${loadedArchiveDirectory}/${image![2]}`,
-      url: artifact.url,
-      digest: `sha256:${artifact.sha256}`,
-      mode: binary ? '0755' : '0644',
-    });
+    out.push({ path: hostPath, url, digest: `sha256:${artifact.sha256}`, mode: artifact.path.startsWith('node/bin/') ? '0755' : '0644' });
   }
   return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
-/** Writes the list the provider reads (server-side apply: the same list again changes nothing). */
-export async function publishArtifacts(client: KubeClient, artifacts: readonly HostArtifact[]): Promise<void> {
-  await client.apply({
+/** Where a served node file lands on a host (see hostArtifacts); undefined: not a file for hosts. */
+export function hostPathOf(servedPath: string): string | undefined {
+  const binary = /^node\/bin\/([^/]+)$/.exec(servedPath);
+  if (binary) return `${binaryDirectory}/${binary[1]}`;
+  const image = /^node\/(images|loaded)\/([^/]+\.tar)$/.exec(servedPath);
+  if (image) return image[1] === 'images' ? `${imageArchiveDirectory}/${image[2]}` : `${loadedArchiveDirectory}/${image[2]}`;
+  return undefined;
+}
+
+/** The ConfigMap the provider reads the list from. */
+export function artifactsConfigMapObject(artifacts: readonly HostArtifact[]): KubeObject {
+  return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: { name: artifactsConfigMap.name, namespace: artifactsConfigMap.namespace },
     data: { [artifactsConfigMap.key]: `${JSON.stringify(artifacts, null, 2)}\n` },
-  });
+  };
+}
+
+/** Writes the list the provider reads (server-side apply: the same list again changes nothing). */
+export async function publishArtifacts(client: KubeClient, artifacts: readonly HostArtifact[]): Promise<void> {
+  await client.apply(artifactsConfigMapObject(artifacts));
 }

@@ -15,6 +15,7 @@ import { agentController, coreControllers, type Platform, type PlatformKubeadm, 
 import type { InfrastructureCluster, InfrastructureClusterTemplate, InfrastructureMachineTemplate, UnnamedObject } from '../types.js';
 import { hostsConfig, hostsName, hostsPlatformSchema, type HostsMachine } from './config.js';
 import { loadImagesOnHosts } from './images.js';
+import { hostsInClusterArtifacts } from './in-cluster-artifacts.js';
 import { destroyHostsCluster, waitForHosts, watchHostPlans } from './registration.js';
 import * as node from './node-settings.js';
 
@@ -152,4 +153,5 @@ export const hostsPlatform: Platform = {
     clusterDeletion: destroyHostsCluster,
     loadImages: loadImagesOnHosts,
   },
+  inClusterArtifacts: hostsInClusterArtifacts,
 };

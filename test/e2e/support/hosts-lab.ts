@@ -216,9 +216,9 @@ export class HostsLab {
     return this.cli(['management', 'start', '--dir', this.mgmt, '--listen-address', this.net.machine.address], 600_000);
   }
 
-  /** `hosts registration-command`, its printed line parsed (throws when it printed none). */
-  async registrationCommand(ttl = '10m'): Promise<PrintedRegistration> {
-    const run = await this.cli(['hosts', 'registration-command', '--dir', this.mgmt, '--ttl', ttl]);
+  /** `hosts registration-command` of `dir` (default: the lab's management install), its printed line parsed (throws when it printed none). */
+  async registrationCommand(ttl = '10m', dir = this.mgmt): Promise<PrintedRegistration> {
+    const run = await this.cli(['hosts', 'registration-command', '--dir', dir, '--ttl', ttl], 300_000);
     const parsed = /^PROVISIONER_AGENT_TOKEN=(\S+) provisioner-agent register --server (https:\/\/\S+) --ca-checksum ([0-9a-f]{64})$/m.exec(run.stdout);
     if (run.exitCode !== 0 || !parsed) throw new Error(`hosts registration-command exited ${run.exitCode}:\n${run.stdout}\n${run.stderr}`);
     return { token: parsed[1]!, server: parsed[2]!, checksum: parsed[3]!, stdout: run.stdout };

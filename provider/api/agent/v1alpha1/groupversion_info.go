@@ -84,6 +84,20 @@ func CredentialSecretName(registrationName string) string { return registrationN
 // TokenSecretName is the Secret holding a RegistrationToken's import token.
 func TokenSecretName(tokenName string) string { return tokenName + "-token" }
 
+// NodeArtifactsNamespace and NodeArtifactsService name the Service a self-managed hosts
+// cluster serves its node artifacts (kubelet, kubeadm, image archives) behind; agents GET
+// them through the API server's service proxy with their own credentials.
+const (
+	NodeArtifactsNamespace = "provisioner-agent-system"
+	NodeArtifactsService   = "node-artifacts"
+)
+
+// NodeArtifactsRoleName names the Role (and its binding, in NodeArtifactsNamespace) that
+// lets a host's agent GET the node artifacts through the service proxy, and nothing else.
+func NodeArtifactsRoleName(hostName string) string {
+	return "agent.provisioner.dev:node-artifacts:" + hostName
+}
+
 // HostClusterRoleName names the ClusterRole (and its binding) that lets a host's agent
 // read its own Host and write its status.
 func HostClusterRoleName(hostName string) string { return "agent.provisioner.dev:host:" + hostName }
