@@ -10,6 +10,7 @@ export const capiGroups = {
   bootstrap: 'bootstrap.cluster.x-k8s.io',
   controlPlane: 'controlplane.cluster.x-k8s.io',
   infrastructure: 'infrastructure.cluster.x-k8s.io',
+  addons: 'addons.cluster.x-k8s.io',
 } as const;
 
 /** The version of Cluster API's contract provisioner speaks. */

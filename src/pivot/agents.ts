@@ -235,10 +235,19 @@ async function silentAgents(source: KubeClient, hosts: readonly string[]): Promi
   return states.filter((h): h is string => h !== undefined);
 }
 
-/** The target's Host says its agent registered with the follow token and reported since (the grant clears the copied heartbeat). */
+/**
+ * The target's follow token for `host` is spent by that host, and the target's Host says its agent
+ * registered with it and reported since (the grant clears the copied heartbeat). The token is
+ * what tells: a Host copied from a cluster its agent followed into before (the move back of
+ * `destroy cluster`) carries the same registration name and a heartbeat.
+ */
 async function followed(target: KubeClient, host: string): Promise<boolean> {
-  const h = await target.get<HostJson>({ apiVersion: agentApiVersion, kind: 'Host', metadata: { name: host } });
-  return h?.status?.registration === followTokenName(host) && !!h.status.lastHeartbeatTime;
+  const [h, token] = await Promise.all([
+    target.get<HostJson>({ apiVersion: agentApiVersion, kind: 'Host', metadata: { name: host } }),
+    target.get<TokenJson>({ apiVersion: agentApiVersion, kind: 'RegistrationToken', metadata: { name: followTokenName(host), namespace: registrationNamespace } }),
+  ]);
+  const spent = token?.status?.phase === 'Used' && token.status.host === host;
+  return spent && h?.status?.registration === followTokenName(host) && !!h.status.lastHeartbeatTime;
 }
 
 /** The target's one-use token for `host`, issued once and read back on a resume; undefined when this host's agent has used it already. */

@@ -88,6 +88,8 @@ export interface PivotFromRequest extends Omit<PivotRequest, 'dir'> {
   machinesInController: boolean;
   /** The journal as the caller read and checked it (openPivotJournal). Default: read and checked here. */
   journal?: PivotJournal | undefined;
+  /** Record the target as the install's management cluster once the move is done. Default true; false for the move back of `destroy cluster` (pivot/back.ts). */
+  recordTarget?: boolean;
 }
 
 /**
@@ -190,7 +192,7 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
     });
     // A move finished earlier (journal done) on a resume still stops a source that runs the machines, left running.
     await stopSourceIfEmpty();
-    await recordExternalManagement(dir, toKubeconfig);
+    if (request.recordTarget ?? true) await recordExternalManagement(dir, toKubeconfig);
     // A cluster that manages itself needs nothing on this machine: the stopped source's data goes too.
     if (sourceStopped && isSelfManaged(dir, toKubeconfig)) {
       await removeRecordedControlPlane(dir, sink);

@@ -297,7 +297,7 @@ export async function preflight(source: KubeClient, target: KubeClient, journal:
     });
   }
   const ours = new Set(journal.objects.map((o) => o.sourceUid));
-  const moving = journal.objects.filter((o) => !o.global);
+  const moving = journal.objects.filter((o) => !o.global && !madeByTargetControllers(o));
   const inTarget = await listEntries(target, moving, defaultConcurrency);
   const clashes = moving.filter((o) => {
     const existing = inTarget.get(keyOf(o));
@@ -556,14 +556,29 @@ async function createCopy(target: KubeClient, entry: JournalObject, body: KubeOb
  * this pivot did not copy is never touched (preflight refuses those; this is a race).
  */
 async function levelCopy(target: KubeClient, entry: JournalObject, existing: KubeObject, body: KubeObject, signal?: AbortSignal): Promise<KubeObject> {
-  if (existing.metadata.annotations?.[sourceUidAnnotation] !== entry.sourceUid) {
+  if (existing.metadata.annotations?.[sourceUidAnnotation] !== entry.sourceUid && !madeByTargetControllers(entry)) {
     throw new ExternalError(`${keyOf(entry)} appeared in the target during the move, and it is not a copy of this pivot`, {
       hint: 'Move it out of the way in the target, then run pivot again (or roll back with --rollback).',
     });
   }
-  const patch = mergePatchBetween(copiedContent(existing), copiedContent(body));
+  const marked = existing.metadata.annotations?.[sourceUidAnnotation] === entry.sourceUid;
+  // A controller-made object is adopted: marked as this move's copy, so a resume or rollback knows it.
+  const current = marked ? copiedContent(existing) : { metadata: {} };
+  const desired = marked ? copiedContent(body) : { ...copiedContent(body), metadata: { ...(copiedContent(body)['metadata'] as object), annotations: { [sourceUidAnnotation]: entry.sourceUid } } };
+  const patch = mergePatchBetween(current, desired);
   if (patch === undefined) return existing;
   return retrying(keyOf(entry), () => target.mergePatch<KubeObject>(asRef(entry) as KubeObject, patch), signal);
+}
+
+/**
+ * Kinds the target's own controllers create for a copied object before the move's copy of
+ * them arrives: the ClusterResourceSetBinding, which Cluster API's ClusterResourceSet
+ * controller makes for each matching Cluster (it heeds only the ClusterResourceSet's paused
+ * annotation, not the paused Cluster). Such an object is levelled with the source's content,
+ * as `clusterctl move` overwrites an object that already exists in the target.
+ */
+function madeByTargetControllers(entry: ObjectRef): boolean {
+  return entry.kind === 'ClusterResourceSetBinding' && groupOf(entry.apiVersion) === capiGroups.addons;
 }
 
 /** Rounds of re-copying objects that changed in the source after their copy (a reconcile in flight when the pause landed). */
@@ -713,7 +728,7 @@ const deletionPollMs = 100;
  * the batch of `deleteEntries` left: it waits, on the one waiting primitive, through
  * transient answers and fails when the object stayed as it was for a minute.
  */
-async function removeFinalizersAndDelete(client: KubeClient, entry: ObjectRef & { sourceUid?: string }, signal?: AbortSignal): Promise<void> {
+export async function removeFinalizersAndDelete(client: KubeClient, entry: ObjectRef & { sourceUid?: string }, signal?: AbortSignal): Promise<void> {
   const ref = asRef(entry) as KubeObject;
   let seen = 'not read yet';
   const look = async (): Promise<Observation<void>> => {

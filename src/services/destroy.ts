@@ -6,7 +6,9 @@
  * (services/fleet.ts), then brings the local control plane back if needed (from its data), deletes
  * every Cluster of the install, waits on watches until every Cluster API object of it is
  * gone, stops the control plane and removes the local state. It works after a failed or
- * interrupted create, since it only needs the control plane's data.
+ * interrupted create, since it only needs the control plane's data. A cluster that manages
+ * itself (`--pivot-to self`) is first moved back into a temporary local control plane
+ * (`moveBack`, pivot/back.ts), then deleted from there like any local install.
  *
  * destroy bootstrap: removes what exists only for bootstrapping — the local control plane
  * and its data, and whatever else the platform made only for the bootstrap
@@ -20,7 +22,7 @@ import path from 'node:path';
 import { exists } from '../files.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { removeRecordedControlPlane, stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
-import { EnvironmentError, MachinesError, UsageError, messageOf } from '../errors.js';
+import { EnvironmentError, MachinesError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
@@ -32,7 +34,8 @@ import { waitFor } from '../wait/waiter.js';
 import { readInstallConfig } from '../assets/index.js';
 import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
 import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
-import { attachManagement } from '../management/attach.js';
+import { attachManagement, type AttachedControlPlane } from '../management/attach.js';
+import { pivotBack } from '../pivot/back.js';
 import { forgetExternalManagement, recordedExternalManagement } from '../installdir/management.js';
 import { recordPath } from '../installdir/paths.js';
 import { removeRancherRegistration } from '../handoff/rancher/register.js';
@@ -67,13 +70,10 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     await removeRancherRegistration(dir, { sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
     // The Fleet Cluster and its kubeconfig Secret, by their labels, while the manager is still recorded.
     await deregisterFleet({ dir, sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
-    const external = await recordedExternalManagement(dir);
-    if (external && isSelfManaged(dir, external)) {
-      // Deleted from inside, the cluster would remove its own control plane, and the controllers doing the deletion with it.
-      throw new UsageError(`The cluster of ${dir} manages itself (pivoted with --to self): destroy cluster cannot delete it from inside itself, and the move back into a local control plane that would let it is not built yet`, {
-        hint: `Scale its worker pools to 0 from inside (\`kubectl --kubeconfig ${external} scale machinedeployment …\`) to reset the worker hosts; reset the control-plane host with \`kubeadm reset\` on it.`,
-      });
-    }
+    let external = await recordedExternalManagement(dir);
+    // A cluster that manages itself cannot be deleted from inside (it would remove its own controllers): it moves back first.
+    const movedBack = external && isSelfManaged(dir, external) ? await moveBack(dir, sink, signal) : undefined;
+    if (movedBack) external = undefined;
     if (!external && !(await exists(layout.etcdDataDir))) {
       log(sink, 'info', `No local control plane data in ${dir}: nothing was created, or it was destroyed already`);
       await removeLocalState(dir);
@@ -85,74 +85,115 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     // The platform's controllers delete its infrastructure, with its credentials; an unreadable config: every bundled provider.
     const platform = config ? platformFor(config) : undefined;
     // As create cluster ran it (the controllers, their credentials, where hosts reach it: machines on hosts run their reset plans through it).
-    const controlPlane = await attachManagement({ dir, config, external, detached: false, sink, signal });
+    const controlPlane = movedBack ?? (await attachManagement({ dir, config, external, detached: false, sink, signal }));
     const deleted: string[] = [];
     try {
-      const clusters = await controlPlane.client.list<KubeObject>(capiCoreApiVersion, 'Cluster', selector ? { labelSelector: selector } : {});
-      // The platform's own clean-up, told before the deletion starts (what its provider holds), run after it ends.
-      const afterDeletion = new Map<KubeObject, () => Promise<void>>();
-      for (const cluster of clusters) {
-        const hook = platform?.hooks?.clusterDeletion;
-        if (hook && config) {
-          afterDeletion.set(
-            cluster,
-            await hook({
-              config,
-              dir,
-              kubeconfig: controlPlane.kubeconfig,
-              signal,
-              log: (message) => log(sink, 'info', message),
+      await phase(sink, 'delete-clusters', async () => {
+        const clusters = await controlPlane.client.list<KubeObject>(capiCoreApiVersion, 'Cluster', selector ? { labelSelector: selector } : {});
+        // The platform's own clean-up, told before the deletion starts (what its provider holds), run after it ends.
+        const afterDeletion = new Map<KubeObject, () => Promise<void>>();
+        for (const cluster of clusters) {
+          const hook = platform?.hooks?.clusterDeletion;
+          if (hook && config) {
+            afterDeletion.set(
+              cluster,
+              await hook({
+                config,
+                dir,
+                kubeconfig: controlPlane.kubeconfig,
+                signal,
+                log: (message) => log(sink, 'info', message),
+                events: sink,
+                clusterName: cluster.metadata.name,
+                namespace: cluster.metadata.namespace!,
+                ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}),
+              }),
+            );
+          }
+        }
+        for (const cluster of clusters) {
+          log(sink, 'info', `Deleting Cluster ${cluster.metadata.namespace}/${cluster.metadata.name}`);
+          await controlPlane.client.delete(cluster);
+          deleted.push(`${cluster.metadata.namespace}/${cluster.metadata.name}`);
+        }
+        for (const cluster of clusters) {
+          const namespace = cluster.metadata.namespace!;
+          const waitDeleted = () =>
+            waitFor(controlPlane.client, {
+              what: `the deletion of Cluster ${namespace}/${cluster.metadata.name}`,
+              kinds: clusterKinds(namespace),
+              evaluate: clusterDeleted(cluster.metadata.name),
+              onStall: (last, ms) => stallError(`the deletion of ${cluster.metadata.name}`, last, ms, 'machines'),
               events: sink,
-              clusterName: cluster.metadata.name,
-              namespace: cluster.metadata.namespace!,
+              signal,
+              fatal: controlPlane.fatal,
               ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}),
-            }),
-          );
+            });
+          try {
+            await waitDeleted();
+          } catch (error) {
+            // A stalled deletion: the platform may release what its provider never created outside; then the wait goes on.
+            if (!(error instanceof MachinesError) || !platform?.hooks?.releaseUnprovisioned || !config) throw error;
+            const released = await releaseUnprovisioned(platform, config, controlPlane.client, cluster, sink);
+            if (released.length === 0) throw error;
+            await waitDeleted();
+          }
+          log(sink, 'info', `Every Cluster API object of ${namespace}/${cluster.metadata.name} is gone`);
+          await afterDeletion.get(cluster)?.();
         }
-      }
-      for (const cluster of clusters) {
-        log(sink, 'info', `Deleting Cluster ${cluster.metadata.namespace}/${cluster.metadata.name}`);
-        await controlPlane.client.delete(cluster);
-        deleted.push(`${cluster.metadata.namespace}/${cluster.metadata.name}`);
-      }
-      for (const cluster of clusters) {
-        const namespace = cluster.metadata.namespace!;
-        const waitDeleted = () =>
-          waitFor(controlPlane.client, {
-            what: `the deletion of Cluster ${namespace}/${cluster.metadata.name}`,
-            kinds: clusterKinds(namespace),
-            evaluate: clusterDeleted(cluster.metadata.name),
-            onStall: (last, ms) => stallError(`the deletion of ${cluster.metadata.name}`, last, ms, 'machines'),
-            events: sink,
-            signal,
-            fatal: controlPlane.fatal,
-            ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}),
-          });
-        try {
-          await waitDeleted();
-        } catch (error) {
-          // A stalled deletion: the platform may release what its provider never created outside; then the wait goes on.
-          if (!(error instanceof MachinesError) || !platform?.hooks?.releaseUnprovisioned || !config) throw error;
-          const released = await releaseUnprovisioned(platform, config, controlPlane.client, cluster, sink);
-          if (released.length === 0) throw error;
-          await waitDeleted();
-        }
-        log(sink, 'info', `Every Cluster API object of ${namespace}/${cluster.metadata.name} is gone`);
-        await afterDeletion.get(cluster)?.();
-      }
-      // The ClusterClass layout's class and templates belong to no Cluster: deleted once the Clusters are gone.
-      if (selector) await deleteClusterClasses(controlPlane.client, selector, sink);
+        // The ClusterClass layout's class and templates belong to no Cluster: deleted once the Clusters are gone.
+        if (selector) await deleteClusterClasses(controlPlane.client, selector, sink);
+      });
     } finally {
       await controlPlane.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the control plane: ${messageOf(error)}`));
     }
-    // An adopted (detached) local control plane is still running: stop it from its pidfiles.
-    if (!external) await stopRecordedControlPlane(dir, sink);
-    await removeLocalState(dir);
-    await forgetExternalManagement(dir);
+    await phase(sink, 'remove-local-state', async () => {
+      // An adopted (detached) local control plane is still running: stop it from its pidfiles.
+      if (!external) await stopRecordedControlPlane(dir, sink);
+      await removeLocalState(dir);
+      await forgetExternalManagement(dir);
+    });
     return { deleted };
   } finally {
     await lock.release();
   }
+}
+
+/** A phase of destroy cluster, announced as a stage (started, then succeeded or failed, with its time). */
+async function phase<T>(sink: EventSink, name: string, body: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  sink.emit({ type: 'stage', stage: `destroy:${name}`, state: 'started' });
+  try {
+    const result = await body();
+    sink.emit({ type: 'stage', stage: `destroy:${name}`, state: 'succeeded', durationMs: Math.round(performance.now() - started) });
+    return result;
+  } catch (error) {
+    sink.emit({ type: 'stage', stage: `destroy:${name}`, state: 'failed', durationMs: Math.round(performance.now() - started), message: messageOf(error) });
+    throw error;
+  }
+}
+
+/**
+ * The first half of destroying a self-managed cluster (pivoted with `--to self`), as
+ * clusterctl documents it for a self-hosted cluster: a temporary local control plane (the
+ * one create cluster runs, from the install config, listening where the hosts reach it),
+ * then the journaled move of the cluster's objects back into it (pivot/back.ts), the hosts'
+ * agents following to it; once done, the install is managed locally again (its management
+ * record forgotten), and destroy goes on as for any local install. A kill anywhere is
+ * resumed by running destroy cluster again: the pivot journal says where the move stood.
+ */
+async function moveBack(dir: string, sink: EventSink, signal: AbortSignal): Promise<AttachedControlPlane> {
+  const config = await ownConfig(dir, sink, signal, true);
+  log(sink, 'info', `The cluster of ${dir} manages itself: moving it back into a temporary local control plane to delete it from there`);
+  const controlPlane = await phase(sink, 'temporary-control-plane', () => attachManagement({ dir, config, detached: false, sink, signal }));
+  try {
+    await phase(sink, 'move-back', () => pivotBack({ dir, target: controlPlane, sink, signal }));
+    await forgetExternalManagement(dir);
+  } catch (error) {
+    await controlPlane.stop().catch((stopError: unknown) => log(sink, 'warn', `While stopping the local control plane: ${messageOf(stopError)}`));
+    throw error;
+  }
+  return controlPlane;
 }
 
 /**

@@ -8,6 +8,16 @@ export function registerDestroy(program: Command, run: Runner): void {
   destroy
     .command('cluster')
     .description('delete the cluster and every Cluster API object of it, then stop the local control plane and remove local state (works after a failed or interrupted create)')
+    .addHelpText(
+      'after',
+      '\nA cluster that manages itself (created with --pivot-to self) cannot delete itself from\n' +
+        'inside: destroy cluster first starts a temporary local control plane (as create cluster\n' +
+        'runs it, where the hosts reach it), moves the cluster back into it with the journaled\n' +
+        'move of `provisioner pivot` (the hosts\' agents follow back), then deletes it there and\n' +
+        'resets its hosts, and removes the temporary control plane. Killed at any point, run it\n' +
+        'again: it resumes the move from its pivot journal.\n' +
+        '\nExamples:\n  provisioner destroy cluster --dir ./demo\n  provisioner destroy cluster --dir ./demo --no-progress-timeout 20',
+    )
     .addOption(dirOption())
     .addOption(noProgressTimeoutOption())
     .action(
