@@ -166,7 +166,7 @@ export async function run(): Promise<BenchRecord> {
       name: 'apply',
       figures: { ...figures, runsPerSize: runs, concurrency: defaultConcurrency },
       ratios,
-      versions: { provisioner: cliVersion, 'kube-apiserver': catalog.manifest.binaries.find((b) => b.name === 'kube-apiserver')?.version ?? 'unknown' },
+      versions: { provisioner: cliVersion, 'kube-apiserver': catalog.findBinary('kube-apiserver')?.version ?? 'unknown' },
       tables: [{ title: `medians of ${runs} runs (ConfigMaps, one namespace, concurrency ${defaultConcurrency})`, columns: ['what', 'objects', 'median ms', 'objects/s'], rows }],
       notes: [
         'Ratios are ours over the floor measured in the same run: below 1 is faster than the floor.',

@@ -215,9 +215,11 @@ interface NodeObject {
 /** The bundle's node binaries (raw: the extracted file; gzipped: the bundle's archive), and the whole shipped bundle. */
 async function bundleSizes() {
   const catalog = await loadCatalog();
-  const paths = await ensureBinaries(addedBinaries);
+  // Each binary once: kubelet, kubeadm and the three image components are links of the one multi-call kube.
+  const binaries = [...new Set(addedBinaries.map((name) => catalog.binary(name).name))];
+  const paths = await ensureBinaries(binaries);
   const rows: { name: string; raw: number; gz: number }[] = [];
-  for (const name of addedBinaries) {
+  for (const name of binaries) {
     rows.push({ name, raw: (await stat(paths[name]!)).size, gz: (await stat(catalog.archivePath(catalog.binary(name)))).size });
   }
   let shippedRaw = 0;

@@ -52,6 +52,16 @@ describe('buildKey', () => {
     expect(await keyOf(dir)).not.toBe(withSource);
   });
 
+  it('changes with a Go source in a subdirectory of a wrapper (its own main, as the kubernetes wrapper\'s cmd/kube)', async () => {
+    const dir = path.join(root, 'etcd');
+    await cp(etcdWrapper, dir, { recursive: true });
+    const base = await keyOf(dir);
+    await mkdir(path.join(dir, 'cmd', 'x'), { recursive: true });
+    await writeFile(path.join(dir, 'cmd', 'x', 'main.go'), 'package main\n');
+    expect((await readWrapperInputs(dir)).map((i) => i.name)).toContain('cmd/x/main.go');
+    expect(await keyOf(dir)).not.toBe(base);
+  });
+
   it('ignores files that are not part of the build', async () => {
     const dir = path.join(root, 'etcd');
     await cp(etcdWrapper, dir, { recursive: true });

@@ -18,10 +18,13 @@ export interface WrapperInput {
   content: Buffer;
 }
 
-/** Files that define a wrapper module's build: go.mod, go.sum and its Go sources, sorted by name. */
-export async function readWrapperInputs(wrapperDir: string): Promise<WrapperInput[]> {
-  const names = (await readdir(wrapperDir)).filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')).sort();
-  return Promise.all(names.map(async (name) => ({ name, content: await readFile(path.join(wrapperDir, name)) })));
+/**
+ * Files that define a wrapper module's build: go.mod, go.sum and its Go sources (its own
+ * mains too, e.g. the kubernetes wrapper's cmd/kube), sorted by relative name: the same
+ * selection as one of our own modules'.
+ */
+export function readWrapperInputs(wrapperDir: string): Promise<WrapperInput[]> {
+  return readModuleInputs(wrapperDir);
 }
 
 /**

@@ -113,6 +113,7 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
       size: built.size,
       compressedSize: built.compressedSize,
       shipped: recipe.shipped,
+      ...(recipe.links ? { links: [...recipe.links] } : {}),
     });
     const seconds = (Date.now() - t0) / 1000;
     timings.push({ name: recipe.name, seconds, cached: built.cached, size: built.size, compressed: built.compressedSize });
@@ -470,6 +471,7 @@ function preparePatchedWrapper(wrapper: string, cacheRoot: string): Promise<stri
       for (const input of inputs) {
         let text = input.content.toString('utf8');
         if (input.name === 'go.mod') text += `\n// Added by scripts/bundle/build.ts: source patches (scripts/bundle/patches.ts).\n${replaces.join('\n')}\n`;
+        await mkdir(path.dirname(path.join(dir, input.name)), { recursive: true });
         await writeFile(path.join(dir, input.name), text);
       }
       return dir;

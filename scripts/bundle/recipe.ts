@@ -77,6 +77,11 @@ interface BinaryRecipeCommon {
   /** The operating systems it is built for (node-only binaries that do not compile elsewhere). Default: every release target's. */
   oses?: readonly Target['goos'][];
   /**
+   * The names a multi-call executable runs as (it dispatches on argv[0]'s base name): each
+   * is looked up like a binary of its own and becomes a link to this one. Default: none.
+   */
+  links?: readonly string[];
+  /**
    * True: the package's test binary (`go test -c`, with the same flags and stamps) instead of
    * `go build`'s command, for suites that exist only as tests (Kubernetes' e2e.test). Default: false.
    */
@@ -102,20 +107,20 @@ export interface OwnBinaryRecipe extends BinaryRecipeCommon {
 
 export type BinaryRecipe = WrappedBinaryRecipe | OwnBinaryRecipe;
 
+/** The Kubernetes components the multi-call `kube` executable runs, by the names they are called by. */
+export const kubeComponents = ['kube-apiserver', 'kubelet', 'kubeadm', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy'] as const;
+
 /** The agent provider's module (provider/): its version variable is `Version`, set to package.json's version. */
 const agentProvider = { ownModule: 'provider', versionModule: 'provisioner.dev/provider', versionPackages: ['provisioner.dev/provider/internal/version'] } as const;
 
 export const binaryRecipes: readonly BinaryRecipe[] = [
   { name: 'etcd', wrapper: 'etcd', package: '.', versionModule: 'go.etcd.io/etcd/server/v3', versionPackages: stamps.none, shipped: true },
-  { name: 'kube-apiserver', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-apiserver', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
-  // The hosts platform's node binaries, from the same wrapper and version as kube-apiserver: kubelet and kubeadm
-  // run on hosts; the other three run there as static pods from image archives built from them (src/nodeimages).
-  // Static (goEnv sets CGO_ENABLED=0), so they run in images with nothing else in them.
-  { name: 'kubelet', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kubelet', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
-  { name: 'kubeadm', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kubeadm', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
-  { name: 'kube-controller-manager', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-controller-manager', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
-  { name: 'kube-scheduler', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-scheduler', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
-  { name: 'kube-proxy', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kube-proxy', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true },
+  // The Kubernetes components in one multi-call executable (embedded/modules/kubernetes/cmd/kube, as hyperkube and k3s):
+  // it runs the component it is called by (argv[0]'s base name, so a link named kubelet) or its first argument names.
+  // kube-apiserver runs the local control plane; kubelet and kubeadm run on hosts; kube-controller-manager,
+  // kube-scheduler and kube-proxy run there as static pods and a DaemonSet from images built from it (src/nodeartifacts).
+  // Static (goEnv sets CGO_ENABLED=0), so it runs in images with nothing else in them.
+  { name: 'kube', wrapper: 'kubernetes', package: './cmd/kube', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true, links: kubeComponents },
   // The cluster add-ons of hosts-platform clusters, run there from images built from them (src/nodeartifacts):
   // CoreDNS with our plugin set (embedded/modules/coredns/main.go; `-version` prints its constant CoreVersion,
   // the commit is stamped), flanneld (flannel's main.go less the cgo udp and the tencentvpc backends) and the

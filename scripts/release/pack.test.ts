@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { elf, macho } from './headers.test-support.js';
-import { checkExecutable, parseTargets } from './pack.js';
+import { checkExecutable, downloadsByPlatform, formatReport, parseTargets, type PackedPackage } from './pack.js';
 
 describe('checkExecutable', () => {
   let dir: string;
@@ -45,5 +45,28 @@ describe('parseTargets', () => {
       { goos: 'linux', goarch: 'amd64' },
     ]);
     expect(() => parseTargets('windows/amd64')).toThrow(/unknown target "windows\/amd64"/);
+  });
+});
+
+describe('the download per platform', () => {
+  const pkg = (name: string, mib: number, platform?: PackedPackage['platform']): PackedPackage => ({
+    name,
+    version: '0.1.0',
+    tarball: `/out/${name}.tgz`,
+    packedBytes: mib << 20,
+    unpackedBytes: mib << 20,
+    files: 2,
+    ...(platform ? { platform } : {}),
+  });
+
+  it('is the main package plus that platform\'s packages, printed for each platform', () => {
+    const packages = [pkg('provisioner', 1), pkg('@provisioner/kube-linux-x64', 40, 'linux-x64'), pkg('@provisioner/etcd-linux-x64', 9, 'linux-x64'), pkg('@provisioner/kube-darwin-arm64', 38, 'darwin-arm64')];
+    expect(downloadsByPlatform({ packages })).toEqual([
+      { platform: 'linux-x64', packages: 3, packedBytes: 50 << 20 },
+      { platform: 'darwin-arm64', packages: 2, packedBytes: 39 << 20 },
+    ]);
+    const printed = formatReport({ version: '0.1.0', targets: ['linux/amd64', 'darwin/arm64'], seconds: 1, packages });
+    expect(printed).toContain('download on linux-x64: 50.0 MiB in 3 packages');
+    expect(printed).toContain('download on darwin-arm64: 39.0 MiB in 2 packages');
   });
 });

@@ -68,6 +68,8 @@ interface RepoPackage {
 /** One packed tarball, as `npm pack --json` describes it. */
 export interface PackedPackage {
   name: string;
+  /** The platform a platform package is for (npm installs it only there); absent for the main package, which every platform installs. */
+  platform?: Platform;
   version: string;
   tarball: string;
   packedBytes: number;
@@ -122,6 +124,7 @@ export async function releasePack(options: { targets: readonly Target[]; outDir:
   let componentsDir: string | undefined;
   let goVersion = '';
   const platformPackages: string[] = [];
+  const platformOf = new Map<string, Platform>();
   for (const target of options.targets) {
     const platform = targetPlatform(target);
     const bundleDir = path.join(outDir, 'bundles', platform);
@@ -136,12 +139,14 @@ export async function releasePack(options: { targets: readonly Target[]; outDir:
     for (const binary of manifest.binaries) {
       const build = await stagePlatformPackage(bundleDir, manifest, binary.name, target, version, repoPackage.license, stageDir);
       platformPackages.push(build.package);
+      platformOf.set(build.package, platform);
       const entry = released.get(binary.name) ?? {
         name: binary.name,
         version: binary.version,
         module: binary.module,
         moduleVersion: binary.moduleVersion,
         package: binary.package,
+        ...(binary.links ? { links: binary.links } : {}),
         platforms: {},
       };
       entry.platforms[platform] = build;
@@ -163,7 +168,9 @@ export async function releasePack(options: { targets: readonly Target[]; outDir:
 
   const packages: PackedPackage[] = [];
   for (const dir of [mainDir, ...platformPackages.map((p) => path.join(stageDir, stageName(p)))]) {
-    packages.push(await npmPack(dir, tarballDir));
+    const packed = await npmPack(dir, tarballDir);
+    const platform = platformOf.get(packed.name);
+    packages.push(platform ? { ...packed, platform } : packed);
   }
   for (const pkg of packages) {
     if (pkg.unpackedBytes > maxPackageBytes) throw new Error(`${pkg.name} unpacks to ${mib(pkg.unpackedBytes)}, over the ${mib(maxPackageBytes)} limit`);
@@ -301,6 +308,23 @@ async function npmPack(dir: string, destination: string): Promise<PackedPackage>
   return { name: packed.name, version: packed.version, tarball, packedBytes, unpackedBytes: packed.unpackedSize, files: packed.entryCount };
 }
 
+/** What `npm install provisioner` downloads on one platform: the main package and that platform's packages. */
+export interface PlatformDownload {
+  platform: Platform;
+  packages: number;
+  packedBytes: number;
+}
+
+/** The download of every platform the report has packages for, in the order they were packed. */
+export function downloadsByPlatform(report: Pick<PackReport, 'packages'>): PlatformDownload[] {
+  const main = report.packages.filter((p) => p.platform === undefined);
+  const platforms = [...new Set(report.packages.flatMap((p) => (p.platform ? [p.platform] : [])))];
+  return platforms.map((platform) => {
+    const installed = [...main, ...report.packages.filter((p) => p.platform === platform)];
+    return { platform, packages: installed.length, packedBytes: installed.reduce((a, p) => a + p.packedBytes, 0) };
+  });
+}
+
 export function formatReport(report: PackReport): string {
   const rows = report.packages.map((p) => [p.name, mib(p.packedBytes), mib(p.unpackedBytes), String(p.files)]);
   const header = ['PACKAGE', 'PACKED', 'UNPACKED', 'FILES'];
@@ -311,6 +335,7 @@ export function formatReport(report: PackReport): string {
     `release:pack ${report.version} for ${report.targets.join(', ')} in ${report.seconds.toFixed(0)} s: ${report.packages.length} packages, ${mib(total)} packed`,
     line(header),
     ...rows.map(line),
+    ...downloadsByPlatform(report).map((d) => `download on ${d.platform}: ${mib(d.packedBytes)} in ${d.packages} packages (provisioner and its ${d.platform} packages)`),
     '',
   ].join('\n');
 }

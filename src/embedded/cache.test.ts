@@ -146,6 +146,35 @@ describe('ensureBinaries', () => {
     expect(await listFiles(path.dirname(expected))).toEqual(['kube-apiserver', 'kube-apiserver.record.json']);
   });
 
+  it('gives each link of a multi-call binary its own path, a hard link that runs it under the link\'s name', async () => {
+    // A script stands in for the multi-call binary: it prints the name it was called by, as kube dispatches on it.
+    const kube = { name: 'kube', content: Buffer.from('#!/bin/sh\nbasename "$0"\n') };
+    const manifest = await writeFakeBundle(bundleDir, [kube, fake('etcd')], (b) => {
+      if (b.name === 'kube') b.links = ['kube-apiserver', 'kubelet'];
+    });
+    const sha = manifest.kube!.sha256;
+    const paths = await ensureBinaries(['kube-apiserver', 'kubelet', 'etcd'], { bundleDir, cacheDir });
+    expect(paths).toEqual({
+      'kube-apiserver': path.join(cacheDir, 'bin', sha, 'kube-apiserver'),
+      kubelet: path.join(cacheDir, 'bin', sha, 'kubelet'),
+      etcd: path.join(cacheDir, 'bin', manifest.etcd!.sha256, 'etcd'),
+    });
+    // Extracted once; each link is the same file.
+    const binary = await stat(path.join(cacheDir, 'bin', sha, 'kube'));
+    for (const name of ['kube-apiserver', 'kubelet']) expect((await stat(paths[name]!)).ino).toBe(binary.ino);
+    expect(await listFiles(path.join(cacheDir, 'bin', sha))).toEqual(['kube', 'kube-apiserver', 'kube.record.json', 'kubelet']);
+    expect((await run(paths['kube-apiserver']!)).stdout.trim()).toBe('kube-apiserver');
+    expect((await run(paths.kubelet!)).stdout.trim()).toBe('kubelet');
+
+    // A warm start keeps the links; a link that is no longer the binary (re-extracted, or replaced) is made again.
+    expect((await ensureBinaries(['kubelet'], { bundleDir, cacheDir })).kubelet).toBe(paths.kubelet);
+    await rm(paths.kubelet!);
+    await writeFile(paths.kubelet!, 'not the binary');
+    await ensureBinaries(['kubelet'], { bundleDir, cacheDir });
+    expect((await stat(paths.kubelet!)).ino).toBe(binary.ino);
+    expect((await run(paths.kubelet!)).stdout.trim()).toBe('kubelet');
+  });
+
   it('extracts only the binaries asked for', async () => {
     const manifest = await writeFakeBundle(bundleDir, [fake('etcd'), fake('kube-apiserver'), fake('kubectl')]);
     const paths = await ensureBinaries(['etcd', 'etcd'], { bundleDir, cacheDir });

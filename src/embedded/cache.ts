@@ -5,6 +5,8 @@
  *
  *   <cache>/bin/<sha256>/<name>               the executable (mode 0755)
  *   <cache>/bin/<sha256>/<name>.record.json   verification record written at extraction
+ *   <cache>/bin/<sha256>/<link>               a name a multi-call binary runs as (kube-apiserver
+ *                                             of `kube`): a hard link to it, see ensureLink
  *   <cache>/bin/<sha256>/.<name>.lock         held while one process extracts
  *   <cache>/bin/<sha256>/.<name>.<pid>.<rand>.partial   a temp file being written
  *
@@ -46,7 +48,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants, createReadStream } from 'node:fs';
-import { access, mkdir, open, type FileHandle, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { access, link, mkdir, open, type FileHandle, readdir, readFile, rename, rm, stat, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Transform, Writable } from 'node:stream';
@@ -160,9 +162,9 @@ function bundleSource(catalog: BundleCatalog, binary: BundledBinary): BinarySour
 
 /** An installed release's binary as a source: this platform's file in its platform package (checks the package is installed). */
 async function releaseSource(catalog: ReleaseCatalog, name: string): Promise<BinarySource> {
-  const { build, file } = await catalog.locate(name);
+  const { binary, build, file } = await catalog.locate(name);
   return {
-    name,
+    name: binary.name,
     sha256: build.sha256,
     size: build.size,
     file,
@@ -238,11 +240,43 @@ export async function ensureBinaries(names: readonly string[], options: CacheOpt
   if (fromBundle.length === 0) return paths;
 
   const catalog = options.catalog ?? (await loadBinaryCatalog(options));
-  const sources = await catalogSources(catalog, fromBundle);
+  // A link (kubelet) resolves to its multi-call binary (kube): each binary is made ready once.
+  const sources = [...new Map((await catalogSources(catalog, fromBundle)).map((source) => [source.name, source])).values()];
   const cacheDir = resolveCacheDir(options);
   const ready = await mapLimit(sources, options.concurrency ?? 2, (source) => ensureSource(source, { ...options, cacheDir }));
-  sources.forEach((source, i) => (paths[source.name] = ready[i] as string));
+  const byBinary = new Map(sources.map((source, i) => [source.name, { source, file: ready[i] as string }]));
+  for (const name of fromBundle) {
+    const { source, file } = byBinary.get(catalog.binary(name).name)!;
+    paths[name] = name === source.name ? file : await ensureLink(file, name, source, cacheDir);
+  }
   return paths;
+}
+
+/**
+ * The path a multi-call binary runs as `name` by: `<cache>/bin/<sha256>/<name>`, a hard link
+ * to the binary (a symbolic link where the file system refuses one), so that the process's
+ * argv[0] names the component and every caller keeps spawning a binary by its name. The link
+ * is trusted while it is the same file as the binary, and replaced (atomically) otherwise.
+ */
+async function ensureLink(file: string, name: string, source: BinarySource, cacheDir: string): Promise<string> {
+  const linkPath = entryPaths(cacheDir, { name, sha256: source.sha256 }).file;
+  const target = await stat(file);
+  const existing = await stat(linkPath).catch(() => undefined);
+  if (existing && existing.ino === target.ino && existing.dev === target.dev) return linkPath;
+  const temp = path.join(path.dirname(linkPath), `.${name}.${process.pid}.${randomBytes(4).toString('hex')}.partial`);
+  try {
+    await mkdir(path.dirname(linkPath), { recursive: true, mode: 0o755 });
+    try {
+      await link(file, temp);
+    } catch {
+      await symlink(file, temp);
+    }
+    await rename(temp, linkPath);
+  } catch (error) {
+    await rm(temp, { force: true }).catch(() => {});
+    throw cacheError(error, { binary: name, cacheDir, path: linkPath });
+  }
+  return linkPath;
 }
 
 /**

@@ -162,6 +162,22 @@ describe('validateManifest', () => {
     expect(() => validateManifest(bad, '/b/manifest.json')).toThrow(EnvironmentError);
   });
 
+  it('finds a multi-call binary by each of its links, and refuses a link that is not a plain name or that clashes', () => {
+    const ok = manifest();
+    ok.binaries[1]!.links = ['kube-apiserver', 'kubelet'];
+    const catalog = new BundleCatalog('/b', validateManifest(ok, '/b/manifest.json'));
+    expect(catalog.binary('kubelet').name).toBe('kubectl');
+    expect(catalog.findBinary('kube-apiserver')?.name).toBe('kubectl');
+    expect(catalog.findBinary('kube-proxy')).toBeUndefined();
+    const bad = manifest();
+    bad.binaries[1]!.links = ['../kubelet', 'cluster-api-manager'];
+    expect(() => validateManifest(bad, '/b/manifest.json')).toThrow(
+      expect.objectContaining({
+        details: ['binaries[1].links[0]: "../kubelet" is not a plain file name', 'binaries[1].links[1]: "cluster-api-manager" is already a binary or a link'],
+      }),
+    );
+  });
+
   it('accepts a component without a binary (CRD-only provider)', () => {
     const ok = manifest();
     delete ok.components[0]!.binary;

@@ -19,7 +19,7 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EnvironmentError } from '../errors.js';
-import { bundleSchemaVersion, releaseDirName, type BundledBinary, type BundledComponents, type BundledLayer, type BundleManifest } from './manifest.js';
+import { binariesByName, bundleSchemaVersion, releaseDirName, type BundledBinary, type BundledComponents, type BundledLayer, type BundleManifest } from './manifest.js';
 import { hostPlatform, loadReleaseCatalog, MissingLayerError, type ReleaseCatalog } from './release.js';
 
 export { MissingLayerError };
@@ -81,7 +81,7 @@ export class BundleCatalog {
     readonly dir: string,
     readonly manifest: BundleManifest,
   ) {
-    this.byName = new Map(manifest.binaries.map((b) => [b.name, b]));
+    this.byName = binariesByName(manifest.binaries);
     this.byProvider = new Map(manifest.components.map((c) => [c.provider, c]));
   }
 
@@ -98,12 +98,12 @@ export class BundleCatalog {
     return this.manifest.binaries.filter((b) => b.shipped).map((b) => b.name);
   }
 
-  /** The binary called `name`, or undefined. */
+  /** The binary called `name`, or the multi-call binary `name` is a link of; undefined when neither. */
   findBinary(name: string): BundledBinary | undefined {
     return this.byName.get(name);
   }
 
-  /** The binary called `name`; an EnvironmentError naming what the bundle does hold when absent. */
+  /** The binary called `name` (or the one `name` is a link of); an EnvironmentError naming what the bundle does hold when absent. */
   binary(name: string): BundledBinary {
     const found = this.byName.get(name);
     if (!found) {
@@ -230,6 +230,15 @@ export function validateManifest(value: unknown, source: string, bundleDir: stri
         names.add(b.name);
       }
       if (typeof b.archive === 'string') requireInside(b.archive, `${at}.archive`, problems);
+      if (b.links !== undefined) {
+        if (!Array.isArray(b.links)) return void problems.push(`${at}.links: must be an array of names when present`);
+        b.links.forEach((link: unknown, j) => {
+          // A link becomes a file name in the cache beside its binary, like a binary's name.
+          if (typeof link !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(link)) return void problems.push(`${at}.links[${j}]: ${JSON.stringify(link)} is not a plain file name`);
+          if (names.has(link)) problems.push(`${at}.links[${j}]: "${link}" is already a binary or a link`);
+          names.add(link);
+        });
+      }
     });
   const providers = new Set<string>();
   const types = ['CoreProvider', 'BootstrapProvider', 'ControlPlaneProvider', 'InfrastructureProvider'];

@@ -39,6 +39,22 @@ export interface BundledBinary {
    * present in a development bundle, never in a release.
    */
   shipped: boolean;
+  /**
+   * The names a multi-call executable runs as (it dispatches on the base name it is called
+   * by): `kube` runs kube-apiserver, kubelet, kubeadm, ... Each is found like a binary of its
+   * own and made a link to this one (embedded/cache.ts). Absent: none.
+   */
+  links?: string[];
+}
+
+/**
+ * Every name a binary is found by: its own and each of its links (`kube-apiserver` →
+ * the `kube` entry). The one index both catalogs look binaries up in.
+ */
+export function binariesByName<B extends { name: string; links?: string[] }>(binaries: readonly B[]): Map<string, B> {
+  const index = new Map<string, B>();
+  for (const b of binaries) for (const name of [b.name, ...(b.links ?? [])]) index.set(name, b);
+  return index;
 }
 
 /** The CRDs and webhook configurations of one provider, ready to rewrite to loopback. */
@@ -150,6 +166,8 @@ export interface ReleasedBinary {
   moduleVersion: string;
   /** Go package path of the main package. */
   package: string;
+  /** The names it runs as, each a link to it (see BundledBinary.links). Absent: none. */
+  links?: string[];
   platforms: Partial<Record<Platform, PlatformBinary>>;
 }
 

@@ -76,6 +76,19 @@ describe('installed platform packages', () => {
     ]);
   });
 
+  it('resolves a link of a multi-call binary to its package, and runs it through a link of that name in the cache', async () => {
+    const install = await fakeInstall(base);
+    const manifestFile = path.join(install.root, 'release', 'manifest.json');
+    const manifest = JSON.parse(await readFile(manifestFile, 'utf8')) as ReleaseManifest;
+    manifest.binaries.find((b) => b.name === 'kube-apiserver')!.links = ['kubelet'];
+    await writeFile(manifestFile, JSON.stringify(manifest));
+    const catalog = await loadBinaryCatalog({ packageRoot: install.root, env, platform });
+    const paths = await ensureBinaries(['kubelet'], { catalog, cacheDir: install.cacheDir, env });
+    expect(path.basename(paths.kubelet!)).toBe('kubelet');
+    expect(await readFile(paths.kubelet!)).toEqual(install.content['kube-apiserver']);
+    expect(releaseManifestProblems({ ...manifest, binaries: [{ ...manifest.binaries[0]!, links: ['a/b'] }] })).toEqual(['binaries[0].links: must be an array of plain file names when present']);
+  });
+
   it('refuses an installed executable whose content differs from the release manifest', async () => {
     const install = await fakeInstall(base);
     const file = path.join(base, 'node_modules', '@provisioner', 'etcd-linux-x64', 'bin', 'etcd');

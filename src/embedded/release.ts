@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { EnvironmentError } from '../errors.js';
 import type { BundledComponents, Platform, PlatformBinary, ReleasedBinary, ReleaseManifest } from './manifest.js';
-import { releaseSchemaVersion } from './manifest.js';
+import { binariesByName, releaseSchemaVersion } from './manifest.js';
 
 /** This machine's platform in Node's names, e.g. `linux-x64` (possibly one no release is built for). */
 export function hostPlatform(): string {
@@ -86,7 +86,7 @@ export class ReleaseCatalog {
     /** The `provisioner` package's root: platform packages are resolved from there. */
     packageRoot: string,
   ) {
-    this.byName = new Map(manifest.binaries.map((b) => [b.name, b]));
+    this.byName = binariesByName(manifest.binaries);
     this.require = createRequire(path.join(packageRoot, 'package.json'));
   }
 
@@ -98,7 +98,7 @@ export class ReleaseCatalog {
     return this.manifest.binaries;
   }
 
-  /** The binary called `name`; an EnvironmentError naming what the release holds when absent. */
+  /** The binary called `name` (or the one `name` is a link of); an EnvironmentError naming what the release holds when absent. */
   binary(name: string): ReleasedBinary {
     const found = this.byName.get(name);
     if (!found) {
@@ -202,6 +202,8 @@ export function releaseManifestProblems(value: unknown): string[] {
       if (!isRecord(b)) return void problems.push(`${at}: must be an object`);
       for (const f of ['name', 'version', 'module', 'moduleVersion', 'package']) if (!nonEmptyString(b[f])) problems.push(`${at}.${f}: must be a non-empty string`);
       if (typeof b.name === 'string' && !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(b.name)) problems.push(`${at}.name: "${b.name}" is not a plain file name`);
+      if (b.links !== undefined && (!Array.isArray(b.links) || !b.links.every((l: unknown) => typeof l === 'string' && /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(l))))
+        problems.push(`${at}.links: must be an array of plain file names when present`);
       if (!isRecord(b.platforms)) return void problems.push(`${at}.platforms: must be an object`);
       for (const [platform, build] of Object.entries(b.platforms)) {
         const where = `${at}.platforms.${platform}`;

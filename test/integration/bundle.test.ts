@@ -25,7 +25,11 @@ interface VersionProbe {
   exitsNonZero?: boolean;
   /** Read the module version from the Go build information inside the binary instead of running it. */
   fromBuildInfo?: boolean;
+  /** Run it through this link of a multi-call binary (so called by that name). Default: the binary itself. */
+  runAs?: string;
 }
+
+const isKube = (b: BundledBinary): boolean => b.name === 'kube' && b.package === './cmd/kube';
 
 /**
  * The Cluster API managers (controller-runtime) have no `--version` flag: their main()
@@ -41,12 +45,14 @@ const managerProbe = (what: string, pkg: string): VersionProbe => ({
 });
 
 const probes: VersionProbe[] = [
-  { what: 'kube-apiserver', matches: (b) => b.package === 'k8s.io/kubernetes/cmd/kube-apiserver', args: () => ['--version'], pattern: /^Kubernetes (v\S+)$/m },
-  // The node binaries of the hosts platform, from the same wrapper.
-  ...['kubelet', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy'].map(
-    (name): VersionProbe => ({ what: name, matches: (b) => b.package === `k8s.io/kubernetes/cmd/${name}`, args: () => ['--version'], pattern: /^Kubernetes (v\S+)$/m }),
+  // The Kubernetes components: one multi-call executable (embedded/modules/kubernetes/cmd/kube), each run through
+  // its link, so by the name it is called by, as the local control plane and the hosts run them.
+  ...['kube-apiserver', 'kubelet', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy'].map(
+    (name): VersionProbe => ({ what: name, matches: isKube, runAs: name, args: () => ['--version'], pattern: /^Kubernetes (v\S+)$/m }),
   ),
-  { what: 'kubeadm', matches: (b) => b.package === 'k8s.io/kubernetes/cmd/kubeadm', args: () => ['version', '-o', 'short'], pattern: /^(v\S+)$/m },
+  { what: 'kubeadm', matches: isKube, runAs: 'kubeadm', args: () => ['version', '-o', 'short'], pattern: /^(v\S+)$/m },
+  // ... or named by the first argument.
+  { what: 'kube kubeadm (component as the first argument)', matches: isKube, args: () => ['kubeadm', 'version', '-o', 'short'], pattern: /^(v\S+)$/m },
   { what: 'etcd', matches: (b) => b.module === 'go.etcd.io/etcd/server/v3', args: () => ['--version'], pattern: /^etcd Version: (\S+)$/m },
   { what: 'kubectl', matches: (b) => b.package === 'k8s.io/kubernetes/cmd/kubectl', args: () => ['version', '--client'], pattern: /^Client Version: (v\S+)$/m },
   { what: 'clusterctl', matches: (b) => b.package === 'sigs.k8s.io/cluster-api/cmd/clusterctl', args: () => ['version', '-o', 'short'], pattern: /^(v\S+)$/m },
@@ -122,7 +128,7 @@ describe('the binary bundle', () => {
     }
     scratch = await mkdtemp(path.join(os.tmpdir(), 'provisioner-bundle-it-'));
     paths = await ensureBinaries(
-      catalog.binaries.map((b) => b.name),
+      catalog.binaries.flatMap((b) => [b.name, ...(b.links ?? [])]),
       { catalog, cacheDir: path.join(scratch, 'cache') },
     );
   });
@@ -135,15 +141,21 @@ describe('the binary bundle', () => {
     if (scratch) await rm(scratch, { recursive: true, force: true });
   });
 
-  it('extracts every binary as an executable whose sha256 and size match the manifest', async () => {
-    expect(Object.keys(paths).sort()).toEqual(catalog.binaries.map((b) => b.name).sort());
+  it('extracts every binary as an executable whose sha256 and size match the manifest, and each link as that binary under its name', async () => {
+    expect(Object.keys(paths).sort()).toEqual(catalog.binaries.flatMap((b) => [b.name, ...(b.links ?? [])]).sort());
     for (const b of catalog.binaries) {
       const file = paths[b.name]!;
       expect(file.startsWith(path.join(scratch, 'cache', 'bin', b.sha256))).toBe(true);
       const st = await stat(file);
       expect({ name: b.name, size: st.size, mode: st.mode & 0o777 }).toEqual({ name: b.name, size: b.size, mode: 0o755 });
       expect(await hashFile(file)).toBe(b.sha256);
+      for (const link of b.links ?? []) {
+        expect(paths[link]).toBe(path.join(scratch, 'cache', 'bin', b.sha256, link));
+        expect((await stat(paths[link]!)).ino).toBe(st.ino);
+      }
     }
+    // The six Kubernetes components ship once.
+    expect(catalog.binaries.find(isKube)?.links?.sort()).toEqual(['kube-apiserver', 'kube-controller-manager', 'kube-proxy', 'kube-scheduler', 'kubeadm', 'kubelet']);
   });
 
   it('holds every provider component file with the manifest sha256', async () => {
@@ -173,7 +185,7 @@ describe('the binary bundle', () => {
       expect(withoutV(stamped!)).toBe(withoutV(b.version));
       return;
     }
-    const ran = await runBinary(paths[b.name]!, probe.args(scratch), scratch);
+    const ran = await runBinary(paths[probe.runAs ?? b.name]!, probe.args(scratch), scratch);
     const printed = probe.pattern.exec(ran.output)?.[1];
     expect(printed, `${b.name} ${probe.args(scratch).join(' ')} printed:\n${ran.output.slice(0, 2000)}`).toBeDefined();
     expect(withoutV(printed!)).toBe(withoutV(b.version));
@@ -182,9 +194,13 @@ describe('the binary bundle', () => {
   });
 
   it('prints the exact strings the pinned versions produce', async () => {
-    const apiserver = catalog.binaries.find((b) => b.package === 'k8s.io/kubernetes/cmd/kube-apiserver')!;
+    const kube = catalog.binaries.find(isKube)!;
     const etcd = catalog.binaries.find((b) => b.module === 'go.etcd.io/etcd/server/v3')!;
-    expect((await runBinary(paths[apiserver.name]!, ['--version'], scratch)).output).toContain(`Kubernetes ${apiserver.version}`);
+    expect((await runBinary(paths['kube-apiserver']!, ['--version'], scratch)).output).toContain(`Kubernetes ${kube.version}`);
+    // Called by no component's name and given none, it says how to call it (exit 2).
+    const bare = await runBinary(paths.kube!, [], scratch);
+    expect(bare.code).toBe(2);
+    expect(bare.output).toContain('Components: kube-apiserver, kube-controller-manager, kube-proxy, kube-scheduler, kubeadm, kubelet');
     expect((await runBinary(paths[etcd.name]!, ['--version'], scratch)).output).toContain(`etcd Version: ${withoutV(etcd.version)}`);
   });
 });

@@ -295,14 +295,28 @@ func (e *Executor) files(ctx context.Context, plan *agentv1.NodePlan) error {
 	if len(plan.Spec.Files) == 0 {
 		return nil
 	}
+	// One download per content: a URL file whose digest, mode and owner an earlier one of
+	// this plan had becomes a hard link to it (kubelet and kubeadm are both the multi-call
+	// kube), and is downloaded only where the file system cannot link it.
+	downloaded := map[string]string{}
 	for i := range plan.Spec.Files {
 		f := &plan.Spec.Files[i]
+		key := ""
+		if f.ContentRef != nil && f.ContentRef.URL != "" && !f.Delete {
+			key = f.ContentRef.Digest + " " + f.Mode + " " + f.Owner
+		}
+		if first, ok := downloaded[key]; ok && key != "" && linkFile(first, f.Path) == nil {
+			continue
+		}
 		if err := e.applyFile(ctx, plan.Namespace, f); err != nil {
 			err = fmt.Errorf("file %s: %w", f.Path, err)
 			_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
 				setCondition(s, plan.Generation, agentv1.ConditionFilesApplied, false, "FileFailed", err.Error())
 			})
 			return err
+		}
+		if key != "" {
+			downloaded[key] = f.Path
 		}
 	}
 	_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
@@ -370,6 +384,24 @@ func (e *Executor) applyFile(ctx context.Context, namespace string, f *agentv1.P
 		return copyErr
 	}
 	return os.Rename(tmp.Name(), f.Path)
+}
+
+// linkFile makes path a hard link to first, replacing whatever path was, atomically
+// (a temp link beside it, then a rename). first was just written and checked by this plan.
+func linkFile(first, path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".link.partial")
+	_ = os.Remove(tmp)
+	if err := os.Link(first, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 func digestOf(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }

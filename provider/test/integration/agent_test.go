@@ -166,6 +166,48 @@ func TestAgentWritesFilesAndKeepsInstructionOutput(t *testing.T) {
 	}
 }
 
+func TestAgentDownloadsOneContentOnceAndLinksItsOtherPaths(t *testing.T) {
+	n := startNode(t, "link-host")
+	content := []byte("#!/bin/sh\necho multi-call\n")
+	var gets atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		gets.Add(1)
+		_, _ = w.Write(content)
+	}))
+	defer server.Close()
+	dir := t.TempDir()
+	ref := func() *agentv1.ContentRef {
+		return &agentv1.ContentRef{URL: server.URL + "/node/bin/kube", Digest: agentv1.Digest(content)}
+	}
+	plan := n.apply(t, "links", agentv1.NodePlanSpec{Files: []agentv1.PlanFile{
+		{Path: filepath.Join(dir, "kubelet"), ContentRef: ref(), Mode: "0755"},
+		{Path: filepath.Join(dir, "kubeadm"), ContentRef: ref(), Mode: "0755"},
+		// Another mode is another file: downloaded again.
+		{Path: filepath.Join(dir, "copy"), ContentRef: ref(), Mode: "0644"},
+	}})
+	waitPhase(t, plan, agentv1.PhaseApplied, 30*time.Second)
+	kubelet, err := os.Stat(filepath.Join(dir, "kubelet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeadm, err := os.Stat(filepath.Join(dir, "kubeadm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(kubelet, kubeadm) || kubeadm.Mode().Perm() != 0o755 {
+		t.Errorf("kubeadm is not a link to kubelet (same file %v, mode %o)", os.SameFile(kubelet, kubeadm), kubeadm.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "kubeadm")); string(b) != string(content) {
+		t.Errorf("kubeadm holds %q", b)
+	}
+	if copied, err := os.Stat(filepath.Join(dir, "copy")); err != nil || os.SameFile(copied, kubelet) || copied.Mode().Perm() != 0o644 {
+		t.Errorf("the 0644 copy: %v, same file %v", err, err == nil && os.SameFile(copied, kubelet))
+	}
+	if got := gets.Load(); got != 2 {
+		t.Errorf("%d downloads, want 2 (one per mode)", got)
+	}
+}
+
 func TestAgentWaitsForAnHTTPSProbeWithACAFromASecret(t *testing.T) {
 	n := startNode(t, "probe-host")
 	var healthy atomic.Bool
