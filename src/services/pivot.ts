@@ -94,7 +94,7 @@ export type PivotToSelfRequest = Omit<PivotRequest, 'toKubeconfig'>;
  * cluster's own API endpoint (the kubeconfig's server), and the local control plane, which
  * manages no cluster any more, is stopped and its data removed once the move is done. The
  * install serves the node files from inside the cluster (platforms/hosts/in-cluster-artifacts.ts),
- * so a host registered afterwards joins. Not yet: destroy of a self-managed cluster.
+ * so a host registered afterwards joins. `destroy cluster` moves it back first (pivot/back.ts).
  */
 export async function pivotToSelf(request: PivotToSelfRequest): Promise<PivotResult> {
   const dir = path.resolve(request.dir);

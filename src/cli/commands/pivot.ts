@@ -44,7 +44,8 @@ export function registerPivot(program: Command, run: Runner): void {
         'in-cluster agent manager through the cluster\'s own API endpoint, and the local control plane\n' +
         'stops and its data is removed. Hosts registered afterwards download their node files from the\n' +
         'cluster itself (the node-artifacts Service, through its API server). Run it again to resume.\n' +
-        'Not yet: destroy cluster of a self-managed cluster.',
+        '`destroy cluster --dir D` of a self-managed cluster first moves it back into a temporary local\n' +
+        'control plane, then deletes it there and resets its hosts.',
     )
     .action(
       run<PivotOptions>(async (options, ctx) => {
