@@ -90,11 +90,8 @@ export function clusterFence(client: KubeClient, sink: EventSink, signal?: Abort
         async (ref) => {
           const kind = kinds.get(`${ref.group}/${ref.resource}`);
           if (!kind) throw new ExternalError(`The cluster no longer serves ${ref.resource}.${ref.group}, of moved object ${ref.name}`, { hint: 'Run destroy cluster again.' });
-          const object = { ...kind, name: ref.name, ...(ref.namespace ? { namespace: ref.namespace } : {}) };
-          const present = (await client.get<KubeObject>({ ...kind, metadata: { name: ref.name, ...(ref.namespace ? { namespace: ref.namespace } : {}) } })) !== undefined;
           // Deleted first, then its finalizers dropped (none can be added once the deletion started), with delete-for-move.
-          if (present) await removeFinalizersAndDelete(client, object, signal);
-          return present;
+          return removeFinalizersAndDelete(client, { ...kind, name: ref.name, ...(ref.namespace ? { namespace: ref.namespace } : {}) }, signal);
         },
         signal,
       );

@@ -726,14 +726,17 @@ const deletionPollMs = 100;
  * Deletes an object and makes sure it is gone, one look at a time: delete first, then drop
  * the finalizers (once the deletion has started no controller can add one back). For what
  * the batch of `deleteEntries` left: it waits, on the one waiting primitive, through
- * transient answers and fails when the object stayed as it was for a minute.
+ * transient answers and fails when the object stayed as it was for a minute. Resolves to
+ * whether the object was there at the first look.
  */
-export async function removeFinalizersAndDelete(client: KubeClient, entry: ObjectRef & { sourceUid?: string }, signal?: AbortSignal): Promise<void> {
+export async function removeFinalizersAndDelete(client: KubeClient, entry: ObjectRef & { sourceUid?: string }, signal?: AbortSignal): Promise<boolean> {
   const ref = asRef(entry) as KubeObject;
   let seen = 'not read yet';
+  let wasThere: boolean | undefined;
   const look = async (): Promise<Observation<void>> => {
     try {
       let live = await client.get<KubeObject>(ref);
+      wasThere ??= live !== undefined;
       if (live && !live.metadata.deletionTimestamp) {
         await client.mergePatch(ref, { metadata: { annotations: { [deleteForMoveAnnotation]: '' } } });
         await client.delete(ref);
@@ -759,6 +762,7 @@ export async function removeFinalizersAndDelete(client: KubeClient, entry: Objec
     onStall: (_last, stalledMs) =>
       new ExternalError(`${keyOf(entry)} is still there ${Math.round(stalledMs / 1000)} s into its deletion: ${seen}`, { hint: 'Check what holds it (finalizers), then run pivot again.' }),
   });
+  return wasThere ?? false;
 }
 
 /**
