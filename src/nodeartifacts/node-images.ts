@@ -21,6 +21,11 @@
  * scripts/bundle/userland.ts): kube-proxy's iptables mode and flanneld run iptables, and
  * flannel's init containers run `cp`. The others are one binary each.
  *
+ * The four Kubernetes images are one archive, `kubernetes.tar`: each image's top layer is
+ * the same one, `kube` at /usr/local/bin/kube with the four component names linked to it
+ * (kube runs the component it is called as), so the archive, and a host's download,
+ * holds `kube` once. Every other image is an archive of its own, `<name>.tar`.
+ *
  * Archives are cached under `<cache>/images/<key>/` where the key is a hash of the
  * binaries' sha256, the layer's, the refs, the platform and the image's writer revision:
  * a second cluster with the same binaries rebuilds nothing.
@@ -29,7 +34,7 @@ import { createHash } from 'node:crypto';
 import { copyFile, link, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../files.js';
-import { sha256OfFile, writeImageArchive, type BaseLayer, type ImageFile, type ImageSpec, type WrittenImage } from './oci-image.js';
+import { sha256OfFile, writeImageArchive, writeImagesArchive, type BaseLayer, type ImageFile, type ImageSpec, type ImageSymlink, type WrittenImage } from './oci-image.js';
 
 /** kubeadm's imageRepository for every node image. */
 export const imageRepository = 'provisioner.local';
@@ -67,18 +72,39 @@ interface ImageRecipe {
   entrypoint?: readonly string[];
   /** Built on the userland layer. Default: false. */
   userland?: boolean;
+  /** Symbolic links beside the files (a multi-call binary's names). Default: none. */
+  symlinks?: readonly ImageSymlink[];
+  /** The archive the image is written into with the others that name it (they share their layers). Default: its own, named as the image. */
+  archive?: string;
   /** Bumped when the image's content or layout changes, so cached archives are rebuilt. */
   revision: string;
 }
 
 const atUsrLocalBin = (name: string) => ({ files: [{ binary: name, path: `/usr/local/bin/${name}` }], revision: '1' });
 
+/** The archive of the four Kubernetes images (`kubernetes.tar`). */
+export const kubernetesArchiveName = 'kubernetes';
+const kubeImageNames = ['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy'] as const;
+/**
+ * A Kubernetes image: the multi-call `kube` at /usr/local/bin/kube and every component's name
+ * linked to it, the same layer in all four; the Entrypoint is the image's own name (kubeadm's
+ * static pods and DaemonSet also run it by that name), which kube dispatches on.
+ */
+const onKube = (name: (typeof kubeImageNames)[number], extra: Pick<ImageRecipe, 'userland'> = {}): ImageRecipe => ({
+  files: [{ binary: 'kube', path: '/usr/local/bin/kube' }],
+  symlinks: kubeImageNames.map((n) => ({ path: `/usr/local/bin/${n}`, target: 'kube' })),
+  entrypoint: [`/usr/local/bin/${name}`],
+  archive: kubernetesArchiveName,
+  revision: '3',
+  ...extra,
+});
+
 const imageRecipes: Record<NodeImageName, ImageRecipe> = {
-  'kube-apiserver': atUsrLocalBin('kube-apiserver'),
-  'kube-controller-manager': atUsrLocalBin('kube-controller-manager'),
-  'kube-scheduler': atUsrLocalBin('kube-scheduler'),
+  'kube-apiserver': onKube('kube-apiserver'),
+  'kube-controller-manager': onKube('kube-controller-manager'),
+  'kube-scheduler': onKube('kube-scheduler'),
   // kubeadm's DaemonSet runs /usr/local/bin/kube-proxy; iptables mode runs iptables(-save/-restore) from PATH (/usr/sbin).
-  'kube-proxy': { files: [{ binary: 'kube-proxy', path: '/usr/local/bin/kube-proxy' }], userland: true, revision: '2' },
+  'kube-proxy': onKube('kube-proxy', { userland: true }),
   etcd: atUsrLocalBin('etcd'),
   pause: atUsrLocalBin('pause'),
   // kubeadm's Deployment passes only args (-conf /etc/coredns/Corefile): the Entrypoint is the binary, as upstream's image.
@@ -91,6 +117,11 @@ const imageRecipes: Record<NodeImageName, ImageRecipe> = {
 /** The bundled binaries an image is built from, e.g. `flannel` → flanneld and flannel (the CNI plugin). */
 export function nodeImageBinaries(name: NodeImageName): string[] {
   return imageRecipes[name].files.map((f) => f.binary);
+}
+
+/** The archive an image is in: `kubernetes` for the four Kubernetes images, else the image's own name (`node/images/<archive>.tar`). */
+export function nodeImageArchiveName(name: NodeImageName): string {
+  return imageRecipes[name].archive ?? name;
 }
 
 /** Whether an image is built on the userland layer (kube-proxy, flannel). */
@@ -135,9 +166,11 @@ export interface NodeBinary {
   sha256?: string;
 }
 
-/** A built (or cached) image archive. */
+/** A built (or cached) image and the archive it is in (`file`, `sha256`, `size` are the archive's, shared by the images of one archive). */
 export interface NodeImageArchive extends WrittenImage {
   name: NodeImageName;
+  /** The archive's name (`nodeImageArchiveName`). */
+  archive: string;
   /** The main ref (`nodeImageRef`); `refs` has every ref the archive imports as. */
   ref: string;
   cached: boolean;
@@ -166,13 +199,20 @@ export interface NodeLayer {
  * when `options.userland` is given; the others are left out.
  */
 export async function ensureNodeImages(binaries: Partial<Record<string, NodeBinary>>, options: NodeImagesOptions & { userland?: NodeLayer }): Promise<NodeImageArchive[]> {
-  const result: NodeImageArchive[] = [];
+  const groups = new Map<string, { name: NodeImageName; binaries: NodeBinary[] }[]>();
   for (const name of nodeImageNames) {
     const files = nodeImageBinaries(name).map((b) => binaries[b]);
     if (files.some((f) => f === undefined) || (nodeImageNeedsUserland(name) && !options.userland)) continue;
-    result.push(await ensureImage(name, files as NodeBinary[], options.userland, options));
+    const archive = nodeImageArchiveName(name);
+    groups.set(archive, [...(groups.get(archive) ?? []), { name, binaries: files as NodeBinary[] }]);
   }
-  return result;
+  const result: NodeImageArchive[] = [];
+  for (const [archive, members] of groups) {
+    if (members.length === 1 && imageRecipes[members[0]!.name].archive === undefined) result.push(await ensureImage(members[0]!.name, members[0]!.binaries, options.userland, options));
+    else result.push(...(await ensureArchive(archive, members, options.userland, options)));
+  }
+  const order = (i: NodeImageArchive) => nodeImageNames.indexOf(i.name as (typeof nodeImageNames)[number]);
+  return result.sort((a, b) => order(a) - order(b));
 }
 
 /** The agnhost test image (`provisioner.local/agnhost:<version>`, /agnhost as Entrypoint), for tests of Services and DNS; not a node image. */
@@ -189,7 +229,7 @@ interface CacheRecord extends Omit<WrittenImage, 'file'> {
  * need the userland layer: `ensureNodeImages`), from the cache or written now.
  */
 export function ensureNodeImage(name: NodeImageName, binary: NodeBinary, options: NodeImagesOptions): Promise<NodeImageArchive> {
-  if (imageRecipes[name].files.length !== 1 || nodeImageNeedsUserland(name)) throw new Error(`image ${name} is not built from one binary alone; use ensureNodeImages`);
+  if (imageRecipes[name].files.length !== 1 || nodeImageNeedsUserland(name) || imageRecipes[name].archive !== undefined) throw new Error(`image ${name} is not built from one binary alone; use ensureNodeImages`);
   return ensureImage(name, [binary], undefined, options);
 }
 
@@ -215,13 +255,67 @@ async function ensureImage(name: NodeImageName, binaries: readonly NodeBinary[],
   const file = path.join(dir, `${name}.tar`);
   const record = await readRecord(recordFile);
   if (record && (await stat(file).then((s) => s.size === record.size, () => false))) {
-    return { ...record, file, name, ref, cached: true };
+    return { ...record, file, name, archive: name, ref, cached: true };
   }
   await mkdir(dir, { recursive: true });
   const spec: ImageSpec = { name, files, ...(recipe.entrypoint ? { entrypoint: recipe.entrypoint } : {}), baseLayers, refs, os: 'linux', architecture: options.architecture };
   const written = await writeImageArchive(spec, file);
   await writeFileAtomic(recordFile, JSON.stringify({ ...written, file: path.basename(file) } satisfies CacheRecord, null, 2));
-  return { ...written, name, ref, cached: false };
+  return { ...written, name, archive: name, ref, cached: false };
+}
+
+/** What an image of an archive of several is made of: its spec and its part of the cache key. */
+async function imageSpecOf(name: NodeImageName, binaries: readonly NodeBinary[], userland: NodeLayer | undefined, options: NodeImagesOptions): Promise<{ spec: ImageSpec; key: unknown }> {
+  const recipe = imageRecipes[name];
+  if (recipe.userland && !userland) throw new Error(`image ${name} needs the ${userlandLayerName} layer`);
+  const refs = nodeImageRefs(name, binaries[0]!.version);
+  const files: ImageFile[] = recipe.files.map((f, i) => ({ sourcePath: binaries[i]!.path, path: f.path }));
+  const sha256s: string[] = [];
+  for (const b of binaries) sha256s.push(b.sha256 ?? (await sha256OfFile(b.path)));
+  const baseLayers: BaseLayer[] = recipe.userland && userland ? [{ tarPath: userland.path, sha256: userland.sha256, description: userland.description }] : [];
+  const spec: ImageSpec = { name, files, symlinks: recipe.symlinks ?? [], ...(recipe.entrypoint ? { entrypoint: recipe.entrypoint } : {}), baseLayers, refs, os: 'linux', architecture: options.architecture };
+  const key = { writerRevision: recipe.revision, files: files.map((f, i) => ({ path: f.path, sha256: sha256s[i] })), symlinks: spec.symlinks, layers: baseLayers.map((l) => [l.sha256, l.description]), entrypoint: recipe.entrypoint, name, refs, os: 'linux', architecture: options.architecture };
+  return { spec, key };
+}
+
+interface ArchiveCacheRecord {
+  file: string;
+  sha256: string;
+  size: number;
+  images: { name: string; manifestDigest: string; refs: string[] }[];
+}
+
+/** An archive of several images (`kubernetes.tar`), from the cache when its record and file agree, else written now. */
+async function ensureArchive(archive: string, members: readonly { name: NodeImageName; binaries: readonly NodeBinary[] }[], userland: NodeLayer | undefined, options: NodeImagesOptions): Promise<NodeImageArchive[]> {
+  const specs = await Promise.all(members.map((m) => imageSpecOf(m.name, m.binaries, userland, options)));
+  const key = createHash('sha256').update(JSON.stringify({ archive, images: specs.map((s) => s.key) })).digest('hex');
+  const dir = path.join(options.cacheDir, 'images', key);
+  const recordFile = path.join(dir, 'record.json');
+  const file = path.join(dir, `${archive}.tar`);
+  let record = await readArchiveRecord(recordFile);
+  let cached = true;
+  if (!record || record.images.length !== members.length || !(await stat(file).then((s) => s.size === record!.size, () => false))) {
+    await mkdir(dir, { recursive: true });
+    const written = await writeImagesArchive(specs.map((s) => s.spec), file);
+    record = { file: path.basename(file), sha256: written.sha256, size: written.size, images: written.images.map((i) => ({ name: i.name, manifestDigest: i.manifestDigest, refs: [...i.refs] })) };
+    await writeFileAtomic(recordFile, JSON.stringify(record satisfies ArchiveCacheRecord, null, 2));
+    cached = false;
+  }
+  return members.map((m, i) => {
+    const image = record.images[i]!;
+    return { file, sha256: record.sha256, size: record.size, manifestDigest: image.manifestDigest, refs: image.refs, name: m.name, archive, ref: image.refs[0]!, cached };
+  });
+}
+
+async function readArchiveRecord(file: string): Promise<ArchiveCacheRecord | undefined> {
+  try {
+    const record = JSON.parse(await readFile(file, 'utf8')) as Partial<ArchiveCacheRecord>;
+    if (typeof record.sha256 !== 'string' || typeof record.size !== 'number' || !Array.isArray(record.images)) return undefined;
+    if (!record.images.every((i) => typeof i.manifestDigest === 'string' && Array.isArray(i.refs) && i.refs.length > 0)) return undefined;
+    return record as ArchiveCacheRecord;
+  } catch {
+    return undefined; // absent or cut short: rebuild
+  }
 }
 
 async function readRecord(file: string): Promise<CacheRecord | undefined> {
@@ -240,14 +334,14 @@ export interface NodeArtifact {
   path: string;
   sha256: string;
   size: number;
-  /** For images: the main ref the archive imports as. */
+  /** For an archive of one image: the main ref it imports as (none for an archive of several). */
   ref?: string;
-  /** For images: every ref the archive imports as. */
+  /** For images: every ref the archive imports as, of all its images. */
   refs?: readonly string[];
 }
 
 /**
- * Fills `<artifactsDir>/node/bin/<binary>` and `<artifactsDir>/node/images/<name>.tar`
+ * Fills `<artifactsDir>/node/bin/<binary>` and `<artifactsDir>/node/images/<archive>.tar` (one per archive however many images it holds)
  * (hard links to the cache where the file system allows, copies otherwise; mode 0644:
  * served, not run here) and returns what is there with digests, for plan contentRefs.
  * Files of a previous preparation are replaced.
@@ -268,10 +362,13 @@ export async function prepareNodeArtifacts(
     const size = (await stat(binary.path)).size;
     artifacts.push({ path: rel, sha256: binary.sha256 ?? (await sha256OfFile(binary.path)), size });
   }
-  for (const image of images) {
-    const rel = `node/images/${image.name}.tar`;
-    await placeArtifact(image.file, path.join(artifactsDir, rel));
-    artifacts.push({ path: rel, sha256: image.sha256, size: image.size, ref: image.ref, refs: image.refs });
+  const archives = new Map<string, NodeImageArchive[]>();
+  for (const image of images) archives.set(image.archive, [...(archives.get(image.archive) ?? []), image]);
+  for (const [archive, inIt] of archives) {
+    const rel = `node/images/${archive}.tar`;
+    const first = inIt[0]!;
+    await placeArtifact(first.file, path.join(artifactsDir, rel));
+    artifacts.push({ path: rel, sha256: first.sha256, size: first.size, ...(inIt.length === 1 ? { ref: first.ref } : {}), refs: inIt.flatMap((i) => i.refs) });
   }
   return artifacts;
 }

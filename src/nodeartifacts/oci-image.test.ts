@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, symlink, utimes, writeFile, chmod } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import * as tar from 'tar';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readArchiveMember, tagOf, writeImageArchive, type ImageSpec } from './oci-image.js';
@@ -230,31 +230,68 @@ describe('node images', () => {
     const userland = await fakeBaseLayer();
     const options = { cacheDir: path.join(dir, 'cache'), architecture: 'amd64' as const };
     const binaries = Object.fromEntries(
-      await Promise.all(['kube-proxy', 'coredns', 'flanneld', 'flannel'].map(async (n) => [n, { path: await fakeBinary(n, n), version: n === 'kube-proxy' ? 'v1.36.3' : n === 'coredns' ? 'v1.14.2' : 'v0.28.10' }] as const)),
+      await Promise.all(['kube', 'coredns', 'flanneld', 'flannel'].map(async (n) => [n, { path: await fakeBinary(n, n), version: n === 'kube' ? 'v1.36.3' : n === 'coredns' ? 'v1.14.2' : 'v0.28.10' }] as const)),
     );
     const images = await ensureNodeImages(binaries, { ...options, userland });
     expect(images.map((i) => [i.name, i.ref])).toEqual([
+      ['kube-apiserver', 'provisioner.local/kube-apiserver:v1.36.3'],
+      ['kube-controller-manager', 'provisioner.local/kube-controller-manager:v1.36.3'],
+      ['kube-scheduler', 'provisioner.local/kube-scheduler:v1.36.3'],
       ['kube-proxy', 'provisioner.local/kube-proxy:v1.36.3'],
       ['coredns', corednsImageRef],
       ['flannel', flannelImageRef],
     ]);
-    const configOf = async (archive: string) => {
-      const index = JSON.parse((await readArchiveMember(archive, 'index.json'))!.toString()) as { manifests: { digest: string }[] };
-      const manifest = JSON.parse((await readArchiveMember(archive, `blobs/sha256/${index.manifests[0]!.digest.slice(7)}`))!.toString()) as { config: { digest: string }; layers: unknown[] };
-      const config = JSON.parse((await readArchiveMember(archive, `blobs/sha256/${manifest.config.digest.slice(7)}`))!.toString()) as { config: { Entrypoint: string[] } };
-      return { layers: manifest.layers.length, entrypoint: config.config.Entrypoint };
-    };
-    expect(await configOf(images[0]!.file)).toEqual({ layers: 2, entrypoint: ['/usr/local/bin/kube-proxy'] });
-    expect(await configOf(images[1]!.file)).toEqual({ layers: 1, entrypoint: ['/coredns'] });
-    expect(await configOf(images[2]!.file)).toEqual({ layers: 2, entrypoint: ['/opt/bin/flanneld'] });
+    const byName = (name: string) => images.find((i) => i.name === name)!;
+    expect(await configOf(byName('kube-proxy').file, byName('kube-proxy').manifestDigest)).toMatchObject({ layers: 2, entrypoint: ['/usr/local/bin/kube-proxy'] });
+    expect(await configOf(byName('coredns').file)).toMatchObject({ layers: 1, entrypoint: ['/coredns'] });
+    expect(await configOf(byName('flannel').file)).toMatchObject({ layers: 2, entrypoint: ['/opt/bin/flanneld'] });
     // Without the layer, the images that need it are left out.
-    expect((await ensureNodeImages(binaries, options)).map((i) => i.name)).toEqual(['coredns']);
+    expect((await ensureNodeImages(binaries, options)).map((i) => i.name)).toEqual(['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'coredns']);
 
     const agnhost = await ensureAgnhostImage({ path: await fakeBinary('agnhost', 'g'), version: 'v1.36.3' }, options);
     expect(agnhost.ref).toBe('provisioner.local/agnhost:v1.36.3');
-    expect(await configOf(agnhost.file)).toEqual({ layers: 1, entrypoint: ['/agnhost'] });
+    expect(await configOf(agnhost.file)).toMatchObject({ layers: 1, entrypoint: ['/agnhost'] });
     expect(nodeImageNames).not.toContain('agnhost');
     expect(nodeImageBinaries('flannel')).toEqual(['flanneld', 'flannel']);
+  });
+
+  it('writes the four Kubernetes images into kubernetes.tar over one kube layer, stored once, each run by its own name', async () => {
+    const userland = await fakeBaseLayer();
+    const options = { cacheDir: path.join(dir, 'cache'), architecture: 'amd64' as const, userland };
+    const kube = { path: await fakeBinary('kube', 'K'), version: 'v1.36.3' };
+    const images = await ensureNodeImages({ kube }, options);
+    expect(images.map((i) => [i.name, i.archive, i.cached])).toEqual([
+      ['kube-apiserver', 'kubernetes', false],
+      ['kube-controller-manager', 'kubernetes', false],
+      ['kube-scheduler', 'kubernetes', false],
+      ['kube-proxy', 'kubernetes', false],
+    ]);
+    expect(new Set(images.map((i) => i.file)).size).toBe(1);
+    expect(path.basename(images[0]!.file)).toBe('kubernetes.tar');
+    const archive = images[0]!.file;
+    const layersOf = await Promise.all(images.map((i) => configOf(archive, i.manifestDigest)));
+    expect(layersOf.map((c) => c.entrypoint)).toEqual(images.map((i) => [`/usr/local/bin/${i.name}`]));
+    // The kube layer is the top layer of all four (kube-proxy's sits on userland).
+    const top = new Set(layersOf.map((c) => c.layerDigests.at(-1)));
+    expect(top.size).toBe(1);
+    const topLayer = [...top][0]!;
+    const layerTar = path.join(dir, 'kube-layer.tar');
+    await writeFile(layerTar, gunzipSync((await readArchiveMember(archive, `blobs/sha256/${topLayer.slice(7)}`))!));
+    expect((await tarMembers(layerTar)).map((m) => (m.type === 'SymbolicLink' ? `${m.path} -> ${m.linkpath}` : m.path))).toEqual([
+      'usr/', 'usr/local/', 'usr/local/bin/', 'usr/local/bin/kube', 'usr/local/bin/kube-apiserver -> kube', 'usr/local/bin/kube-controller-manager -> kube', 'usr/local/bin/kube-proxy -> kube', 'usr/local/bin/kube-scheduler -> kube',
+    ]);
+    // The archive holds kube once: its size is one kube layer, the userland layer and small JSON, not four kubes.
+    const kubeLayerSize = (await readArchiveMember(archive, `blobs/sha256/${topLayer.slice(7)}`))!.length;
+    const userlandLayerSize = gzipSync(await readFile(userland.path), { level: 6 }).length;
+    expect(images[0]!.size).toBeLessThan(kubeLayerSize + userlandLayerSize + 64 * 1024);
+    // Every ref is in the index; again, the whole archive comes from the cache.
+    const index = JSON.parse((await readArchiveMember(archive, 'index.json'))!.toString()) as { manifests: { annotations: Record<string, string> }[] };
+    expect(index.manifests.map((m) => m.annotations['io.containerd.image.name'])).toEqual(images.flatMap((i) => i.refs));
+    const again = await ensureNodeImages({ kube }, options);
+    expect(again.map((i) => [i.cached, i.sha256, i.manifestDigest])).toEqual(images.map((i) => [true, i.sha256, i.manifestDigest]));
+    // Served as one file with every ref of its images.
+    const artifacts = await prepareNodeArtifacts(path.join(dir, 'artifacts-kube'), {}, images);
+    expect(artifacts).toEqual([{ path: 'node/images/kubernetes.tar', sha256: images[0]!.sha256, size: images[0]!.size, refs: images.flatMap((i) => i.refs) }]);
   });
 
   it('names the CoreDNS and flannel versions the wrappers pin', async () => {
@@ -295,3 +332,13 @@ describe('node images', () => {
     expect(sha256(await readFile(path.join(dir, 'artifacts/node/images/pause.tar')))).toBe(first.sha256);
   });
 });
+
+/** An image's layer count, Entrypoint and layer digests: the first manifest of the index, or the one with `manifestDigest`. */
+async function configOf(archive: string, manifestDigest?: string) {
+  const index = JSON.parse((await readArchiveMember(archive, 'index.json'))!.toString()) as { manifests: { digest: string }[] };
+  const digest = manifestDigest ?? index.manifests[0]!.digest;
+  const manifest = JSON.parse((await readArchiveMember(archive, `blobs/sha256/${digest.slice(7)}`))!.toString()) as { config: { digest: string }; layers: { digest: string }[] };
+  const config = JSON.parse((await readArchiveMember(archive, `blobs/sha256/${manifest.config.digest.slice(7)}`))!.toString()) as { config: { Entrypoint: string[] } };
+  return { layers: manifest.layers.length, entrypoint: config.config.Entrypoint, layerDigests: manifest.layers.map((l) => l.digest) };
+}
+

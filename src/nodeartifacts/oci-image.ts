@@ -103,59 +103,100 @@ const gzipOsUnknown = 255;
  * renamed at the end). The directory of `file` must exist.
  */
 export async function writeImageArchive(spec: ImageSpec, file: string): Promise<WrittenImage> {
-  if (spec.refs.length === 0) throw new Error(`image ${spec.name}: no reference to name it by`);
-  const files = spec.files ?? (spec.binaryPath === undefined ? [] : [{ sourcePath: spec.binaryPath, path: `/usr/local/bin/${spec.name}` }]);
-  if (files.length === 0) throw new Error(`image ${spec.name}: no file to put in it`);
-  const sized: SizedFile[] = [];
-  for (const f of files) {
-    if (!f.path.startsWith('/') || f.path.endsWith('/')) throw new Error(`image ${spec.name}: ${f.path} is not an absolute file path`);
-    const info = await stat(f.sourcePath);
-    if (!info.isFile()) throw new Error(`image ${spec.name}: ${f.sourcePath} is not a regular file`);
-    sized.push({ ...f, size: info.size });
-  }
-  const baseLayers = spec.baseLayers ?? [];
+  const written = await writeImagesArchive([spec], file);
+  return { file, sha256: written.sha256, size: written.size, manifestDigest: written.images[0]!.manifestDigest, refs: spec.refs };
+}
 
+/** What `writeImagesArchive` wrote: the archive and each image's manifest digest. */
+export interface WrittenArchive {
+  file: string;
+  /** sha256 (hex) of the archive file. */
+  sha256: string;
+  size: number;
+  /** In the order of the specs. */
+  images: readonly { name: string; manifestDigest: string; refs: readonly string[] }[];
+}
+
+/**
+ * Writes several images into one archive (one OCI layout: an index entry per ref of each,
+ * one docker-save entry per image). A blob is stored once however many images name it, and
+ * a layer made of the same files, links or base tar is written once: images that share a
+ * layer (the Kubernetes images over `kube`) cost its bytes once. One spec gives exactly the
+ * bytes `writeImageArchive` writes.
+ */
+export async function writeImagesArchive(specs: readonly ImageSpec[], file: string): Promise<WrittenArchive> {
+  if (specs.length === 0) throw new Error(`image archive ${file}: no image to put in it`);
   const temp = `${file}.${process.pid}.partial`;
-  const layerTemps = [...baseLayers, undefined].map((_, i) => `${file}.${process.pid}.layer${i}.partial`);
-  try {
-    const layers: WrittenLayer[] = [];
-    for (const [i, base] of baseLayers.entries()) {
-      const layer = await writeLayer(spec.name, baseLayerTar(spec.name, base), layerTemps[i]!);
-      if (layer.diffId !== base.sha256) throw new Error(`image ${spec.name}: ${base.tarPath} has sha256 ${layer.diffId}, expected ${base.sha256}`);
-      layers.push(layer);
+  const layerFiles = new Map<string, { file: string; layer: Promise<WrittenLayer> }>();
+  /** A layer by what it is made of: written at the first image that names it, shared after. */
+  const layerOf = (name: string, key: string, tar: () => AsyncIterable<Buffer>): Promise<WrittenLayer> => {
+    let entry = layerFiles.get(key);
+    if (!entry) {
+      const layerFile = `${file}.${process.pid}.layer${layerFiles.size}.partial`;
+      entry = { file: layerFile, layer: writeLayer(name, tar(), layerFile) };
+      layerFiles.set(key, entry);
     }
-    layers.push(await writeLayer(spec.name, binaryLayerTar(spec.name, sized, spec.symlinks ?? []), layerTemps[baseLayers.length]!));
-    const config = json({
-      architecture: spec.architecture,
-      os: spec.os,
-      config: imageConfig(spec, sized[0]!.path),
-      rootfs: { type: 'layers', diff_ids: layers.map((l) => `sha256:${l.diffId}`) },
-      // No `created` and no history timestamps: they would make every build differ.
-      history: [
-        ...baseLayers.map((b) => ({ created_by: `provisioner: ${b.description}` })),
-        { created_by: `provisioner: ${sized.map((f) => f.path).join(' ')}${spec.symlinks?.length ? ` and ${spec.symlinks.length} links to them` : ''}` },
-      ],
-    });
-    const configDigest = sha256(config);
-    const manifest = json({
-      schemaVersion: 2,
-      mediaType: 'application/vnd.oci.image.manifest.v1+json',
-      config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: `sha256:${configDigest}`, size: config.length },
-      layers: layers.map((l) => ({ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: `sha256:${l.digest}`, size: l.size })),
-    });
-    const manifestDigest = sha256(manifest);
+    return entry.layer;
+  };
+  try {
+    const images: { spec: ImageSpec; config: Buffer; configDigest: string; manifest: Buffer; manifestDigest: string; layers: WrittenLayer[] }[] = [];
+    for (const spec of specs) {
+      if (spec.refs.length === 0) throw new Error(`image ${spec.name}: no reference to name it by`);
+      const files = spec.files ?? (spec.binaryPath === undefined ? [] : [{ sourcePath: spec.binaryPath, path: `/usr/local/bin/${spec.name}` }]);
+      if (files.length === 0) throw new Error(`image ${spec.name}: no file to put in it`);
+      const sized: SizedFile[] = [];
+      for (const f of files) {
+        if (!f.path.startsWith('/') || f.path.endsWith('/')) throw new Error(`image ${spec.name}: ${f.path} is not an absolute file path`);
+        const info = await stat(f.sourcePath);
+        if (!info.isFile()) throw new Error(`image ${spec.name}: ${f.sourcePath} is not a regular file`);
+        sized.push({ ...f, size: info.size });
+      }
+      const baseLayers = spec.baseLayers ?? [];
+      const symlinks = spec.symlinks ?? [];
+      const layers: WrittenLayer[] = [];
+      for (const base of baseLayers) {
+        const layer = await layerOf(spec.name, JSON.stringify(['base', base.tarPath, base.sha256]), () => baseLayerTar(spec.name, base));
+        if (layer.diffId !== base.sha256) throw new Error(`image ${spec.name}: ${base.tarPath} has sha256 ${layer.diffId}, expected ${base.sha256}`);
+        layers.push(layer);
+      }
+      const binaryKey = JSON.stringify(['binary', sized.map((f) => [f.sourcePath, f.path, f.size]), symlinks.map((l) => [l.path, l.target])]);
+      layers.push(await layerOf(spec.name, binaryKey, () => binaryLayerTar(spec.name, sized, symlinks)));
+      const config = json({
+        architecture: spec.architecture,
+        os: spec.os,
+        config: imageConfig(spec, sized[0]!.path),
+        rootfs: { type: 'layers', diff_ids: layers.map((l) => `sha256:${l.diffId}`) },
+        // No `created` and no history timestamps: they would make every build differ.
+        history: [
+          ...baseLayers.map((b) => ({ created_by: `provisioner: ${b.description}` })),
+          { created_by: `provisioner: ${sized.map((f) => f.path).join(' ')}${symlinks.length ? ` and ${symlinks.length} links to them` : ''}` },
+        ],
+      });
+      const configDigest = sha256(config);
+      const manifest = json({
+        schemaVersion: 2,
+        mediaType: 'application/vnd.oci.image.manifest.v1+json',
+        config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: `sha256:${configDigest}`, size: config.length },
+        layers: layers.map((l) => ({ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: `sha256:${l.digest}`, size: l.size })),
+      });
+      images.push({ spec, config, configDigest, manifest, manifestDigest: sha256(manifest), layers });
+    }
     const index = json({
       schemaVersion: 2,
       mediaType: 'application/vnd.oci.image.index.v1+json',
-      manifests: spec.refs.map((ref) => ({
-        mediaType: 'application/vnd.oci.image.manifest.v1+json',
-        digest: `sha256:${manifestDigest}`,
-        size: manifest.length,
-        platform: { architecture: spec.architecture, os: spec.os },
-        annotations: { 'io.containerd.image.name': ref, 'org.opencontainers.image.ref.name': tagOf(ref) },
-      })),
+      manifests: images.flatMap(({ spec, manifest, manifestDigest }) =>
+        spec.refs.map((ref) => ({
+          mediaType: 'application/vnd.oci.image.manifest.v1+json',
+          digest: `sha256:${manifestDigest}`,
+          size: manifest.length,
+          platform: { architecture: spec.architecture, os: spec.os },
+          annotations: { 'io.containerd.image.name': ref, 'org.opencontainers.image.ref.name': tagOf(ref) },
+        })),
+      ),
     });
-    const dockerManifest = json([{ Config: `blobs/sha256/${configDigest}`, RepoTags: [...spec.refs], Layers: layers.map((l) => `blobs/sha256/${l.digest}`) }]);
+    const dockerManifest = json(images.map(({ spec, configDigest, layers }) => ({ Config: `blobs/sha256/${configDigest}`, RepoTags: [...spec.refs], Layers: layers.map((l) => `blobs/sha256/${l.digest}`) })));
+    const layerFileOf = new Map<string, string>();
+    for (const { file: layerFile, layer } of layerFiles.values()) layerFileOf.set((await layer).digest, layerFile);
 
     const out = createWriteStream(temp, { mode: 0o644 });
     const hash = createHash('sha256');
@@ -165,25 +206,35 @@ export async function writeImageArchive(spec: ImageSpec, file: string): Promise<
       yield* memberOf('oci-layout', json({ imageLayoutVersion: '1.0.0' }));
       yield* memberOf('index.json', index);
       yield* memberOf('manifest.json', dockerManifest);
-      yield* memberOf(`blobs/sha256/${configDigest}`, config);
-      yield* memberOf(`blobs/sha256/${manifestDigest}`, manifest);
-      // A layer shared by two entries (the same tar twice) is stored once.
+      // A blob named by two images (or a layer by two entries) is stored once.
       const stored = new Set<string>();
-      for (const [i, layer] of layers.entries()) {
-        if (stored.has(layer.digest)) continue;
-        stored.add(layer.digest);
-        yield tarHeader(`blobs/sha256/${layer.digest}`, layer.size, 'file');
-        for await (const chunk of createReadStream(layerTemps[i]!)) yield chunk as Buffer;
-        yield padding(layer.size);
+      for (const image of images) {
+        for (const [digest, content] of [[image.configDigest, image.config], [image.manifestDigest, image.manifest]] as const) {
+          if (stored.has(digest)) continue;
+          stored.add(digest);
+          yield* memberOf(`blobs/sha256/${digest}`, content);
+        }
+      }
+      for (const image of images) {
+        for (const layer of image.layers) {
+          if (stored.has(layer.digest)) continue;
+          stored.add(layer.digest);
+          yield tarHeader(`blobs/sha256/${layer.digest}`, layer.size, 'file');
+          for await (const chunk of createReadStream(layerFileOf.get(layer.digest)!)) yield chunk as Buffer;
+          yield padding(layer.size);
+        }
       }
       yield tarEndOfArchive();
     };
     await pipeline(Readable.from(entries()), tap(hash, (n) => (size += n)), out);
     await rename(temp, file);
-    return { file, sha256: hash.digest('hex'), size, manifestDigest: `sha256:${manifestDigest}`, refs: spec.refs };
+    return { file, sha256: hash.digest('hex'), size, images: images.map((i) => ({ name: i.spec.name, manifestDigest: `sha256:${i.manifestDigest}`, refs: i.spec.refs })) };
   } finally {
     await rm(temp, { force: true });
-    for (const layerTemp of layerTemps) await rm(layerTemp, { force: true });
+    for (const { file: layerFile, layer } of layerFiles.values()) {
+      await layer.catch(() => undefined);
+      await rm(layerFile, { force: true });
+    }
   }
 }
 

@@ -43,6 +43,7 @@ describe('node images in a real containerd', () => {
   let images: NodeImageArchive[] = [];
   let agnhost: NodeImageArchive | undefined;
   let kubeadm = '';
+  let kubeBinary = '';
   let setupError: Error | undefined;
 
   const ctr = (...args: string[]) => execa('ctr', ['--address', socket, '--namespace', 'k8s.io', ...args], { timeout: 120_000 });
@@ -71,6 +72,7 @@ describe('node images in a real containerd', () => {
     scratch = await mkdtemp(path.join(os.tmpdir(), 'provisioner-node-images-'));
     const paths = await ensureBinaries(names, { catalog });
     kubeadm = paths.kubeadm!;
+    kubeBinary = paths.kube!;
     const userland = await ensureLayer(catalog, userlandLayerName, { catalog, cacheDir: path.join(scratch, 'cache') });
     const binary = (n: string) => ({ path: paths[n]!, version: catalog.binary(n).version });
     const options = { cacheDir: path.join(scratch, 'cache'), architecture: arch! };
@@ -129,6 +131,12 @@ describe('node images in a real containerd', () => {
 
   it('imports every archive under its refs, with the manifest digest the writer computed', async () => {
     expect(images.map((i) => i.name)).toEqual([...nodeImageNames]);
+    // The four Kubernetes images are one archive, kubernetes.tar, holding kube once.
+    const kubernetes = images.filter((i) => i.archive === 'kubernetes');
+    expect(kubernetes.map((i) => i.name)).toEqual(['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kube-proxy']);
+    expect(new Set(kubernetes.map((i) => i.file))).toEqual(new Set([path.join(path.dirname(kubernetes[0]!.file), 'kubernetes.tar')]));
+    const kube = (await stat(kubeBinary)).size;
+    expect(kubernetes[0]!.size).toBeLessThan(kube * 0.5); // one gzipped kube (about 29 %) and the userland layer, not four
     const all = [...images, agnhost!];
     for (const image of all) {
       const imported = await ctr('images', 'import', image.file);
@@ -164,6 +172,10 @@ describe('node images in a real containerd', () => {
     const proxy = images.find((i) => i.name === 'kube-proxy')!;
     const ran = await ctr('run', '--rm', '--runc-root', runcRoot, '--cgroup', '', proxy.ref, 'provisioner-it-proxy', 'kube-proxy', '--version');
     expect(ran.stdout.trim()).toBe(`Kubernetes ${proxy.ref.split(':')[1]}`);
+    // kube runs the component it is called as: kube-scheduler from its own image, by its link.
+    const scheduler = images.find((i) => i.name === 'kube-scheduler')!;
+    const help = await ctr('run', '--rm', '--runc-root', runcRoot, '--cgroup', '', scheduler.ref, 'provisioner-it-scheduler', '/usr/local/bin/kube-scheduler', '--help');
+    expect(help.stdout).toMatch(/^The Kubernetes scheduler is a control plane process/);
 
     const pause = images.find((i) => i.name === 'pause')!;
     const run = ctr('run', '--rm', '--runc-root', runcRoot, '--cgroup', '', pause.ref, 'provisioner-it-pause');

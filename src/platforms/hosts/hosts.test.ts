@@ -228,7 +228,7 @@ describe('the pod network on hosts', () => {
     const set = generateManifests(load(withListen));
     const text = JSON.stringify(set.manifests);
     expect(text).not.toContain('skipPhases');
-    expect(text).toContain('kube-proxy.tar');
+    expect(text).toContain('kubernetes.tar');
     expect(text).toContain('coredns.tar');
   });
 

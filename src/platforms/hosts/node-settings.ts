@@ -87,9 +87,11 @@ export const imageArchiveDirectory = '/var/lib/provisioner/images';
 /**
  * What each role imports: control-plane hosts every archive (static pods, etcd, and the add-ons
  * any node may run), workers the pod sandbox and the add-ons: kube-proxy (kubeadm's DaemonSet on
- * every node), the pod network's DaemonSet, and CoreDNS (its Deployment runs where it fits).
+ * every node; in kubernetes.tar with the other three Kubernetes images, which share its `kube`
+ * layer, so they cost a worker nothing more), the pod network's DaemonSet, and CoreDNS (its
+ * Deployment runs where it fits).
  */
-export const importedArchives = { controlPlane: ['*.tar'], worker: ['pause.tar', 'kube-proxy.tar', 'flannel.tar', 'coredns.tar'] } as const;
+export const importedArchives = { controlPlane: ['*.tar'], worker: ['pause.tar', 'kubernetes.tar', 'flannel.tar', 'coredns.tar'] } as const;
 
 /** Where the images a user loaded (`provisioner images load`) are downloaded: every node imports them. */
 export const loadedArchiveDirectory = `${imageArchiveDirectory}/loaded`;
