@@ -170,7 +170,7 @@ interface Workload {
   identity: RegistrationIdentity;
 }
 
-async function openWorkload(dir: string, sink: EventSink, signal: AbortSignal): Promise<Workload> {
+async function openWorkload(dir: string, sink: EventSink): Promise<Workload> {
   const kubeconfigFile = path.join(dir, 'auth', 'kubeconfig');
   const kubeconfig = await readIfExists(kubeconfigFile);
   if (kubeconfig === undefined) {
@@ -179,7 +179,7 @@ async function openWorkload(dir: string, sink: EventSink, signal: AbortSignal): 
     });
   }
   await checkKubeconfigFile(kubeconfigFile, `the workload kubeconfig of ${dir}`);
-  const config = await readInstallConfig({ dir, sink, signal });
+  const config = await readInstallConfig({ dir, sink });
   const client = KubeClient.fromText(kubeconfig);
   let uid: string | undefined;
   try {
@@ -256,7 +256,7 @@ export async function registerFleetLocked(request: RegisterFleetRequest): Promis
   let fleet: KubeClient | undefined;
   try {
     ({ workload, fleet } = await step(sink, 'preflight', async () => {
-      const opened = await openWorkload(dir, sink, signal);
+      const opened = await openWorkload(dir, sink);
       try {
         return { workload: opened, fleet: await openFleetManager(request.fleetKubeconfig, namespace) };
       } catch (error) {
