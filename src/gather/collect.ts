@@ -22,6 +22,7 @@ import { controlPlaneLayout } from '../controlplane/layout.js';
 import { controlPlaneStatus } from '../controlplane/local-controlplane.js';
 import { InternalError, InterruptedError, messageOf } from '../errors.js';
 import { stateDirOf } from '../installdir/paths.js';
+import { StageRunner } from '../lifecycle/stages.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { cliVersion } from '../version.js';
@@ -108,6 +109,9 @@ export async function gatherBundle(options: GatherOptions): Promise<GatherResult
     log(events, 'warn', `Could not gather ${text}`);
   };
   let objects = 0;
+  // Its stages on the one runner, without the signal: the gather stops at its own checkpoints (checkAbort), and a bundle being archived is finished.
+  const stages = new StageRunner({ sink: events });
+  const stage = <T>(name: string, body: () => Promise<T>): Promise<T> => stages.value(name, body);
   try {
     await mkdir(bundle.root, { recursive: true, mode: 0o700 });
 
@@ -117,17 +121,17 @@ export async function gatherBundle(options: GatherOptions): Promise<GatherResult
     let client = options.client;
     if (client && !(await isReady(client, problem))) client = undefined;
     if (client) {
-      await stage(events, 'gather/secrets', async () => {
+      await stage('gather/secrets', async () => {
         bundle.knownValues = knownValuesPattern([...credentials, ...(await writeSecretList(bundle, client!, problem))]);
       });
     }
     checkAbort();
 
-    await stage(events, 'gather/files', () => gatherFiles(bundle, options.dir, problem));
+    await stage('gather/files', () => gatherFiles(bundle, options.dir, problem));
     checkAbort();
 
     if (client) {
-      objects = await stage(events, 'gather/objects', () => gatherObjects(bundle, client!, problem, options.signal));
+      objects = await stage('gather/objects', () => gatherObjects(bundle, client!, problem, options.signal));
       checkAbort();
     }
     if (problems.length > 0) await bundle.writeText('errors.txt', `${problems.join('\n')}\n`);
@@ -136,11 +140,11 @@ export async function gatherBundle(options: GatherOptions): Promise<GatherResult
 
     const temp = path.join(path.dirname(output), `.${path.basename(output)}.${randomBytes(6).toString('hex')}.tmp`);
     try {
-      await stage(events, 'gather/archive', async () => {
+      await stage('gather/archive', async () => {
         await pipeline(tar.c({ gzip: true, cwd: staging, portable: true }, [name]), createWriteStream(temp, { mode: 0o600, flags: 'wx' }));
         await chmod(temp, 0o600);
       });
-      await stage(events, 'gather/verify', () => verifyArchive(temp, bundle.knownValues));
+      await stage('gather/verify', () => verifyArchive(temp, bundle.knownValues));
       await rename(temp, output);
     } catch (error) {
       await rm(temp, { force: true });
@@ -218,19 +222,6 @@ class BundleWriter {
     if (!file.startsWith(this.root + path.sep)) throw new InternalError(`bundle path ${relative} escapes the bundle`);
     await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     return file;
-  }
-}
-
-async function stage<T>(events: EventSink, name: string, run: () => Promise<T>): Promise<T> {
-  const started = performance.now();
-  events.emit({ type: 'stage', stage: name, state: 'started' });
-  try {
-    const result = await run();
-    events.emit({ type: 'stage', stage: name, state: 'succeeded', durationMs: performance.now() - started });
-    return result;
-  } catch (error) {
-    events.emit({ type: 'stage', stage: name, state: 'failed', durationMs: performance.now() - started, message: messageOf(error) });
-    throw error;
   }
 }
 

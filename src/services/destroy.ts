@@ -26,6 +26,7 @@ import { EnvironmentError, MachinesError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
+import { StageRunner } from '../lifecycle/stages.js';
 import { pivotJournalPath } from '../pivot/journal.js';
 import { acquireDirLock } from '../process/lock.js';
 import { capiCoreApiVersion } from '../capi.js';
@@ -65,6 +66,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
   const { sink, signal } = request;
   const layout = controlPlaneLayout(dir);
   const lock = await acquireDirLock(dir, { command: 'destroy cluster', events: sink });
+  const phase = destroyPhases(sink, signal);
   try {
     // Rancher's cluster first, by its labels (ADR 0008's custom deletion): no owner reference removes it for us.
     await removeRancherRegistration(dir, { sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
@@ -75,7 +77,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     const installConfig = (): Promise<InstallConfigRead> => (read ??= readInstallConfigOrProblem({ dir, sink }));
     let external = await recordedExternalManagement(dir);
     // A cluster that manages itself cannot be deleted from inside (it would remove its own controllers): it moves back first.
-    const movedBack = external && isSelfManaged(dir, external) ? await moveBack(dir, ownConfig(await installConfig(), sink, true), sink, signal) : undefined;
+    const movedBack = external && isSelfManaged(dir, external) ? await moveBack(dir, ownConfig(await installConfig(), sink, true), phase, sink, signal) : undefined;
     if (movedBack) external = undefined;
     if (!external && !(await exists(layout.etcdDataDir))) {
       log(sink, 'info', `No local control plane data in ${dir}: nothing was created, or it was destroyed already`);
@@ -91,7 +93,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     const controlPlane = movedBack ?? (await attachManagement({ dir, config, external, detached: false, sink, signal }));
     const deleted: string[] = [];
     try {
-      await phase(sink, 'delete-clusters', async () => {
+      await phase('delete-clusters', async () => {
         const clusters = await controlPlane.client.list<KubeObject>(capiCoreApiVersion, 'Cluster', selector ? { labelSelector: selector } : {});
         // The platform's own clean-up, told before the deletion starts (what its provider holds), run after it ends.
         const afterDeletion = new Map<KubeObject, () => Promise<void>>();
@@ -150,7 +152,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     } finally {
       await controlPlane.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the control plane: ${messageOf(error)}`));
     }
-    await phase(sink, 'remove-local-state', async () => {
+    await phase('remove-local-state', async () => {
       // An adopted (detached) local control plane is still running: stop it from its pidfiles.
       if (!external) await stopRecordedControlPlane(dir, sink);
       await removeLocalState(dir);
@@ -162,18 +164,13 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
   }
 }
 
-/** A phase of destroy cluster, announced as a stage (started, then succeeded or failed, with its time). */
-async function phase<T>(sink: EventSink, name: string, body: () => Promise<T>): Promise<T> {
-  const started = performance.now();
-  sink.emit({ type: 'stage', stage: `destroy:${name}`, state: 'started' });
-  try {
-    const result = await body();
-    sink.emit({ type: 'stage', stage: `destroy:${name}`, state: 'succeeded', durationMs: Math.round(performance.now() - started) });
-    return result;
-  } catch (error) {
-    sink.emit({ type: 'stage', stage: `destroy:${name}`, state: 'failed', durationMs: Math.round(performance.now() - started), message: messageOf(error) });
-    throw error;
-  }
+/** Runs one phase of destroy cluster as the stage `destroy:<name>`. */
+type Phase = <T>(name: string, body: () => Promise<T>) => Promise<T>;
+
+/** The phases of one destroy, on the one stage runner (timed, announced; its resume is what is left to delete, not the journal). */
+function destroyPhases(sink: EventSink, signal: AbortSignal): Phase {
+  const stages = new StageRunner({ sink, signal });
+  return (name, body) => stages.value(`destroy:${name}`, body);
 }
 
 /**
@@ -185,11 +182,11 @@ async function phase<T>(sink: EventSink, name: string, body: () => Promise<T>): 
  * record forgotten), and destroy goes on as for any local install. A kill anywhere is
  * resumed by running destroy cluster again: the pivot journal says where the move stood.
  */
-async function moveBack(dir: string, config: InstallConfig | undefined, sink: EventSink, signal: AbortSignal): Promise<AttachedControlPlane> {
+async function moveBack(dir: string, config: InstallConfig | undefined, phase: Phase, sink: EventSink, signal: AbortSignal): Promise<AttachedControlPlane> {
   log(sink, 'info', `The cluster of ${dir} manages itself: moving it back into a temporary local control plane to delete it from there`);
-  const controlPlane = await phase(sink, 'temporary-control-plane', () => attachManagement({ dir, config, detached: false, sink, signal }));
+  const controlPlane = await phase('temporary-control-plane', () => attachManagement({ dir, config, detached: false, sink, signal }));
   try {
-    await phase(sink, 'move-back', () => pivotBack({ dir, target: controlPlane, sink, signal }));
+    await phase('move-back', () => pivotBack({ dir, target: controlPlane, sink, signal }));
     await forgetExternalManagement(dir);
   } catch (error) {
     await controlPlane.stop().catch((stopError: unknown) => log(sink, 'warn', `While stopping the local control plane: ${messageOf(stopError)}`));
