@@ -22,7 +22,7 @@ import { controlPlaneLayout } from '../controlplane/layout.js';
 import { controlPlaneStatus } from '../controlplane/local-controlplane.js';
 import { InternalError, InterruptedError, messageOf } from '../errors.js';
 import { stateDirOf } from '../installdir/paths.js';
-import { StageRunner } from '../lifecycle/stages.js';
+import { StageRunner, type Stage } from '../lifecycle/stages.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { cliVersion } from '../version.js';
@@ -109,9 +109,7 @@ export async function gatherBundle(options: GatherOptions): Promise<GatherResult
     log(events, 'warn', `Could not gather ${text}`);
   };
   let objects = 0;
-  // Its stages on the one runner, without the signal: the gather stops at its own checkpoints (checkAbort), and a bundle being archived is finished.
-  const stages = new StageRunner({ sink: events });
-  const stage = <T>(name: string, body: () => Promise<T>): Promise<T> => stages.value(name, body);
+  const temp = path.join(path.dirname(output), `.${path.basename(output)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
     await mkdir(bundle.root, { recursive: true, mode: 0o700 });
 
@@ -120,36 +118,34 @@ export async function gatherBundle(options: GatherOptions): Promise<GatherResult
     bundle.knownValues = knownValuesPattern(credentials);
     let client = options.client;
     if (client && !(await isReady(client, problem))) client = undefined;
-    if (client) {
-      await stage('gather/secrets', async () => {
-        bundle.knownValues = knownValuesPattern([...credentials, ...(await writeSecretList(bundle, client!, problem))]);
-      });
-    }
-    checkAbort();
-
-    await stage('gather/files', () => gatherFiles(bundle, options.dir, problem));
-    checkAbort();
-
-    if (client) {
-      objects = await stage('gather/objects', () => gatherObjects(bundle, client!, problem, options.signal));
-      checkAbort();
-    }
-    if (problems.length > 0) await bundle.writeText('errors.txt', `${problems.join('\n')}\n`);
-    await bundle.writeText('README.txt', readme({ name, dir: layout.dir, now, client: client !== undefined, notes: options.notes ?? [], problems, entries: bundle.entries }));
-    checkAbort();
-
-    const temp = path.join(path.dirname(output), `.${path.basename(output)}.${randomBytes(6).toString('hex')}.tmp`);
-    try {
-      await stage('gather/archive', async () => {
-        await pipeline(tar.c({ gzip: true, cwd: staging, portable: true }, [name]), createWriteStream(temp, { mode: 0o600, flags: 'wx' }));
-        await chmod(temp, 0o600);
-      });
-      await stage('gather/verify', () => verifyArchive(temp, bundle.knownValues));
-      await rename(temp, output);
-    } catch (error) {
-      await rm(temp, { force: true });
-      throw error;
-    }
+    const reader = client;
+    // On the one runner without the signal: the gather stops at its own checkpoints (checkAbort), and a bundle being archived is finished.
+    await new StageRunner({ sink: events }).runAll(
+      gatherStages(reader !== undefined, {
+        secrets: async () => void (bundle.knownValues = knownValuesPattern([...credentials, ...(await writeSecretList(bundle, reader!, problem))])),
+        files: async () => {
+          checkAbort();
+          await gatherFiles(bundle, options.dir, problem);
+          checkAbort();
+        },
+        objects: async () => {
+          objects = await gatherObjects(bundle, reader!, problem, options.signal);
+          checkAbort();
+        },
+        archive: async () => {
+          if (problems.length > 0) await bundle.writeText('errors.txt', `${problems.join('\n')}\n`);
+          await bundle.writeText('README.txt', readme({ name, dir: layout.dir, now, client: reader !== undefined, notes: options.notes ?? [], problems, entries: bundle.entries }));
+          checkAbort();
+          await pipeline(tar.c({ gzip: true, cwd: staging, portable: true }, [name]), createWriteStream(temp, { mode: 0o600, flags: 'wx' }));
+          await chmod(temp, 0o600);
+        },
+        verify: () => verifyArchive(temp, bundle.knownValues),
+      }),
+    );
+    await rename(temp, output);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
@@ -223,6 +219,30 @@ class BundleWriter {
     await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     return file;
   }
+}
+
+/** The bodies of a log bundle's stages, by stage. */
+export interface GatherBodies {
+  secrets: () => Promise<void>;
+  files: () => Promise<void>;
+  objects: () => Promise<void>;
+  archive: () => Promise<void>;
+  verify: () => Promise<void>;
+}
+
+/**
+ * A log bundle, in order: the Secrets' names and values to redact (with a client that
+ * answers), the install directory's files, the objects (with that client), the archive
+ * (README and errors.txt first), its check for anything that should have been redacted.
+ */
+export function gatherStages(withObjects: boolean, body: GatherBodies): Stage[] {
+  return [
+    { name: 'gather/secrets', when: withObjects, run: body.secrets },
+    { name: 'gather/files', run: body.files },
+    { name: 'gather/objects', when: withObjects, run: body.objects },
+    { name: 'gather/archive', run: body.archive },
+    { name: 'gather/verify', run: body.verify },
+  ];
 }
 
 function total(counts: Counts): number {
