@@ -19,8 +19,7 @@ import {
 import { installConfigSchema, platformNamed } from '../platforms/index.js';
 import type { FieldProblem } from '../errors.js';
 import type { Asset, AssetContext } from './asset.js';
-import { AssetStore } from './store.js';
-import { readInputText } from '../input-files.js';
+import { parseYamlDocument, readInputText } from '../input-files.js';
 import { sha256 } from './files.js';
 import { stateDirName } from '../installdir/paths.js';
 
@@ -50,18 +49,28 @@ export const installConfigAsset: Asset<LoadedInstallConfig> = {
   name: 'install-config',
   dependencies: [],
   async generate(_parents, ctx) {
-    const file = path.join(ctx.dir, installConfigFileName);
-    const text = await readInputText(file, installConfigFile);
-    if (text === undefined) {
-      throw new ConfigError(`${file} does not exist`, [], { hint: `run \`provisioner create install-config --dir ${ctx.dir}\` to write one` });
-    }
-    const { config, warnings } = await loadInstallConfigText(text, { dir: ctx.dir, schema: installConfigSchema, fileName: file });
-    for (const warning of warnings) {
-      log(ctx.sink, 'warn', `${installConfigFileName}: ${warning.path}: ${warning.message}${warning.hint ? ` (${warning.hint})` : ''}`);
-    }
-    return { value: { config, warnings, text, sha256: sha256(text) }, files: [] };
+    return { value: await loadInstallConfigFile(ctx.dir, ctx.sink), files: [] };
   },
 };
+
+/** Reads `<dir>/install-config.yaml` (refused when missing), validates it and logs its warnings: the one loader every command goes through. */
+async function loadInstallConfigFile(dir: string, sink: AssetContext['sink']): Promise<LoadedInstallConfig> {
+  const file = path.join(dir, installConfigFileName);
+  const text = await readInputText(file, installConfigFile);
+  if (text === undefined) {
+    throw new ConfigError(`${file} does not exist`, [], { hint: `run \`provisioner create install-config --dir ${dir}\` to write one` });
+  }
+  return validatedInstallConfig(text, dir, sink);
+}
+
+async function validatedInstallConfig(text: string, dir: string, sink: AssetContext['sink']): Promise<LoadedInstallConfig> {
+  const file = path.join(dir, installConfigFileName);
+  const { config, warnings } = await loadInstallConfigText(text, { dir, schema: installConfigSchema, fileName: file });
+  for (const warning of warnings) {
+    log(sink, 'warn', `${installConfigFileName}: ${warning.path}: ${warning.message}${warning.hint ? ` (${warning.hint})` : ''}`);
+  }
+  return { config, warnings, text, sha256: sha256(text) };
+}
 
 /** Renders the install config a user would write for these answers, with the schema modeline. */
 export function renderNewInstallConfig(answers: NewInstallConfigAnswers): string {
@@ -94,9 +103,36 @@ export function newInstallConfigAsset(answers: NewInstallConfigAnswers): Asset<L
 
 /**
  * The install config of `dir` as every command after `create cluster`'s first run reads it:
- * through the asset store, the user's edits kept, nothing regenerated or written.
+ * validated, nothing regenerated or written. A command reads it once and hands the config on.
  */
-export async function readInstallConfig(options: { dir: string; sink: AssetContext['sink']; signal?: AbortSignal }): Promise<InstallConfig> {
-  const store = await AssetStore.open({ ...options, regenerate: [], keepEdits: true });
-  return (await store.fetch(installConfigAsset)).config;
+export async function readInstallConfig(options: { dir: string; sink: AssetContext['sink'] }): Promise<InstallConfig> {
+  return (await loadInstallConfigFile(options.dir, options.sink)).config;
+}
+
+/**
+ * The install config, or why it cannot be used and the document as written: undefined when
+ * there is no file or it is no YAML (`unparsable`, the parse error being the problem).
+ */
+export type InstallConfigRead = { config: InstallConfig } | { problem: unknown; document: unknown; unparsable: boolean };
+
+/**
+ * The install config of `dir` read once for a command that goes on without a valid one
+ * (pivot, destroy): the validated config, or the problem and the document as written (its
+ * platform may still be named).
+ */
+export async function readInstallConfigOrProblem(options: { dir: string; sink: AssetContext['sink'] }): Promise<InstallConfigRead> {
+  const file = path.join(options.dir, installConfigFileName);
+  let text: string | undefined;
+  try {
+    text = await readInputText(file, installConfigFile);
+    if (text === undefined) return { problem: new ConfigError(`${file} does not exist`, []), document: undefined, unparsable: false };
+    return { config: (await validatedInstallConfig(text, options.dir, options.sink)).config };
+  } catch (problem) {
+    if (text === undefined) return { problem, document: undefined, unparsable: false };
+    try {
+      return { problem, document: parseYamlDocument(text, file, installConfigFile).value, unparsable: false };
+    } catch (parseError) {
+      return { problem: parseError, document: undefined, unparsable: true };
+    }
+  }
 }

@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InternalError } from '../errors.js';
 import { RecordingSink } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
-import { gatherBundle, verifyArchive } from './collect.js';
+import { gatherBundle, gatherStages, verifyArchive } from './collect.js';
 
 const rsaPem = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ type: 'pkcs1', format: 'pem' }).toString();
 const pkcs8Pem = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -331,6 +331,16 @@ describe('gatherBundle', () => {
     abort.abort();
     await expect(gatherBundle({ dir, signal: abort.signal })).rejects.toMatchObject({ exitCode: 'interrupted' });
     expect((await readdir(dir)).filter((n) => n.includes('log-bundle'))).toEqual([]);
+  });
+});
+
+describe('gatherStages', () => {
+  it('is the one declared list: the Secrets and objects only with a client that answers', () => {
+    const none = async () => undefined;
+    const bodies = { secrets: none, files: none, objects: none, archive: none, verify: none };
+    const names = (withObjects: boolean) => gatherStages(withObjects, bodies).filter((s) => s.when !== false).map((s) => s.name);
+    expect(names(true)).toEqual(['gather/secrets', 'gather/files', 'gather/objects', 'gather/archive', 'gather/verify']);
+    expect(names(false)).toEqual(['gather/files', 'gather/archive', 'gather/verify']);
   });
 });
 

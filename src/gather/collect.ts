@@ -22,6 +22,7 @@ import { controlPlaneLayout } from '../controlplane/layout.js';
 import { controlPlaneStatus } from '../controlplane/local-controlplane.js';
 import { InternalError, InterruptedError, messageOf } from '../errors.js';
 import { stateDirOf } from '../installdir/paths.js';
+import { StageRunner, type Stage } from '../lifecycle/stages.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { cliVersion } from '../version.js';
@@ -108,6 +109,7 @@ export async function gatherBundle(options: GatherOptions): Promise<GatherResult
     log(events, 'warn', `Could not gather ${text}`);
   };
   let objects = 0;
+  const temp = path.join(path.dirname(output), `.${path.basename(output)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
     await mkdir(bundle.root, { recursive: true, mode: 0o700 });
 
@@ -116,36 +118,34 @@ export async function gatherBundle(options: GatherOptions): Promise<GatherResult
     bundle.knownValues = knownValuesPattern(credentials);
     let client = options.client;
     if (client && !(await isReady(client, problem))) client = undefined;
-    if (client) {
-      await stage(events, 'gather/secrets', async () => {
-        bundle.knownValues = knownValuesPattern([...credentials, ...(await writeSecretList(bundle, client!, problem))]);
-      });
-    }
-    checkAbort();
-
-    await stage(events, 'gather/files', () => gatherFiles(bundle, options.dir, problem));
-    checkAbort();
-
-    if (client) {
-      objects = await stage(events, 'gather/objects', () => gatherObjects(bundle, client!, problem, options.signal));
-      checkAbort();
-    }
-    if (problems.length > 0) await bundle.writeText('errors.txt', `${problems.join('\n')}\n`);
-    await bundle.writeText('README.txt', readme({ name, dir: layout.dir, now, client: client !== undefined, notes: options.notes ?? [], problems, entries: bundle.entries }));
-    checkAbort();
-
-    const temp = path.join(path.dirname(output), `.${path.basename(output)}.${randomBytes(6).toString('hex')}.tmp`);
-    try {
-      await stage(events, 'gather/archive', async () => {
-        await pipeline(tar.c({ gzip: true, cwd: staging, portable: true }, [name]), createWriteStream(temp, { mode: 0o600, flags: 'wx' }));
-        await chmod(temp, 0o600);
-      });
-      await stage(events, 'gather/verify', () => verifyArchive(temp, bundle.knownValues));
-      await rename(temp, output);
-    } catch (error) {
-      await rm(temp, { force: true });
-      throw error;
-    }
+    const reader = client;
+    // On the one runner without the signal: the gather stops at its own checkpoints (checkAbort), and a bundle being archived is finished.
+    await new StageRunner({ sink: events }).runAll(
+      gatherStages(reader !== undefined, {
+        secrets: async () => void (bundle.knownValues = knownValuesPattern([...credentials, ...(await writeSecretList(bundle, reader!, problem))])),
+        files: async () => {
+          checkAbort();
+          await gatherFiles(bundle, options.dir, problem);
+          checkAbort();
+        },
+        objects: async () => {
+          objects = await gatherObjects(bundle, reader!, problem, options.signal);
+          checkAbort();
+        },
+        archive: async () => {
+          if (problems.length > 0) await bundle.writeText('errors.txt', `${problems.join('\n')}\n`);
+          await bundle.writeText('README.txt', readme({ name, dir: layout.dir, now, client: reader !== undefined, notes: options.notes ?? [], problems, entries: bundle.entries }));
+          checkAbort();
+          await pipeline(tar.c({ gzip: true, cwd: staging, portable: true }, [name]), createWriteStream(temp, { mode: 0o600, flags: 'wx' }));
+          await chmod(temp, 0o600);
+        },
+        verify: () => verifyArchive(temp, bundle.knownValues),
+      }),
+    );
+    await rename(temp, output);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
@@ -221,17 +221,28 @@ class BundleWriter {
   }
 }
 
-async function stage<T>(events: EventSink, name: string, run: () => Promise<T>): Promise<T> {
-  const started = performance.now();
-  events.emit({ type: 'stage', stage: name, state: 'started' });
-  try {
-    const result = await run();
-    events.emit({ type: 'stage', stage: name, state: 'succeeded', durationMs: performance.now() - started });
-    return result;
-  } catch (error) {
-    events.emit({ type: 'stage', stage: name, state: 'failed', durationMs: performance.now() - started, message: messageOf(error) });
-    throw error;
-  }
+/** The bodies of a log bundle's stages, by stage. */
+export interface GatherBodies {
+  secrets: () => Promise<void>;
+  files: () => Promise<void>;
+  objects: () => Promise<void>;
+  archive: () => Promise<void>;
+  verify: () => Promise<void>;
+}
+
+/**
+ * A log bundle, in order: the Secrets' names and values to redact (with a client that
+ * answers), the install directory's files, the objects (with that client), the archive
+ * (README and errors.txt first), its check for anything that should have been redacted.
+ */
+export function gatherStages(withObjects: boolean, body: GatherBodies): Stage[] {
+  return [
+    { name: 'gather/secrets', when: withObjects, run: body.secrets },
+    { name: 'gather/files', run: body.files },
+    { name: 'gather/objects', when: withObjects, run: body.objects },
+    { name: 'gather/archive', run: body.archive },
+    { name: 'gather/verify', run: body.verify },
+  ];
 }
 
 function total(counts: Counts): number {

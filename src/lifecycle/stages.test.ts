@@ -32,6 +32,21 @@ describe('StageRunner', () => {
     expect(runner.timings.map((t) => t.name)).toEqual(['a']);
   });
 
+  it('without a journal: times and announces each stage, writes no journal, and runs a once stage every time', async () => {
+    const sink = new RecordingSink();
+    const ran: string[] = [];
+    const runner = new StageRunner({ sink, signal: new AbortController().signal });
+    await runner.runAll([
+      { name: 'x', once: true, run: async () => void ran.push('x') },
+      { name: 'left-out', when: false, run: async () => void ran.push('left-out') },
+    ]);
+    await runner.runAll([{ name: 'x', once: true, run: async () => void ran.push('x') }]);
+    expect(ran).toEqual(['x', 'x']);
+    expect(states(sink)).toEqual(['x:started', 'x:succeeded', 'x:started', 'x:succeeded']);
+    expect(runner.timings.map((t) => t.name)).toEqual(['x', 'x']);
+    expect((await Journal.open(dir)).runs).toBe(0);
+  });
+
   it('records an aborted stage as interrupted, and starts none once aborted', async () => {
     const journal = await Journal.open(dir);
     await journal.beginRun();

@@ -4,7 +4,9 @@
  * it, counts the Kubernetes API requests it made, emits its `stage` events, and records how it
  * ended (an abort of the command's signal is `interrupted`, any other error `failed`). A stage
  * marked `once` that an earlier run finished is skipped (its `whenDone` runs instead), which is
- * how a run after Ctrl-C, SIGKILL or a crash resumes. A dry run journals nothing.
+ * how a run after Ctrl-C, SIGKILL or a crash resumes. A dry run journals nothing, and neither
+ * does a runner given no journal (a command whose resume is its own record: the Rancher and
+ * Fleet hand-offs, destroy, gather).
  */
 import { messageOf } from '../errors.js';
 import type { EventSink } from '../events.js';
@@ -24,9 +26,11 @@ export interface Stage {
 }
 
 export interface StageRunnerOptions {
-  journal: Journal;
+  /** Where stages are journaled. Default none: nothing is journaled and a `once` stage always runs. */
+  journal?: Journal;
   sink: EventSink;
-  signal: AbortSignal;
+  /** The command's signal: no stage starts once it aborted, and a stage that fails after it is `interrupted`. Default none: the bodies see to interrupts themselves (gather, which writes its bundle at checkpoints of its own). */
+  signal?: AbortSignal;
   /** Journal nothing (the events and timings still happen). Default false. */
   dryRun?: boolean;
 }
@@ -40,12 +44,12 @@ export class StageRunner {
   /** Runs one stage and returns its body's result; undefined when `skipIfDone` skipped it. */
   async run<T>(name: string, body: () => Promise<T>, options: { skipIfDone?: boolean } = {}): Promise<T | undefined> {
     const { journal, sink, signal } = this.options;
-    const journaled = !this.options.dryRun;
-    if (options.skipIfDone && journal.succeeded(name)) {
+    const journaled = journal !== undefined && !this.options.dryRun;
+    if (options.skipIfDone && journal?.succeeded(name)) {
       sink.emit({ type: 'stage', stage: name, state: 'skipped', message: 'done in an earlier run' });
       return undefined;
     }
-    signal.throwIfAborted();
+    signal?.throwIfAborted();
     const started = performance.now();
     const requestsBefore = apiRequestsMade();
     if (journaled) await journal.start(name);
@@ -59,7 +63,7 @@ export class StageRunner {
       return result;
     } catch (error) {
       const durationMs = performance.now() - started;
-      if (journaled) await journal.finish(name, signal.aborted ? 'interrupted' : 'failed', durationMs, messageOf(error));
+      if (journaled) await journal.finish(name, signal?.aborted ? 'interrupted' : 'failed', durationMs, messageOf(error));
       sink.emit({ type: 'stage', stage: name, state: 'failed', durationMs, message: messageOf(error) });
       throw error;
     }
@@ -74,7 +78,7 @@ export class StageRunner {
   async runAll(stages: readonly Stage[]): Promise<void> {
     for (const stage of stages) {
       if (stage.when === false) continue;
-      const done = stage.once === true && !this.options.dryRun && this.options.journal.succeeded(stage.name);
+      const done = stage.once === true && !this.options.dryRun && this.options.journal?.succeeded(stage.name) === true;
       await this.run(stage.name, stage.run, { skipIfDone: stage.once === true });
       if (done) await stage.whenDone?.();
     }

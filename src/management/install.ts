@@ -14,7 +14,8 @@
  * for when it manages itself) go in with the Deployments, their images loaded with the providers'.
  */
 import path from 'node:path';
-import { AssetStore, installConfigAsset } from '../assets/index.js';
+import { readInstallConfig } from '../assets/index.js';
+import type { InstallConfig } from '../config/index.js';
 import { resolveCacheDir, ensureBinaries } from '../embedded/cache.js';
 import { loadBinaryCatalog } from '../embedded/catalog.js';
 import { applyAll, loadComponents, waitForEstablished } from '../controlplane/install.js';
@@ -53,6 +54,8 @@ export interface ManagementInstallRequest {
   noProgressTimeoutMs?: number;
   /** The caller holds the directory lock of `dir` already (create cluster's self pivot). Default false. */
   lockHeld?: boolean;
+  /** The install config of `dir` as the caller read it. Default: read here, once. */
+  config?: InstallConfig;
 }
 
 export interface InstalledDeployment {
@@ -85,7 +88,8 @@ export async function installManagement(request: ManagementInstallRequest): Prom
   const started = performance.now();
   const { sink, signal } = request;
   const dir = request.dir === undefined ? undefined : path.resolve(request.dir);
-  const { controllers, inCluster } = await wantedControllers(dir, sink, signal);
+  const config = dir === undefined ? undefined : (request.config ?? (await readInstallConfig({ dir, sink })));
+  const { controllers, inCluster } = wantedControllers(config);
   const catalog = await loadBinaryCatalog({});
   const binaries = await ensureBinaries([...new Set([...controllers.map((c) => c.binary), ...(inCluster?.binaries ?? [])])], { catalog, sink, signal });
   const providers: ManagedProvider[] = [];
@@ -159,7 +163,7 @@ export async function installManagement(request: ManagementInstallRequest): Prom
       // As `images load` does it, under the install directory's lock for the load only.
       const lock = request.lockHeld ? undefined : await acquireDirLock(path.resolve(dir), { command: 'images load', events: sink });
       try {
-        await loadImagesLocked({ dir: path.resolve(dir), archives: built.map((b) => b.file), sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
+        await loadImagesLocked({ dir: path.resolve(dir), ...(config ? { config } : {}), archives: built.map((b) => b.file), sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
       } finally {
         await lock?.release();
       }
@@ -211,10 +215,8 @@ export async function installManagement(request: ManagementInstallRequest): Prom
  * The providers to install: a hosts install's platform's, else the core three and the agent provider (the hosts platform's);
  * with an install directory, also how its platform serves its machines' downloads from inside the cluster.
  */
-async function wantedControllers(dir: string | undefined, sink: EventSink, signal: AbortSignal): Promise<{ controllers: ControllerRequirement[]; inCluster?: InClusterArtifacts }> {
-  if (dir === undefined) return { controllers: [...coreControllers(), agentController()] };
-  const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
-  const { config } = await store.fetch(installConfigAsset);
+function wantedControllers(config: InstallConfig | undefined): { controllers: ControllerRequirement[]; inCluster?: InClusterArtifacts } {
+  if (config === undefined) return { controllers: [...coreControllers(), agentController()] };
   const platform = platformFor(config);
   const controllers = platform.controllers.filter((c) => c.bundled);
   // The providers whose pods need no credentials or platform settings of their own, and whose RBAC we carry.

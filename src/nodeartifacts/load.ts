@@ -7,6 +7,7 @@
  */
 import { access } from 'node:fs/promises';
 import { readInstallConfig } from '../assets/index.js';
+import type { InstallConfig } from '../config/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { EnvironmentError, UsageError } from '../errors.js';
 import { log, type EventSink } from '../events.js';
@@ -24,6 +25,8 @@ export interface LoadImagesRequest {
   signal: AbortSignal;
   /** Time without any host making progress before the command fails, in ms. Default 10 min. */
   noProgressTimeoutMs?: number;
+  /** The install config of `dir` as the caller read it. Default: read here. */
+  config?: InstallConfig;
 }
 
 export interface LoadedImage {
@@ -47,7 +50,7 @@ export async function checkImageArchives(archives: readonly string[]): Promise<v
  */
 export async function loadImagesLocked(request: LoadImagesRequest): Promise<LoadedImage[]> {
   const { dir, sink, signal } = request;
-  const config = await readInstallConfig({ dir, sink, signal });
+  const config = request.config ?? (await readInstallConfig({ dir, sink }));
   const platform = platformFor(config);
   const load = platform.hooks?.loadImages;
   if (!load) {

@@ -199,7 +199,7 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
         workers: () => applyObjects(client(), byStage.workers, applyRequest(), { prune: true, all: objects }),
         'wait-cluster': waitCluster,
         'hand-off': async () => void (kubeconfig = await handOff(client(), dir, config.metadata.name, config.metadata.namespace, platform.lifecycle.stateKinds)),
-        'management-install': () => installSelfManagement({ dir, lockHeld: true, sink, signal }),
+        'management-install': () => installSelfManagement({ dir, config, lockHeld: true, sink, signal }),
         pivot: () => pivot(pivotTarget!),
         'wait-pivoted': () => waitPivoted(pivotTarget!),
         'register-rancher': registerRancher,

@@ -26,12 +26,13 @@ import { EnvironmentError, MachinesError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
+import { StageRunner } from '../lifecycle/stages.js';
 import { pivotJournalPath } from '../pivot/journal.js';
 import { acquireDirLock } from '../process/lock.js';
 import { capiCoreApiVersion } from '../capi.js';
 import { clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
 import { waitFor } from '../wait/waiter.js';
-import { readInstallConfig } from '../assets/index.js';
+import { readInstallConfigOrProblem, type InstallConfigRead } from '../assets/index.js';
 import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
 import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
 import { attachManagement, type AttachedControlPlane } from '../management/attach.js';
@@ -65,14 +66,18 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
   const { sink, signal } = request;
   const layout = controlPlaneLayout(dir);
   const lock = await acquireDirLock(dir, { command: 'destroy cluster', events: sink });
+  const phase = destroyPhases(sink, signal);
   try {
     // Rancher's cluster first, by its labels (ADR 0008's custom deletion): no owner reference removes it for us.
     await removeRancherRegistration(dir, { sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
     // The Fleet Cluster and its kubeconfig Secret, by their labels, while the manager is still recorded.
     await deregisterFleet({ dir, sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
+    // Read once for the whole command, when first needed (a destroy with nothing to delete reads none).
+    let read: Promise<InstallConfigRead> | undefined;
+    const installConfig = (): Promise<InstallConfigRead> => (read ??= readInstallConfigOrProblem({ dir, sink }));
     let external = await recordedExternalManagement(dir);
     // A cluster that manages itself cannot be deleted from inside (it would remove its own controllers): it moves back first.
-    const movedBack = external && isSelfManaged(dir, external) ? await moveBack(dir, sink, signal) : undefined;
+    const movedBack = external && isSelfManaged(dir, external) ? await moveBack(dir, ownConfig(await installConfig(), sink, true), phase, sink, signal) : undefined;
     if (movedBack) external = undefined;
     if (!external && !(await exists(layout.etcdDataDir))) {
       log(sink, 'info', `No local control plane data in ${dir}: nothing was created, or it was destroyed already`);
@@ -80,7 +85,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
       return { deleted: [] };
     }
     // Only this install's Cluster (found by its desired-set label): a management cluster may hold others.
-    const config = await ownConfig(dir, sink, signal, Boolean(external));
+    const config = ownConfig(await installConfig(), sink, Boolean(external));
     const selector = config ? desiredSetSelector(installConfigOwner(config)) : undefined;
     // The platform's controllers delete its infrastructure, with its credentials; an unreadable config: every bundled provider.
     const platform = config ? platformFor(config) : undefined;
@@ -88,7 +93,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     const controlPlane = movedBack ?? (await attachManagement({ dir, config, external, detached: false, sink, signal }));
     const deleted: string[] = [];
     try {
-      await phase(sink, 'delete-clusters', async () => {
+      await phase('delete-clusters', async () => {
         const clusters = await controlPlane.client.list<KubeObject>(capiCoreApiVersion, 'Cluster', selector ? { labelSelector: selector } : {});
         // The platform's own clean-up, told before the deletion starts (what its provider holds), run after it ends.
         const afterDeletion = new Map<KubeObject, () => Promise<void>>();
@@ -147,7 +152,7 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
     } finally {
       await controlPlane.stop().catch((error: unknown) => log(sink, 'warn', `While stopping the control plane: ${messageOf(error)}`));
     }
-    await phase(sink, 'remove-local-state', async () => {
+    await phase('remove-local-state', async () => {
       // An adopted (detached) local control plane is still running: stop it from its pidfiles.
       if (!external) await stopRecordedControlPlane(dir, sink);
       await removeLocalState(dir);
@@ -159,18 +164,13 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
   }
 }
 
-/** A phase of destroy cluster, announced as a stage (started, then succeeded or failed, with its time). */
-async function phase<T>(sink: EventSink, name: string, body: () => Promise<T>): Promise<T> {
-  const started = performance.now();
-  sink.emit({ type: 'stage', stage: `destroy:${name}`, state: 'started' });
-  try {
-    const result = await body();
-    sink.emit({ type: 'stage', stage: `destroy:${name}`, state: 'succeeded', durationMs: Math.round(performance.now() - started) });
-    return result;
-  } catch (error) {
-    sink.emit({ type: 'stage', stage: `destroy:${name}`, state: 'failed', durationMs: Math.round(performance.now() - started), message: messageOf(error) });
-    throw error;
-  }
+/** Runs one phase of destroy cluster as the stage `destroy:<name>`. */
+type Phase = <T>(name: string, body: () => Promise<T>) => Promise<T>;
+
+/** The phases of one destroy, on the one stage runner (timed, announced; its resume is what is left to delete, not the journal). */
+function destroyPhases(sink: EventSink, signal: AbortSignal): Phase {
+  const stages = new StageRunner({ sink, signal });
+  return (name, body) => stages.value(`destroy:${name}`, body);
 }
 
 /**
@@ -182,12 +182,11 @@ async function phase<T>(sink: EventSink, name: string, body: () => Promise<T>): 
  * record forgotten), and destroy goes on as for any local install. A kill anywhere is
  * resumed by running destroy cluster again: the pivot journal says where the move stood.
  */
-async function moveBack(dir: string, sink: EventSink, signal: AbortSignal): Promise<AttachedControlPlane> {
-  const config = await ownConfig(dir, sink, signal, true);
+async function moveBack(dir: string, config: InstallConfig | undefined, phase: Phase, sink: EventSink, signal: AbortSignal): Promise<AttachedControlPlane> {
   log(sink, 'info', `The cluster of ${dir} manages itself: moving it back into a temporary local control plane to delete it from there`);
-  const controlPlane = await phase(sink, 'temporary-control-plane', () => attachManagement({ dir, config, detached: false, sink, signal }));
+  const controlPlane = await phase('temporary-control-plane', () => attachManagement({ dir, config, detached: false, sink, signal }));
   try {
-    await phase(sink, 'move-back', () => pivotBack({ dir, target: controlPlane, sink, signal }));
+    await phase('move-back', () => pivotBack({ dir, target: controlPlane, sink, signal }));
     await forgetExternalManagement(dir);
   } catch (error) {
     await controlPlane.stop().catch((stopError: unknown) => log(sink, 'warn', `While stopping the local control plane: ${messageOf(stopError)}`));
@@ -258,29 +257,25 @@ function templateRefsOf(clusterClass: KubeObject): { apiVersion: string; kind: s
 
 /** What the platform made only for the bootstrap (its `destroyBootstrap` hook), when its install config can be read. */
 async function destroyPlatformBootstrap(dir: string, sink: EventSink, signal: AbortSignal): Promise<void> {
-  let config: InstallConfig;
-  try {
-    config = await readInstallConfig({ dir, sink, signal });
-  } catch (error) {
-    log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(error)}), so the platform's own bootstrap resources, if it has any, were left alone`);
+  const read = await readInstallConfigOrProblem({ dir, sink });
+  if (!('config' in read)) {
+    log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(read.problem)}), so the platform's own bootstrap resources, if it has any, were left alone`);
     return;
   }
+  const { config } = read;
   await platformFor(config).hooks?.destroyBootstrap?.({ config, dir, signal, log: (message) => log(sink, 'info', message) });
 }
 
 /** This install's config (its objects' label selector, its platform); undefined (all Clusters, every provider) when it cannot be read and the control plane is ours. */
-async function ownConfig(dir: string, sink: EventSink, signal: AbortSignal, external: boolean): Promise<InstallConfig | undefined> {
-  try {
-    return await readInstallConfig({ dir, sink, signal });
-  } catch (error) {
-    if (external) {
-      throw new EnvironmentError(`Cannot tell which Cluster of the management cluster is this install's: ${messageOf(error)}`, {
-        hint: 'Restore install-config.yaml as it was at create time, then run destroy cluster again.',
-      });
-    }
-    log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(error)}); deleting every Cluster of the local control plane, which only this install uses`);
-    return undefined;
+function ownConfig(read: InstallConfigRead, sink: EventSink, external: boolean): InstallConfig | undefined {
+  if ('config' in read) return read.config;
+  if (external) {
+    throw new EnvironmentError(`Cannot tell which Cluster of the management cluster is this install's: ${messageOf(read.problem)}`, {
+      hint: 'Restore install-config.yaml as it was at create time, then run destroy cluster again.',
+    });
   }
+  log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(read.problem)}); deleting every Cluster of the local control plane, which only this install uses`);
+  return undefined;
 }
 
 export async function destroyBootstrap(request: DestroyRequest): Promise<{ removed: boolean }> {

@@ -22,7 +22,7 @@ import { KubeClient } from '../kube/client.js';
 import { acquireDirLock } from '../process/lock.js';
 import { recordedExternalManagement } from '../installdir/management.js';
 import { installControlPlane, prepareLocalControlPlane } from '../management/attach.js';
-import { AssetStore, installConfigAsset } from '../assets/index.js';
+import { readInstallConfig } from '../assets/index.js';
 import { installConfigFileName } from '../config/index.js';
 
 export interface GatherBootstrapRequest {
@@ -44,11 +44,10 @@ export interface GatherBootstrapResult extends GatherResult {
  * The install's credentials files (its platform's, by path), whose values the bundle
  * redacts; none when install-config.yaml cannot be read (said as a warning).
  */
-async function installCredentialFiles(dir: string, sink: EventSink, signal: AbortSignal): Promise<string[]> {
+async function installCredentialFiles(dir: string, sink: EventSink): Promise<string[]> {
   if (!(await isFile(path.join(dir, installConfigFileName)))) return [];
   try {
-    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
-    return (installControlPlane((await store.fetch(installConfigAsset)).config, dir).credentials ?? []).map((c) => c.path);
+    return (installControlPlane(await readInstallConfig({ dir, sink }), dir).credentials ?? []).map((c) => c.path);
   } catch (error) {
     log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(error)}): the values of the platform's credentials files are not looked for in the bundle`);
     return [];
@@ -63,7 +62,7 @@ export async function gatherBootstrap(request: GatherBootstrapRequest): Promise<
   const { sink, signal } = request;
   const lock = await acquireDirLock(layout.dir, { command: 'gather bootstrap', events: sink });
   try {
-    const credentialFiles = await installCredentialFiles(layout.dir, sink, signal);
+    const credentialFiles = await installCredentialFiles(layout.dir, sink);
     const gather = (client: KubeClient | undefined, notes: string[]) =>
       gatherBundle({ dir: layout.dir, events: sink, signal, notes, credentialFiles, ...(client ? { client } : {}), ...(request.output !== undefined ? { output: request.output } : {}) });
 

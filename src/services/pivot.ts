@@ -13,18 +13,17 @@
  */
 import path from 'node:path';
 import { exists } from '../files.js';
-import { readInstallConfig } from '../assets/index.js';
-import { installConfigFile, installConfigFileName, type InstallConfig } from '../config/index.js';
+import { readInstallConfigOrProblem, type InstallConfigRead } from '../assets/index.js';
+import type { InstallConfig } from '../config/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { UsageError, messageOf, requestField } from '../errors.js';
-import { log, type EventSink } from '../events.js';
-import { readYamlFile } from '../input-files.js';
+import { log } from '../events.js';
 import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
 import { readPivotJournal } from '../pivot/journal.js';
 import { installSelfManagement } from '../pivot/self.js';
 import { pivotTargetKubeconfig, selfTarget } from '../pivot/target.js';
 import { removeRecordedControlPlane } from '../controlplane/local-controlplane.js';
-import { platformOfDocument, type Platform } from '../platforms/index.js';
+import { platformFor, platformOfDocument, type Platform } from '../platforms/index.js';
 import { acquireDirLock } from '../process/lock.js';
 import { attachManagement, type AttachedControlPlane } from '../management/attach.js';
 import { openPivotJournal, pivotFrom, type PivotRequest, type PivotResult } from '../pivot/from.js';
@@ -32,29 +31,25 @@ import { openPivotJournal, pivotFrom, type PivotRequest, type PivotResult } from
 export type { PivotRequest, PivotResult } from '../pivot/from.js';
 
 /**
- * The platform the install config names, read without validating it (the config may have
- * been edited since the cluster was made); undefined when it names none or several.
+ * What pivot takes from the install config, read once: the platform it names, even when the
+ * config no longer validates (edited since the cluster was made), and the config the source
+ * starts with when it has to start a stopped control plane again (a resume after a kill) — the
+ * cloud controller with its credentials, the forwarder where the hosts' agents reach it. One
+ * that no longer validates gives no config, with a warning: the platform's controllers only.
  */
-async function platformOfInstall(dir: string): Promise<Platform | undefined> {
-  return platformOfDocument(await readYamlFile(path.join(dir, installConfigFileName), installConfigFile));
+function sourceOf(read: InstallConfigRead): { platform: Platform | undefined; config: InstallConfig | undefined; warning?: string } {
+  if ('config' in read) return { platform: platformFor(read.config), config: read.config };
+  // No YAML at all: the platform cannot be told, and guessing it would run the wrong controllers.
+  if (read.unparsable) throw read.problem;
+  return {
+    platform: platformOfDocument(read.document),
+    config: undefined,
+    warning: `install-config.yaml cannot be read (${messageOf(read.problem)}): a stopped local control plane starts without its credentials files and listen address`,
+  };
 }
 
-/**
- * The install config as create cluster ran the source with, so that a pivot that has to start
- * a stopped control plane again (a resume after a kill) runs the cloud controller with its
- * credentials and the forwarder where the hosts' agents reach it. One that no longer
- * validates (edited since) gives undefined, with a warning: the platform's controllers only.
- */
-async function sourceConfig(dir: string, sink: EventSink, signal: AbortSignal): Promise<InstallConfig | undefined> {
-  try {
-    return await readInstallConfig({ dir, sink, signal });
-  } catch (error) {
-    log(sink, 'warn', `install-config.yaml cannot be read (${messageOf(error)}): a stopped local control plane starts without its credentials files and listen address`);
-    return undefined;
-  }
-}
-
-export async function pivot(request: PivotRequest): Promise<PivotResult> {
+/** `pivot`; `installConfig` is the install config pivotToSelf read already. Default: read here. */
+export async function pivot(request: PivotRequest, installConfig?: InstallConfigRead): Promise<PivotResult> {
   const dir = path.resolve(request.dir);
   const { sink, signal } = request;
   const layout = controlPlaneLayout(dir);
@@ -64,13 +59,15 @@ export async function pivot(request: PivotRequest): Promise<PivotResult> {
     throw new UsageError(`No local control plane data in ${dir}: there is nothing to pivot`, { hint: 'Run `provisioner create cluster --dir` first, or pass the install directory that holds the cluster.' });
   }
   const lock = await acquireDirLock(dir, { command: 'pivot', events: sink });
-  const platform = await platformOfInstall(dir);
+  const fromConfig = sourceOf(installConfig ?? (await readInstallConfigOrProblem({ dir, sink })));
+  const { platform } = fromConfig;
   const machinesInController = platform?.lifecycle.machinesInController ?? false;
   let source: AttachedControlPlane | undefined;
   try {
     // Checked before the source boots: a wrong target or a rollback with nothing to undo costs nothing.
     const journal = await openPivotJournal(dir, toKubeconfig, request.rollback ?? false);
-    source = await attachManagement({ dir, config: await sourceConfig(dir, sink, signal), platform, detached: machinesInController, sink, signal });
+    if (fromConfig.warning) log(sink, 'warn', fromConfig.warning);
+    source = await attachManagement({ dir, config: fromConfig.config, platform, detached: machinesInController, sink, signal });
     const result = await pivotFrom({ ...request, dir, toKubeconfig, source, machinesInController, journal });
     if (result.sourceStopped) source = undefined;
     return result;
@@ -114,6 +111,9 @@ export async function pivotToSelf(request: PivotToSelfRequest): Promise<PivotRes
     }
     return { action: 'nothing-to-move', kinds: [], clusters: journal.clusters.map((c) => `${c.namespace}/${c.name}`), lines: [`the cluster of ${dir} already manages itself`], sourceStopped: false };
   }
-  if (!request.rollback) await installSelfManagement({ dir, dryRun: request.dryRun ?? false, sink: request.sink, signal: request.signal });
-  return pivot({ ...request, toKubeconfig: kubeconfig });
+  const installConfig = await readInstallConfigOrProblem({ dir, sink: request.sink });
+  if (!request.rollback) {
+    await installSelfManagement({ dir, dryRun: request.dryRun ?? false, sink: request.sink, signal: request.signal, ...('config' in installConfig ? { config: installConfig.config } : {}) });
+  }
+  return pivot({ ...request, toKubeconfig: kubeconfig }, installConfig);
 }

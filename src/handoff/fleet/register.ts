@@ -50,6 +50,7 @@ import { InstallRecord } from '../../installdir/record.js';
 import { KubeApiError, KubeClient, describeRef, type KubeObject } from '../../kube/client.js';
 import { checkKubeconfigFile } from '../../kube/kubeconfig-file.js';
 import { waitFor, type Verdict } from '../../wait/waiter.js';
+import { StageRunner } from '../../lifecycle/stages.js';
 
 export { defaultFleetNamespace } from './objects.js';
 export type { RegistrationMode } from './objects.js';
@@ -139,19 +140,13 @@ function throwIfInterrupted(signal: AbortSignal): void {
   if (signal.aborted) throw new InterruptedError('register fleet was interrupted', { hint: 'Run the same command again to resume: it finds what it created by its labels.' });
 }
 
-/** Runs one step as a stage event (started, then succeeded or failed with its duration). */
-async function step<T>(sink: EventSink, name: string, run: () => Promise<T>): Promise<T> {
-  const stage = `fleet/${name}`;
-  const started = performance.now();
-  sink.emit({ type: 'stage', stage, state: 'started' });
-  try {
-    const value = await run();
-    sink.emit({ type: 'stage', stage, state: 'succeeded', durationMs: performance.now() - started });
-    return value;
-  } catch (error) {
-    sink.emit({ type: 'stage', stage, state: 'failed', durationMs: performance.now() - started, message: messageOf(error) });
-    throw error;
-  }
+/** Runs one step of a registration as the stage `fleet/<name>`. */
+type Step = <T>(name: string, body: () => Promise<T>) => Promise<T>;
+
+/** The steps of one registration, on the one stage runner (timed, announced; resumed by finding the objects by their labels, not by the journal). */
+function fleetSteps(sink: EventSink, signal: AbortSignal): Step {
+  const stages = new StageRunner({ sink, signal });
+  return (name, body) => stages.value(`fleet/${name}`, body);
 }
 
 /** The labelled objects of one kind, oldest first, without those being deleted. */
@@ -170,7 +165,7 @@ interface Workload {
   identity: RegistrationIdentity;
 }
 
-async function openWorkload(dir: string, sink: EventSink, signal: AbortSignal): Promise<Workload> {
+async function openWorkload(dir: string, sink: EventSink): Promise<Workload> {
   const kubeconfigFile = path.join(dir, 'auth', 'kubeconfig');
   const kubeconfig = await readIfExists(kubeconfigFile);
   if (kubeconfig === undefined) {
@@ -179,7 +174,7 @@ async function openWorkload(dir: string, sink: EventSink, signal: AbortSignal): 
     });
   }
   await checkKubeconfigFile(kubeconfigFile, `the workload kubeconfig of ${dir}`);
-  const config = await readInstallConfig({ dir, sink, signal });
+  const config = await readInstallConfig({ dir, sink });
   const client = KubeClient.fromText(kubeconfig);
   let uid: string | undefined;
   try {
@@ -252,11 +247,12 @@ export async function registerFleetLocked(request: RegisterFleetRequest): Promis
   const { sink, signal } = request;
   const namespace = request.namespace ?? defaultFleetNamespace;
   const mode = request.mode ?? defaultRegistrationMode;
+  const step = fleetSteps(sink, signal);
   let workload: Workload | undefined;
   let fleet: KubeClient | undefined;
   try {
-    ({ workload, fleet } = await step(sink, 'preflight', async () => {
-      const opened = await openWorkload(dir, sink, signal);
+    ({ workload, fleet } = await step('preflight', async () => {
+      const opened = await openWorkload(dir, sink);
       try {
         return { workload: opened, fleet: await openFleetManager(request.fleetKubeconfig, namespace) };
       } catch (error) {
@@ -268,7 +264,7 @@ export async function registerFleetLocked(request: RegisterFleetRequest): Promis
     const labels = registrationLabels(identity);
     const selector = registrationSelector(labels);
     const manager = fleet;
-    await step(sink, 'record', async () => {
+    await step('record', async () => {
       const previous = await readFleetRecord(dir);
       if (previous && (previous.server !== manager.server || previous.namespace !== namespace || registrationSelector(previous.labels) !== selector)) {
         throw new UsageError(`The cluster of ${dir} is recorded as registered elsewhere: with ${previous.server} (${previous.kubeconfig}), namespace ${previous.namespace}, labels ${registrationSelector(previous.labels)}`, {
@@ -281,25 +277,25 @@ export async function registerFleetLocked(request: RegisterFleetRequest): Promis
 
     let cluster: FleetCluster;
     if (mode === 'manager') {
-      const secret = await step(sink, 'kubeconfig-secret', () => ensureKubeconfigSecret(manager, workload!, namespace, selector, sink));
+      const secret = await step('kubeconfig-secret', () => ensureKubeconfigSecret(manager, workload!, namespace, selector, sink));
       throwIfInterrupted(signal);
-      cluster = await step(sink, 'cluster', () => ensureCluster(manager, identity, namespace, selector, { kubeConfigSecret: secret.metadata.name }, sink));
+      cluster = await step('cluster', () => ensureCluster(manager, identity, namespace, selector, { kubeConfigSecret: secret.metadata.name }, sink));
       await dropLabelled<ClusterRegistrationToken>(manager, fleetApiVersion, 'ClusterRegistrationToken', namespace, selector, sink);
     } else {
-      cluster = await step(sink, 'cluster', () => ensureCluster(manager, identity, namespace, selector, { clientID: identity.clusterId }, sink));
+      cluster = await step('cluster', () => ensureCluster(manager, identity, namespace, selector, { clientID: identity.clusterId }, sink));
       await dropLabelled<SecretObject>(manager, 'v1', 'Secret', namespace, selector, sink);
       throwIfInterrupted(signal);
       if (agentRegistered(cluster)) {
         log(sink, 'info', `An agent already checked in for Fleet Cluster ${namespace}/${cluster.metadata.name}: no new registration token or bootstrap Secret is needed`);
       } else {
-        const values = await step(sink, 'token', () => issuedToken(manager, identity, namespace, selector, request, sink));
+        const values = await step('token', () => issuedToken(manager, identity, namespace, selector, request, sink));
         throwIfInterrupted(signal);
-        await step(sink, 'agent-bootstrap', () => installAgentBootstrap(workload!, values, identity, sink));
+        await step('agent-bootstrap', () => installAgentBootstrap(workload!, values, identity, sink));
       }
     }
     throwIfInterrupted(signal);
 
-    const registered = await step(sink, 'wait-registered', () => waitRegistered(manager, namespace, labels, mode, workload!, request));
+    const registered = await step('wait-registered', () => waitRegistered(manager, namespace, labels, mode, workload!, request));
     const where = `${namespace}/${registered.metadata.name}`;
     return {
       summary: `registered with Fleet (${mode}-initiated): Cluster ${where}, agent last seen ${registered.status?.agent?.lastSeen ?? ''}`,
@@ -485,7 +481,8 @@ export async function deregisterFleet(request: { dir: string; sink: EventSink; s
   const { sink } = request;
   const selector = registrationSelector(record.labels);
   const next = `Make ${record.kubeconfig} reach the Fleet manager and run destroy cluster again, or delete the objects yourself (kubectl delete clusters.fleet.cattle.io,clusterregistrationtokens.fleet.cattle.io,secrets -n ${record.namespace} -l ${selector}) and remove ${fleetRecordFile(dir)}.`;
-  return step(sink, 'deregister', async () => {
+  const step = fleetSteps(sink, request.signal);
+  return step('deregister', async () => {
     let client: KubeClient;
     try {
       await checkKubeconfigFile(record.kubeconfig, `${fleetRecordFile(dir)}'s kubeconfig`);

@@ -49,6 +49,7 @@ import { rancherRecordPath, readRancherRecord, removeRancherRecord, writeRancher
 import { recordPath, recordRelativePath } from '../../installdir/paths.js';
 import { createManifestObjects, fetchManifest, parseManifest, redactUrl } from './manifest.js';
 import { recordedExternalManagement } from '../../installdir/management.js';
+import { StageRunner } from '../../lifecycle/stages.js';
 
 export type { RancherStrategy } from './api.js';
 
@@ -137,19 +138,13 @@ async function openRancher(kubeconfig: string, strategy: RancherStrategy): Promi
   }
 }
 
-/** A step of a registration, reported as a stage `rancher/<name>`. */
-async function step<T>(sink: EventSink, name: string, body: () => Promise<T>): Promise<T> {
-  const stage = `rancher/${name}`;
-  const started = performance.now();
-  sink.emit({ type: 'stage', stage, state: 'started' });
-  try {
-    const result = await body();
-    sink.emit({ type: 'stage', stage, state: 'succeeded', durationMs: performance.now() - started });
-    return result;
-  } catch (error) {
-    sink.emit({ type: 'stage', stage, state: 'failed', durationMs: performance.now() - started, message: messageOf(error) });
-    throw error;
-  }
+/** Runs one step of a registration as the stage `rancher/<name>`. */
+type Step = <T>(name: string, body: () => Promise<T>) => Promise<T>;
+
+/** The steps of one registration, on the one stage runner (timed, announced; resumed by the rancher.json record, not the journal). */
+function rancherSteps(wait: { sink: EventSink; signal: AbortSignal }): Step {
+  const stages = new StageRunner({ sink: wait.sink, signal: wait.signal });
+  return (name, body) => stages.value(`rancher/${name}`, body);
 }
 
 /**
@@ -178,6 +173,7 @@ export async function registerRancherLocked(request: RegisterRancherRequest): Pr
     const namespace = capi.metadata.namespace!;
     const ownerLabels = { [capiOwnerLabel]: name, [capiOwnerNamespaceLabel]: namespace };
     const wait: RancherWait = { sink, signal: request.signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}), ...(request.pollIntervalMs ? { pollIntervalMs: request.pollIntervalMs } : {}) };
+    const step = rancherSteps(wait);
     const save = (query: RancherClusterQuery, mode: RancherRegistrationRecord['mode'], stepDone: RancherStep, rancherCluster?: string) =>
       writeRancherRecord(dir, { rancherKubeconfig, server: rancher.server, mode, query, step: stepDone, ...(rancherCluster ? { rancherCluster } : {}) });
 
@@ -186,11 +182,11 @@ export async function registerRancherLocked(request: RegisterRancherRequest): Pr
       // Turtles imports it: our part is the label, then waiting for Rancher's Ready.
       const query: RancherClusterQuery = strategy === 'v3' ? { strategy, selector: ownerLabels } : { strategy, selector: {}, namespace, ownerUid: turtlesCapi.metadata.uid! };
       await save(query, 'turtles', record?.step ?? 'started');
-      await step(sink, 'label', async () => {
+      await step('label', async () => {
         await rancher.mergePatch(turtlesCapi, { metadata: { labels: { [autoImportLabel]: 'true' } } });
         log(sink, 'info', `Rancher Turtles runs in Rancher's cluster and manages Cluster ${namespace}/${name}: labelled it ${autoImportLabel}=true for Turtles to import`);
       });
-      const ready = await step(sink, 'ready', () => waitForRancherReady(rancher, query, wait));
+      const ready = await step('ready', () => waitForRancherReady(rancher, query, wait));
       await save(query, 'turtles', 'ready', ready.metadata.name);
       return result(ready, 'turtles', strategy, undefined, Boolean(record));
     }
@@ -264,7 +260,8 @@ interface ImportStepsContext {
 async function importSteps(ctx: ImportStepsContext): Promise<RancherRegistrationResult> {
   const { rancher, workload, spec, wait, sink } = ctx;
   const { query } = spec;
-  const { cluster, created } = await step(sink, 'cluster', async () => {
+  const step = rancherSteps(wait);
+  const { cluster, created } = await step('cluster', async () => {
     const ensured = await ensureRancherCluster(rancher, spec);
     log(sink, 'info', ensured.created ? `Created ${describeRancherCluster(ensured.cluster)}` : `Found ${describeRancherCluster(ensured.cluster)} by its labels`);
     return ensured;
@@ -274,12 +271,12 @@ async function importSteps(ctx: ImportStepsContext): Promise<RancherRegistration
   let manifest: RancherRegistrationResult['manifest'];
   // Like Turtles' AgentDeployed check: a cluster Rancher already reports Ready needs no manifest again.
   if (!isRancherClusterReady(cluster)) {
-    const url = await step(sink, 'token', async () => {
+    const url = await step('token', async () => {
       const managementName = await waitForManagementName(rancher, query, wait);
       return registrationManifestUrl(rancher, managementName, wait);
     });
     await ctx.onStep?.('token', cluster.metadata.name);
-    manifest = await step(sink, 'manifest', async () => {
+    manifest = await step('manifest', async () => {
       const caPem = await rancherCaPem(rancher);
       const shown = redactUrl(url);
       log(sink, 'info', `Fetching the registration manifest from ${shown}, verifying ${caPem ? "Rancher's CA (its cacerts setting)" : "with the system's CAs (Rancher's cacerts setting is empty)"}`);
@@ -291,7 +288,7 @@ async function importSteps(ctx: ImportStepsContext): Promise<RancherRegistration
     });
     await ctx.onStep?.('manifest', cluster.metadata.name);
   }
-  const ready = await step(sink, 'ready', () => waitForRancherReady(rancher, query, wait));
+  const ready = await step('ready', () => waitForRancherReady(rancher, query, wait));
   await ctx.onStep?.('ready', ready.metadata.name);
   return result(ready, 'import', query.strategy, manifest, !created || ctx.resumedRecord);
 }
@@ -379,8 +376,9 @@ export async function removeRancherRegistration(dir: string, wait: { sink: Event
   });
   const rancher = KubeClient.fromFile(record.rancherKubeconfig);
   try {
+    const step = rancherSteps(wait);
     log(wait.sink, 'info', `Removing Rancher's cluster for this install from ${record.server} first (found by ${Object.keys(record.query.selector).join(', ') || 'its owner reference'})`);
-    const deleted = await step(wait.sink, 'delete', () => deleteRancherClusters(rancher, record.query, wait));
+    const deleted = await step('delete', () => deleteRancherClusters(rancher, record.query, wait));
     for (const name of deleted) log(wait.sink, 'info', `Deleted ${name} from Rancher`);
     await removeRancherRecord(dir);
     return deleted;
