@@ -39,6 +39,9 @@
  * registered as soon as the commands print, the timeline has each worker plan and the last
  * node Ready, and the plan tables show the first worker. The floor stays one init and one
  * join: a person joins the other workers at the same time, from another shell.
+ * PROVISIONER_BENCH_HOSTS_CONTROL_PLANES=N (default 1) makes it N + workers: the timeline has
+ * each control-plane host's plans (Cluster API's KubeadmControlPlane joins the second and
+ * third control planes one at a time); the floor stays one init and one join.
  *
  * Run: `npm run bench -- hosts` (one create, ~3-5 min on 2 cores; prints the table, writes
  * bench-results/hosts.json).
@@ -63,8 +66,13 @@ import { formatNumber, MB, positiveEnv, round2, type BenchRecord, type BenchTabl
 const withBaseline = positiveEnv('PROVISIONER_BENCH_HOSTS_BASELINE', 1, true) > 0;
 /** Worker hosts of the cluster (PROVISIONER_BENCH_HOSTS_WORKERS). Default 1: the 1 + 1 the acceptance test makes. */
 const workerCount = positiveEnv('PROVISIONER_BENCH_HOSTS_WORKERS', 1);
+/** Control-plane hosts of the cluster (PROVISIONER_BENCH_HOSTS_CONTROL_PLANES). Default 1. */
+const controlPlaneCount = positiveEnv('PROVISIONER_BENCH_HOSTS_CONTROL_PLANES', 1);
+const nodeCount = controlPlaneCount + workerCount;
+/** The cluster's shape, "1 + 1". */
+const shape = `${controlPlaneCount} + ${workerCount}`;
 /** The timeline's label for every node Ready. */
-const allReady = `${1 + workerCount} nodes Ready`;
+const allReady = `${nodeCount} nodes Ready`;
 const clusterName = 'bench';
 /** create cluster's own no-progress timeout (10 min) normally ends a stuck run first. */
 const createLimitMs = 30 * 60_000;
@@ -96,6 +104,9 @@ interface PlanObject {
   spec: { instructions?: { name: string; command: string; args?: string[] }[] };
   status?: { phase?: string; startTime?: string; completionTime?: string; instructions?: { name: string; startTime?: string; completionTime?: string }[] };
 }
+
+/** A host's name in the timeline: "worker", "worker 2", ... */
+const roleLabel = (role: 'control-plane' | 'worker', index: number) => (index === 0 ? role : `${role} ${index + 1}`);
 
 /** A machine's plans, in the order they run: prepare (at claim) and bootstrap (from the bootstrap data). */
 const planPurposes = ['prepare', 'bootstrap'] as const;
@@ -364,7 +375,7 @@ ${nodeRegistration(worker)}
 
 export async function run(): Promise<BenchRecord> {
   await ensureBuilt();
-  const lab = await HostsLab.create(1 + workerCount + (withBaseline ? 2 : 0), { runtime: true });
+  const lab = await HostsLab.create(nodeCount + (withBaseline ? 2 : 0), { runtime: true });
   const agents: RunningAgent[] = [];
   let create: ResultPromise | undefined;
   let watch: PlanWatch | undefined;
@@ -373,11 +384,12 @@ export async function run(): Promise<BenchRecord> {
   const notes: string[] = [];
   try {
     await lab.writeKubeletCgroupRoots();
-    const [h0, h1] = lab.hosts as [TestHost, TestHost];
-    const workers = lab.hosts.slice(1, 1 + workerCount);
-    const floorHosts = [lab.hosts[1 + workerCount]!, lab.hosts[2 + workerCount]!] as const;
+    const controlPlanes = lab.hosts.slice(0, controlPlaneCount);
+    const workers = lab.hosts.slice(controlPlaneCount, nodeCount);
+    const [h0, h1] = [controlPlanes[0]!, workers[0]!];
+    const floorHosts = [lab.hosts[nodeCount]!, lab.hosts[nodeCount + 1]!] as const;
     await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(clusterName, lab.net.machine.address, workerCount));
+    await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(clusterName, lab.net.machine.address, workerCount, undefined, controlPlaneCount));
     const loadBefore = os.loadavg()[0] ?? 0;
 
     // create cluster, its JSON events stamped as they arrive.
@@ -404,7 +416,7 @@ export async function run(): Promise<BenchRecord> {
     watch = new PlanWatch(lab.spawnKubectl(['get', 'nodeplans', '-A', '--watch', '-o', 'json'], path.join(dir, 'auth', 'management.kubeconfig')), started);
 
     // One-use tokens: the i-th host of a role takes that role's i-th command.
-    const hostRoles = [[h0, 'control-plane'] as const, ...workers.map((w) => [w, 'worker'] as const)];
+    const hostRoles = [...controlPlanes.map((c) => [c, 'control-plane'] as const), ...workers.map((w) => [w, 'worker'] as const)];
     for (const [host, role] of hostRoles) {
       const index = hostRoles.filter(([, r]) => r === role).findIndex(([h]) => h === host);
       const parsed = (commands.event.data?.commands ?? []).map((c) => registerCommand.exec(c.command)).filter((m) => m?.[4] === role)[index];
@@ -432,7 +444,7 @@ export async function run(): Promise<BenchRecord> {
       .filter((t): t is string => t !== undefined)
       .map((t) => Date.parse(t) - started)
       .sort((a, b) => a - b);
-    if (readyAt.length < 1 + workerCount) throw new Error(`${readyAt.length} Ready nodes after create cluster: ${nodesRun.stdout.slice(0, 2000)}`);
+    if (readyAt.length < nodeCount) throw new Error(`${readyAt.length} Ready nodes after create cluster: ${nodesRun.stdout.slice(0, 2000)}`);
     const firstReady = readyAt[0]!;
     // The last node Ready (with one worker, the second): named secondReady as the 1 + 1 figures are.
     const secondReady = readyAt[readyAt.length - 1]!;
@@ -497,11 +509,11 @@ export async function run(): Promise<BenchRecord> {
     const stageEnd = (stage: string, label: string): [string, number][] => stageEvents.filter((e) => e.event.stage === stage).map((e) => [label, e.at] as [string, number]);
     const timeline: [string, number][] = [
       ['registration commands printed', commandsAt],
-      [workerCount === 1 ? 'both hosts registered, agents started' : 'every host registered, agents started', registeredAt],
+      [nodeCount === 2 ? 'both hosts registered, agents started' : 'every host registered, agents started', registeredAt],
       ...stageEnd('workers', 'control plane and workers applied'),
       ...stageEnd('wait-cluster', 'wait-cluster ended'),
-      ...planTimes(h0, 'control-plane'),
-      ...workers.flatMap((w, i) => planTimes(w, i === 0 ? 'worker' : `worker ${i + 1}`)),
+      ...controlPlanes.flatMap((c, i) => planTimes(c, roleLabel('control-plane', i))),
+      ...workers.flatMap((w, i) => planTimes(w, roleLabel('worker', i))),
       ['first node Ready', firstReady],
       [allReady, secondReady],
       ['create cluster exited', exitedAt],
@@ -536,7 +548,7 @@ export async function run(): Promise<BenchRecord> {
     };
     // Where our time goes: every interval of the timeline, plan work (inside a plan's creation → Applied) or a gap (waiting that is ours).
     const at = (label: string) => timeline.find(([l]) => l === label)?.[1];
-    const windows = ['control-plane', ...workers.map((_, i) => (i === 0 ? 'worker' : `worker ${i + 1}`))]
+    const windows = [...controlPlanes.map((_, i) => roleLabel('control-plane', i)), ...workers.map((_, i) => roleLabel('worker', i))]
       .flatMap((role) => planPurposes.map((purpose) => [at(`${role} ${purpose} plan created`), at(`${role} ${purpose} plan Applied`)] as const))
       .filter((w): w is readonly [number, number] => w[0] !== undefined && w[1] !== undefined);
     const intervals = timeline.map(([label, end], i) => {
@@ -589,8 +601,8 @@ export async function run(): Promise<BenchRecord> {
           ['kubeadm init (images present, kubelet supervised)', s(baseline.initMs), s(splits.cpWatch?.['kubeadm init']), x(splits.cpWatch?.['kubeadm init'], baseline.initMs)],
           ['worker image import (the plan\'s command)', s(baseline.workerImportMs), s(splits.workerWatch?.['image import']), x(splits.workerWatch?.['image import'], baseline.workerImportMs)],
           ['kubeadm join (bootstrap token, CA pinned)', s(baseline.joinMs), s(splits.workerWatch?.['kubeadm join']), x(splits.workerWatch?.['kubeadm join'], baseline.joinMs)],
-          [`1 + ${workerCount} from nothing running: the floor; ours to ${allReady}`, s(floorMs), s(secondReady), x(secondReady, floorMs)],
-          [`1 + ${workerCount} from nothing running: the floor; ours, create cluster to its exit`, s(floorMs), s(exitedAt), x(exitedAt, floorMs)],
+          [`${shape} from nothing running: the floor; ours to ${allReady}`, s(floorMs), s(secondReady), x(secondReady, floorMs)],
+          [`${shape} from nothing running: the floor; ours, create cluster to its exit`, s(floorMs), s(exitedAt), x(exitedAt, floorMs)],
         ],
       });
     }
