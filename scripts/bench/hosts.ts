@@ -39,6 +39,9 @@
  * registered as soon as the commands print, the timeline has each worker plan and the last
  * node Ready, and the plan tables show the first worker. The floor stays one init and one
  * join: a person joins the other workers at the same time, from another shell.
+ * PROVISIONER_BENCH_HOSTS_CONTROL_PLANES=N (default 1) makes it N + workers: the timeline has
+ * each control-plane host's plans (Cluster API's KubeadmControlPlane joins the second and
+ * third control planes one at a time); the floor stays one init and one join.
  *
  * Run: `npm run bench -- hosts` (one create, ~3-5 min on 2 cores; prints the table, writes
  * bench-results/hosts.json).
@@ -63,8 +66,13 @@ import { formatNumber, MB, positiveEnv, round2, type BenchRecord, type BenchTabl
 const withBaseline = positiveEnv('PROVISIONER_BENCH_HOSTS_BASELINE', 1, true) > 0;
 /** Worker hosts of the cluster (PROVISIONER_BENCH_HOSTS_WORKERS). Default 1: the 1 + 1 the acceptance test makes. */
 const workerCount = positiveEnv('PROVISIONER_BENCH_HOSTS_WORKERS', 1);
+/** Control-plane hosts of the cluster (PROVISIONER_BENCH_HOSTS_CONTROL_PLANES). Default 1. */
+const controlPlaneCount = positiveEnv('PROVISIONER_BENCH_HOSTS_CONTROL_PLANES', 1);
+const nodeCount = controlPlaneCount + workerCount;
+/** The cluster's shape, "1 + 1". */
+const shape = `${controlPlaneCount} + ${workerCount}`;
 /** The timeline's label for every node Ready. */
-const allReady = `${1 + workerCount} nodes Ready`;
+const allReady = `${nodeCount} nodes Ready`;
 const clusterName = 'bench';
 /** create cluster's own no-progress timeout (10 min) normally ends a stuck run first. */
 const createLimitMs = 30 * 60_000;
@@ -92,10 +100,17 @@ interface PlanUpdate {
 }
 
 interface PlanObject {
-  metadata: { namespace: string; name: string; creationTimestamp: string };
+  metadata: { namespace: string; name: string; creationTimestamp: string; labels?: Record<string, string> };
   spec: { instructions?: { name: string; command: string; args?: string[] }[] };
   status?: { phase?: string; startTime?: string; completionTime?: string; instructions?: { name: string; startTime?: string; completionTime?: string }[] };
 }
+
+/** A host's name in the timeline: "worker", "worker 2", ... */
+const roleLabel = (role: 'control-plane' | 'worker', index: number) => (index === 0 ? role : `${role} ${index + 1}`);
+
+/** A machine's plans, in the order they run: prepare (at claim) and bootstrap (from the bootstrap data). */
+const planPurposes = ['prepare', 'bootstrap'] as const;
+type PlanPurpose = (typeof planPurposes)[number];
 
 const categories = ['artifact downloads', 'image import', 'kubeadm init', 'kubeadm join', 'the rest'] as const;
 type Category = (typeof categories)[number];
@@ -360,7 +375,7 @@ ${nodeRegistration(worker)}
 
 export async function run(): Promise<BenchRecord> {
   await ensureBuilt();
-  const lab = await HostsLab.create(1 + workerCount + (withBaseline ? 2 : 0), { runtime: true });
+  const lab = await HostsLab.create(nodeCount + (withBaseline ? 2 : 0), { runtime: true });
   const agents: RunningAgent[] = [];
   let create: ResultPromise | undefined;
   let watch: PlanWatch | undefined;
@@ -369,11 +384,12 @@ export async function run(): Promise<BenchRecord> {
   const notes: string[] = [];
   try {
     await lab.writeKubeletCgroupRoots();
-    const [h0, h1] = lab.hosts as [TestHost, TestHost];
-    const workers = lab.hosts.slice(1, 1 + workerCount);
-    const floorHosts = [lab.hosts[1 + workerCount]!, lab.hosts[2 + workerCount]!] as const;
+    const controlPlanes = lab.hosts.slice(0, controlPlaneCount);
+    const workers = lab.hosts.slice(controlPlaneCount, nodeCount);
+    const [h0, h1] = [controlPlanes[0]!, workers[0]!];
+    const floorHosts = [lab.hosts[nodeCount]!, lab.hosts[nodeCount + 1]!] as const;
     await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(clusterName, lab.net.machine.address, workerCount));
+    await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(clusterName, lab.net.machine.address, workerCount, undefined, controlPlaneCount));
     const loadBefore = os.loadavg()[0] ?? 0;
 
     // create cluster, its JSON events stamped as they arrive.
@@ -400,7 +416,7 @@ export async function run(): Promise<BenchRecord> {
     watch = new PlanWatch(lab.spawnKubectl(['get', 'nodeplans', '-A', '--watch', '-o', 'json'], path.join(dir, 'auth', 'management.kubeconfig')), started);
 
     // One-use tokens: the i-th host of a role takes that role's i-th command.
-    const hostRoles = [[h0, 'control-plane'] as const, ...workers.map((w) => [w, 'worker'] as const)];
+    const hostRoles = [...controlPlanes.map((c) => [c, 'control-plane'] as const), ...workers.map((w) => [w, 'worker'] as const)];
     for (const [host, role] of hostRoles) {
       const index = hostRoles.filter(([, r]) => r === role).findIndex(([h]) => h === host);
       const parsed = (commands.event.data?.commands ?? []).map((c) => registerCommand.exec(c.command)).filter((m) => m?.[4] === role)[index];
@@ -428,7 +444,7 @@ export async function run(): Promise<BenchRecord> {
       .filter((t): t is string => t !== undefined)
       .map((t) => Date.parse(t) - started)
       .sort((a, b) => a - b);
-    if (readyAt.length < 1 + workerCount) throw new Error(`${readyAt.length} Ready nodes after create cluster: ${nodesRun.stdout.slice(0, 2000)}`);
+    if (readyAt.length < nodeCount) throw new Error(`${readyAt.length} Ready nodes after create cluster: ${nodesRun.stdout.slice(0, 2000)}`);
     const firstReady = readyAt[0]!;
     // The last node Ready (with one worker, the second): named secondReady as the 1 + 1 figures are.
     const secondReady = readyAt[readyAt.length - 1]!;
@@ -437,10 +453,10 @@ export async function run(): Promise<BenchRecord> {
     const plansRun = await lab.kubectlWith(path.join(dir, 'auth', 'management.kubeconfig'), ['get', 'nodeplans', '-A', '-o', 'json']);
     if (plansRun.exitCode !== 0) throw new Error(`kubectl get nodeplans: ${plansRun.stderr}`);
     const plans = (JSON.parse(plansRun.stdout) as { items: PlanObject[] }).items.filter((p) => p.metadata.namespace.startsWith('host-'));
-    const planOf = (host: TestHost) => plans.find((p) => p.metadata.namespace === `host-${host.name}`);
-    const split = (host: TestHost, from: 'watch' | 'status'): Split | undefined => {
-      const plan = planOf(host);
-      if (!plan) return undefined;
+    // Each host's machine has a prepare plan (written at claim: downloads, image imports) and a bootstrap plan (kubeadm).
+    const planOf = (host: TestHost, purpose: PlanPurpose) =>
+      plans.find((p) => p.metadata.namespace === `host-${host.name}` && p.metadata.labels?.['infrastructure.provisioner.dev/purpose'] === purpose);
+    const splitOne = (plan: PlanObject, from: 'watch' | 'status'): Split | undefined => {
       if (from === 'status') return splitFromStatus(plan);
       const result = splitFromWatch(watch!.updates.get(`${plan.metadata.namespace}/${plan.metadata.name}`) ?? [], plan);
       if (typeof result === 'string') {
@@ -448,6 +464,14 @@ export async function run(): Promise<BenchRecord> {
         return undefined;
       }
       return result;
+    };
+    /** A host's plans together: each part summed over its prepare and bootstrap plans. */
+    const split = (host: TestHost, from: 'watch' | 'status'): Split | undefined => {
+      const parts = planPurposes.map((purpose) => planOf(host, purpose)).filter((p): p is PlanObject => p !== undefined).map((p) => splitOne(p, from));
+      if (parts.length === 0 || parts.some((p) => p === undefined)) return undefined;
+      const sum = emptySplit();
+      for (const part of parts) for (const k of [...categories, 'total' as const]) sum[k] += part![k];
+      return sum;
     };
     const splits = { cpWatch: split(h0, 'watch'), workerWatch: split(h1, 'watch'), cpStatus: split(h0, 'status'), workerStatus: split(h1, 'status') };
 
@@ -469,25 +493,27 @@ export async function run(): Promise<BenchRecord> {
     const pct = (part: number | undefined, whole: number | undefined) => (part === undefined || !whole ? '-' : `${formatNumber((100 * part) / whole)} %`);
     const stageEvents = events.filter((e) => e.event.type === 'stage' && e.event.state === 'succeeded' && e.event.durationMs !== undefined);
     const stageRows = stageEvents.map((e) => [e.event.stage!, s(e.event.durationMs), s(e.at), pct(e.event.durationMs, exitedAt)]);
-    // When each bootstrap plan appeared (the HostMachine controller made it from Cluster API's bootstrap data) and was Applied, as the watch saw it.
-    const planTimes = (host: TestHost, role: string): [string, number][] => {
-      const plan = planOf(host);
-      const updates = plan ? watch!.updates.get(`${plan.metadata.namespace}/${plan.metadata.name}`) ?? [] : [];
-      const appliedAt = updates.find((u) => u.phase === 'Applied')?.at;
-      return [
-        ...(updates[0] ? [[`${role} bootstrap plan created`, updates[0].at] as [string, number]] : []),
-        ...(appliedAt !== undefined ? [[`${role} bootstrap plan Applied`, appliedAt] as [string, number]] : []),
-      ];
-    };
+    // When each prepare plan (written when the host is claimed) and bootstrap plan (written from Cluster API's bootstrap data,
+    // after the prepare plan) appeared and was Applied, as the watch saw it.
+    const planTimes = (host: TestHost, role: string): [string, number][] =>
+      planPurposes.flatMap((purpose) => {
+        const plan = planOf(host, purpose);
+        const updates = plan ? watch!.updates.get(`${plan.metadata.namespace}/${plan.metadata.name}`) ?? [] : [];
+        const appliedAt = updates.find((u) => u.phase === 'Applied')?.at;
+        return [
+          ...(updates[0] ? [[`${role} ${purpose} plan created`, updates[0].at] as [string, number]] : []),
+          ...(appliedAt !== undefined ? [[`${role} ${purpose} plan Applied`, appliedAt] as [string, number]] : []),
+        ];
+      });
     // Where the stages hand over: the Cluster API objects applied, the wait's end (the hand-off follows).
     const stageEnd = (stage: string, label: string): [string, number][] => stageEvents.filter((e) => e.event.stage === stage).map((e) => [label, e.at] as [string, number]);
     const timeline: [string, number][] = [
       ['registration commands printed', commandsAt],
-      [workerCount === 1 ? 'both hosts registered, agents started' : 'every host registered, agents started', registeredAt],
+      [nodeCount === 2 ? 'both hosts registered, agents started' : 'every host registered, agents started', registeredAt],
       ...stageEnd('workers', 'control plane and workers applied'),
       ...stageEnd('wait-cluster', 'wait-cluster ended'),
-      ...planTimes(h0, 'control-plane'),
-      ...workers.flatMap((w, i) => planTimes(w, i === 0 ? 'worker' : `worker ${i + 1}`)),
+      ...controlPlanes.flatMap((c, i) => planTimes(c, roleLabel('control-plane', i))),
+      ...workers.flatMap((w, i) => planTimes(w, roleLabel('worker', i))),
       ['first node Ready', firstReady],
       [allReady, secondReady],
       ['create cluster exited', exitedAt],
@@ -522,8 +548,8 @@ export async function run(): Promise<BenchRecord> {
     };
     // Where our time goes: every interval of the timeline, plan work (inside a plan's creation → Applied) or a gap (waiting that is ours).
     const at = (label: string) => timeline.find(([l]) => l === label)?.[1];
-    const windows = ['control-plane', ...workers.map((_, i) => (i === 0 ? 'worker' : `worker ${i + 1}`))]
-      .map((role) => [at(`${role} bootstrap plan created`), at(`${role} bootstrap plan Applied`)] as const)
+    const windows = [...controlPlanes.map((_, i) => roleLabel('control-plane', i)), ...workers.map((_, i) => roleLabel('worker', i))]
+      .flatMap((role) => planPurposes.map((purpose) => [at(`${role} ${purpose} plan created`), at(`${role} ${purpose} plan Applied`)] as const))
       .filter((w): w is readonly [number, number] => w[0] !== undefined && w[1] !== undefined);
     const intervals = timeline.map(([label, end], i) => {
       const [fromLabel, from] = i === 0 ? ['create cluster started', 0] : timeline[i - 1]!;
@@ -544,7 +570,7 @@ export async function run(): Promise<BenchRecord> {
       }
       if (splits.workerWatch) ratios.kubeadmJoinInPlanOverByHand = round2(splits.workerWatch['kubeadm join'] / baseline.joinMs);
     }
-    // Shares of the whole: the plans' parts over create → 2 Ready (the worker's plan starts once the control plane is initialized, so they do not overlap much).
+    // Shares of the whole: the plans' parts over create → 2 Ready (the worker's prepare plan runs beside the control plane's plans, so the shares may overlap).
     const sum = (c: Category) => (splits.cpWatch?.[c] ?? Number.NaN) + (splits.workerWatch?.[c] ?? Number.NaN);
     for (const c of categories.filter((c) => c !== 'the rest')) ratios[`${key(c)}ShareOfTwoReady`] = round2(sum(c) / secondReady);
 
@@ -559,7 +585,7 @@ export async function run(): Promise<BenchRecord> {
       { title: `create cluster stages (stage events of --output json; create cluster took ${s(exitedAt)})`, columns: ['stage', 'duration', 'ended at', 'share of create'], rows: stageRows },
       { title: 'timeline from the start of create cluster', columns: ['event', 'at'], rows: timeline.map(([label, at]) => [label, s(at)]) },
       {
-        title: 'bootstrap NodePlans: where the time goes (watch: each status update stamped on arrival; status: the plan\'s own times, whole seconds)',
+        title: 'prepare + bootstrap NodePlans: where the time goes (each part summed over a host\'s two plans; watch: each status update stamped on arrival; status: the plan\'s own times, whole seconds)',
         columns: ['part', 'control-plane plan', 'share', 'worker plan', 'share', `both over create -> ${allReady}`, 'cp plan (status)', 'worker plan (status)'],
         rows: planRows,
       },
@@ -575,8 +601,8 @@ export async function run(): Promise<BenchRecord> {
           ['kubeadm init (images present, kubelet supervised)', s(baseline.initMs), s(splits.cpWatch?.['kubeadm init']), x(splits.cpWatch?.['kubeadm init'], baseline.initMs)],
           ['worker image import (the plan\'s command)', s(baseline.workerImportMs), s(splits.workerWatch?.['image import']), x(splits.workerWatch?.['image import'], baseline.workerImportMs)],
           ['kubeadm join (bootstrap token, CA pinned)', s(baseline.joinMs), s(splits.workerWatch?.['kubeadm join']), x(splits.workerWatch?.['kubeadm join'], baseline.joinMs)],
-          [`1 + ${workerCount} from nothing running: the floor; ours to ${allReady}`, s(floorMs), s(secondReady), x(secondReady, floorMs)],
-          [`1 + ${workerCount} from nothing running: the floor; ours, create cluster to its exit`, s(floorMs), s(exitedAt), x(exitedAt, floorMs)],
+          [`${shape} from nothing running: the floor; ours to ${allReady}`, s(floorMs), s(secondReady), x(secondReady, floorMs)],
+          [`${shape} from nothing running: the floor; ours, create cluster to its exit`, s(floorMs), s(exitedAt), x(exitedAt, floorMs)],
         ],
       });
     }
@@ -600,7 +626,7 @@ export async function run(): Promise<BenchRecord> {
     notes.push(
       `One run on ${os.availableParallelism()} cores, shared with other work: 1-minute load ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after create cluster, ${loadBaseline.toFixed(2)} at the baseline. Single figures, not medians: read the shares and ratios.`,
       'The hosts are registered by this benchmark as soon as the commands print, so pre-provision holds the registration, not a person walking to a machine. Node Ready times are the Ready condition\'s lastTransitionTime (whole seconds).',
-      'Plan parts: downloads = the files phase (kubelet, kubeadm and the role\'s image archives from the forwarder, digest-checked, plus the cloud-config\'s files); the rest = the time from the plan\'s creation to the agent taking it, preflight checks, the other instructions (ip_forward check, CNI config, kubelet start, a worker\'s undo of an unfinished join) and probes. The status columns have whole-second times, so a part there is off by up to a second.',
+      'Plan parts, summed over a host\'s prepare plan (written when the host is claimed) and bootstrap plan: downloads = the files phases (kubelet, kubeadm and the role\'s image archives from the forwarder, digest-checked, in the prepare plan; the cloud-config\'s files in the bootstrap plan); the rest = the time from the plan\'s creation to the agent taking it, preflight checks, the other instructions (ip_forward check, CNI config, kubelet start, a worker\'s undo of an unfinished join) and probes. The status columns have whole-second times, so a part there is off by up to a second.',
       baseline
         ? 'Floor: on two fresh hosts after destroy cluster (the machine quieter than during create): the plan\'s image-import command by hand, kubeadm init with the platform\'s settings, then on the second host the worker\'s import and kubeadm join, one after the other as a person types them; no downloads (everything is in place). Ours includes the local control plane\'s start and the downloads; the floor has neither.'
         : 'No baseline (PROVISIONER_BENCH_HOSTS_BASELINE=0).',

@@ -41,14 +41,17 @@ const DefaultHostResetTimeout = 10 * time.Minute
 const hostMachineRefAnnotation = "infrastructure.provisioner.dev/host-machine-ref"
 
 const (
+	purposePrepare   = "prepare"
 	purposeBootstrap = "bootstrap"
 	purposeReset     = "reset"
 )
 
-// HostMachineReconciler runs one Machine on one Host: it waits for the owner Machine and
-// its bootstrap data, claims a free Host (labels, optimistic concurrency), turns the
-// cloud-config into a NodePlan in the Host's plan namespace, and reports the machine
-// provisioned, with providerID and addresses, when the plan is Applied. On deletion it
+// HostMachineReconciler runs one Machine on one Host: it waits for the owner Machine,
+// claims a free Host (labels, optimistic concurrency) and writes its prepare plan (the
+// artifacts, spec.prepareCommands) in the Host's plan namespace at once; once that is
+// Applied and the Machine has its bootstrap data, it turns the cloud-config into the
+// bootstrap plan, and reports the machine provisioned, with providerID and addresses,
+// when that is Applied. On deletion it
 // runs a reset plan and releases the Host; a Host whose agent does not apply the reset
 // within ResetTimeout is released anyway, with a Warning event and the HostReleased
 // condition saying so.
@@ -170,19 +173,13 @@ func (r *HostMachineReconciler) reconcileNormal(ctx context.Context, hm *infrav1
 	}
 
 	// The Host: the one already claimed (found by label, so a claim whose status update
-	// was lost is not made twice), or, once the bootstrap data exists, a new claim (a Host
-	// is not held for a machine that cannot use it yet).
+	// was lost is not made twice), or a new claim as soon as the Machine exists: the Host
+	// prepares (downloads, image imports) while Cluster API makes the bootstrap data.
 	host, err := r.claimedHost(ctx, hm, key)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if host == nil {
-		if _, reason, msg, err := bootstrapData(ctx, r.Client, hm, machine); err != nil || reason != "" {
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			return waiting(hm, reason, msg, 5*time.Second)
-		}
 		req, err := r.claimRequest(ctx, hm, machine)
 		if err != nil {
 			setCondition(&hm.Status.Conditions, hm.Generation, infrav1.ConditionHostClaimed, false, infrav1.ReasonNoHostAvailable, err.Error())
@@ -205,37 +202,39 @@ func (r *HostMachineReconciler) reconcileNormal(ctx context.Context, hm *infrav1
 	setCondition(&hm.Status.Conditions, hm.Generation, infrav1.ConditionHostClaimed, true, infrav1.ReasonClaimed, "host "+host.Name)
 	hm.Spec.ProviderID = infrav1.ProviderIDPrefix + host.Name
 
-	// The bootstrap plan.
+	// The bootstrap plan, once the prepare plan is Applied and the bootstrap data exists.
 	planKey := client.ObjectKey{Namespace: host.Status.PlanNamespace, Name: hm.Name}
-	hm.Status.BootstrapPlan = &infrav1.PlanReference{Namespace: planKey.Namespace, Name: planKey.Name}
 	var plan agentv1.NodePlan
 	if err := r.Client.Get(ctx, planKey, &plan); apierrors.IsNotFound(err) {
+		if done, result, err := r.reconcilePrepare(ctx, hm, host, machine.Spec.ClusterName); err != nil || !done {
+			return result, err
+		}
 		bootstrap, reason, msg, err := bootstrapData(ctx, r.Client, hm, machine)
 		if err != nil || reason != "" {
 			if err != nil {
 				return ctrl.Result{}, err
 			}
+			// The Machine watch wakes the machine when its bootstrap data arrives; the
+			// requeue is for managers without it.
 			return waiting(hm, reason, msg, 5*time.Second)
 		}
 		if format := string(bootstrap.Data["format"]); format != "" && format != "cloud-config" {
 			return r.planFailed(hm, infrav1.ReasonBootstrapDataInvalid, fmt.Sprintf("host %s: bootstrap data format %q: only cloud-config is supported", host.Name, format))
 		}
-		artifacts, err := r.artifacts(ctx, hm)
-		if err != nil {
-			return r.planFailed(hm, infrav1.ReasonBootstrapDataInvalid, fmt.Sprintf("host %s: %v", host.Name, err))
-		}
-		built, err := hostplan.Bootstrap(bootstrap.Data["value"], hostplan.Host{Name: host.Name, Address: host.Spec.Address}, artifacts, filesSecretName(hm.Name))
+		built, err := hostplan.Bootstrap(bootstrap.Data["value"], hostplan.Host{Name: host.Name, Address: host.Spec.Address}, filesSecretName(hm.Name))
 		if err != nil {
 			return r.planFailed(hm, infrav1.ReasonBootstrapDataInvalid, fmt.Sprintf("host %s: bootstrap data of Machine %s: %v", host.Name, machine.Name, err))
 		}
 		if err := r.createPlan(ctx, hm, host, machine.Spec.ClusterName, planKey.Name, purposeBootstrap, built.Spec, built.SecretData); err != nil {
 			return ctrl.Result{}, err
 		}
+		hm.Status.BootstrapPlan = &infrav1.PlanReference{Namespace: planKey.Namespace, Name: planKey.Name}
 		setCondition(&hm.Status.Conditions, hm.Generation, infrav1.ConditionBootstrapPlanApplied, false, infrav1.ReasonPlanPending, "plan "+planKey.String()+" created")
 		return waiting(hm, infrav1.ReasonPlanPending, fmt.Sprintf("host %s: plan %s created", host.Name, planKey), 0)
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
+	hm.Status.BootstrapPlan = &infrav1.PlanReference{Namespace: planKey.Namespace, Name: planKey.Name}
 
 	switch {
 	case plan.Status.ObservedGeneration != plan.Generation:
@@ -255,6 +254,51 @@ func (r *HostMachineReconciler) reconcileNormal(ctx context.Context, hm *infrav1
 		setCondition(&hm.Status.Conditions, hm.Generation, infrav1.ConditionBootstrapPlanApplied, false, infrav1.ReasonPlanPending, msg)
 		return waiting(hm, infrav1.ReasonPlanPending, msg, 0)
 	}
+}
+
+// reconcilePrepare writes the Host's prepare plan (the artifacts, spec.prepareCommands)
+// and reports whether it is Applied; when not, the result says what to do.
+func (r *HostMachineReconciler) reconcilePrepare(ctx context.Context, hm *infrav1.HostMachine, host *agentv1.Host, clusterName string) (bool, ctrl.Result, error) {
+	key := client.ObjectKey{Namespace: host.Status.PlanNamespace, Name: hostplan.PrepareName(hm.Name)}
+	hm.Status.PreparePlan = &infrav1.PlanReference{Namespace: key.Namespace, Name: key.Name}
+	var plan agentv1.NodePlan
+	if err := r.Client.Get(ctx, key, &plan); apierrors.IsNotFound(err) {
+		artifacts, err := r.artifacts(ctx, hm)
+		if err != nil {
+			result, err := r.planFailed(hm, infrav1.ReasonBootstrapDataInvalid, fmt.Sprintf("host %s: %v", host.Name, err))
+			return false, result, err
+		}
+		if err := r.createPlan(ctx, hm, host, clusterName, key.Name, purposePrepare, hostplan.Prepare(artifacts, hm.Spec.PrepareCommands), nil); err != nil {
+			return false, ctrl.Result{}, err
+		}
+		msg := fmt.Sprintf("host %s: prepare plan %s created", host.Name, key)
+		setCondition(&hm.Status.Conditions, hm.Generation, infrav1.ConditionPreparePlanApplied, false, infrav1.ReasonPlanPending, msg)
+		result, err := waiting(hm, infrav1.ReasonPlanPending, msg, 0)
+		return false, result, err
+	} else if err != nil {
+		return false, ctrl.Result{}, err
+	}
+	switch {
+	case plan.Status.ObservedGeneration == plan.Generation && plan.Status.Phase == agentv1.PhaseApplied:
+		setCondition(&hm.Status.Conditions, hm.Generation, infrav1.ConditionPreparePlanApplied, true, infrav1.ReasonPlanApplied, "plan "+key.String()+" Applied")
+		return true, ctrl.Result{}, nil
+	case plan.Status.ObservedGeneration == plan.Generation && (plan.Status.Phase == agentv1.PhaseFailed || plan.Status.Phase == agentv1.PhaseCancelled):
+		msg := failureMessage(host.Name, &plan)
+		setCondition(&hm.Status.Conditions, hm.Generation, infrav1.ConditionPreparePlanApplied, false, infrav1.ReasonPlanFailed, msg)
+		result, err := r.planFailed(hm, infrav1.ReasonPlanFailed, msg)
+		return false, result, err
+	}
+	msg := fmt.Sprintf("host %s: prepare plan %s waits for the agent", host.Name, key)
+	if plan.Status.ObservedGeneration == plan.Generation && plan.Status.Phase != "" {
+		msg = fmt.Sprintf("host %s: prepare plan %s %s", host.Name, key, plan.Status.Phase)
+		if plan.Status.Message != "" {
+			msg += ": " + plan.Status.Message
+		}
+	}
+	setCondition(&hm.Status.Conditions, hm.Generation, infrav1.ConditionPreparePlanApplied, false, infrav1.ReasonPlanPending, msg)
+	// The plan's status changes wake the machine through the NodePlan watch.
+	result, err := waiting(hm, infrav1.ReasonPlanPending, msg, 0)
+	return false, result, err
 }
 
 // artifacts are the machine's spec.artifacts and, for every other path, the published
@@ -400,7 +444,7 @@ func (r *HostMachineReconciler) claimRequest(ctx context.Context, hm *infrav1.Ho
 	return req, nil
 }
 
-// reconcileDelete resets the Host (when a bootstrap plan ran on it), releases it, and
+// reconcileDelete resets the Host (when a prepare or bootstrap plan ran on it), releases it, and
 // lets the HostMachine go.
 func (r *HostMachineReconciler) reconcileDelete(ctx context.Context, hm *infrav1.HostMachine) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(hm, infrav1.HostMachineFinalizer) {
@@ -435,28 +479,34 @@ func (r *HostMachineReconciler) resetAndRelease(ctx context.Context, hm *infrav1
 	if namespace == "" {
 		namespace = agentv1.PlanNamespace(host.Name)
 	}
-	var bootstrap agentv1.NodePlan
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: hm.Name}, &bootstrap)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return false, 0, err
-	}
-	if apierrors.IsNotFound(err) {
-		// Nothing ran on the Host: there is nothing to reset.
-		return true, 0, r.release(ctx, hm, host, namespace, infrav1.ReasonReleased, "host "+host.Name+" released (no bootstrap plan ran on it)")
-	}
-	// A bootstrap still running would hold the host's plan lock for up to its timeout:
-	// cancel it, the reset undoes whatever it did.
-	if bootstrap.Status.Phase == agentv1.PhaseExecuting || bootstrap.Status.Phase == agentv1.PhasePending || bootstrap.Status.Phase == "" {
-		if bootstrap.Annotations[agentv1.CancelAnnotation] != "true" {
-			patched := bootstrap.DeepCopy()
-			if patched.Annotations == nil {
-				patched.Annotations = map[string]string{}
-			}
-			patched.Annotations[agentv1.CancelAnnotation] = "true"
-			if err := r.Client.Patch(ctx, patched, client.MergeFrom(&bootstrap)); err != nil && !apierrors.IsNotFound(err) {
-				return false, 0, err
+	ran := false
+	for _, name := range []string{hostplan.PrepareName(hm.Name), hm.Name} {
+		var plan agentv1.NodePlan
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &plan)
+		if apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return false, 0, err
+		}
+		ran = true
+		// A prepare or bootstrap plan still running would hold the host's plan lock for up
+		// to its timeout: cancel it, the reset undoes whatever it did.
+		if plan.Status.Phase == agentv1.PhaseExecuting || plan.Status.Phase == agentv1.PhasePending || plan.Status.Phase == "" {
+			if plan.Annotations[agentv1.CancelAnnotation] != "true" {
+				patched := plan.DeepCopy()
+				if patched.Annotations == nil {
+					patched.Annotations = map[string]string{}
+				}
+				patched.Annotations[agentv1.CancelAnnotation] = "true"
+				if err := r.Client.Patch(ctx, patched, client.MergeFrom(&plan)); err != nil && !apierrors.IsNotFound(err) {
+					return false, 0, err
+				}
 			}
 		}
+	}
+	if !ran {
+		// Nothing ran on the Host: there is nothing to reset.
+		return true, 0, r.release(ctx, hm, host, namespace, infrav1.ReasonReleased, "host "+host.Name+" released (no prepare or bootstrap plan ran on it)")
 	}
 
 	resetName := hm.Name + "-reset"
@@ -509,7 +559,7 @@ func (r *HostMachineReconciler) release(ctx context.Context, hm *infrav1.HostMac
 
 func (r *HostMachineReconciler) deletePlans(ctx context.Context, namespace, name string) error {
 	objs := []client.Object{}
-	for _, n := range []string{name, name + "-reset"} {
+	for _, n := range []string{hostplan.PrepareName(name), name, name + "-reset"} {
 		objs = append(objs,
 			&agentv1.NodePlan{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: n}},
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: filesSecretName(n)}})

@@ -1,7 +1,8 @@
 // Package hostplan turns what Cluster API gives a Machine into NodePlans for its Host:
-// the bootstrap plan from the kubeadm bootstrap provider's cloud-config (write_files,
-// runcmd), with preflight checks for the host's prerequisites, and the reset plan that
-// undoes it when the machine is deleted.
+// the prepare plan (prerequisites checked, artifacts downloaded, the HostMachine's
+// prepareCommands), written as soon as the Host is claimed; the bootstrap plan from the
+// kubeadm bootstrap provider's cloud-config (write_files, runcmd); and the reset plan that
+// undoes both when the machine is deleted.
 package hostplan
 
 import (
@@ -22,7 +23,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
-	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
 )
 
 // Host is what the bootstrap plan needs to know about its Host.
@@ -96,10 +96,10 @@ type writeFile struct {
 	Defer       bool   `json:"defer"`
 }
 
-// Bootstrap converts a cloud-config into the bootstrap plan of host: artifacts first
-// (downloaded and digest-checked), then write_files, then the ip_forward check and
-// runcmd. secretName is the Secret (in the plan's namespace) that will hold SecretData.
-func Bootstrap(cloudConfigData []byte, host Host, artifacts []infrav1.Artifact, secretName string) (*Plan, error) {
+// Bootstrap converts a cloud-config into the bootstrap plan of host: write_files, then the
+// ip_forward check and runcmd (the artifacts are the prepare plan's, which ran before).
+// secretName is the Secret (in the plan's namespace) that will hold SecretData.
+func Bootstrap(cloudConfigData []byte, host Host, secretName string) (*Plan, error) {
 	rendered, err := renderJinja(cloudConfigData, host)
 	if err != nil {
 		return nil, err
@@ -132,13 +132,6 @@ func Bootstrap(cloudConfigData []byte, host Host, artifacts []infrav1.Artifact, 
 	// bootstrap data's own pre-commands to clean up a half-done attempt.
 	spec.RetryStrategy = &agentv1.RetryStrategy{MaxAttempts: 3, InitialBackoff: &metav1.Duration{Duration: 5 * time.Second}}
 
-	for _, a := range artifacts {
-		spec.Files = append(spec.Files, agentv1.PlanFile{
-			Path:       a.Path,
-			ContentRef: &agentv1.ContentRef{URL: a.URL, Digest: a.Digest},
-			Mode:       a.Mode,
-		})
-	}
 	for i, f := range cc.WriteFiles {
 		file, content, err := planFile(f)
 		if err != nil {

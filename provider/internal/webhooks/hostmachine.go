@@ -31,7 +31,7 @@ func (webhook *HostMachine) ValidateCreate(_ context.Context, m *infrav1.HostMac
 	return nil, invalid(infrav1.GroupVersion.WithKind("HostMachine").GroupKind(), m.Name, validateHostMachineSpec(&m.Spec, field.NewPath("spec")))
 }
 
-// ValidateUpdate checks the spec and keeps its selector, artifacts and a set providerID.
+// ValidateUpdate checks the spec and keeps its selector, artifacts, prepareCommands and a set providerID.
 func (webhook *HostMachine) ValidateUpdate(_ context.Context, old, m *infrav1.HostMachine) (admission.Warnings, error) {
 	path := field.NewPath("spec")
 	errs := validateHostMachineSpec(&m.Spec, path)
@@ -40,6 +40,9 @@ func (webhook *HostMachine) ValidateUpdate(_ context.Context, old, m *infrav1.Ho
 	}
 	if !equality.Semantic.DeepEqual(old.Spec.Artifacts, m.Spec.Artifacts) {
 		errs = append(errs, field.Forbidden(path.Child("artifacts"), "is immutable"))
+	}
+	if !equality.Semantic.DeepEqual(old.Spec.PrepareCommands, m.Spec.PrepareCommands) {
+		errs = append(errs, field.Forbidden(path.Child("prepareCommands"), "is immutable"))
 	}
 	if old.Spec.ProviderID != "" && old.Spec.ProviderID != m.Spec.ProviderID {
 		errs = append(errs, field.Forbidden(path.Child("providerID"), fmt.Sprintf("is immutable once set (%s)", old.Spec.ProviderID)))

@@ -166,6 +166,12 @@ func waitClaimed(t *testing.T, hm *infrav1.HostMachine) string {
 	return host
 }
 
+// prepared plays the host's agent for hm's prepare plan: written at claim time, Applied.
+func prepared(t *testing.T, host string, hm *infrav1.HostMachine) {
+	t.Helper()
+	setPlanStatus(t, client.ObjectKey{Namespace: agentv1.PlanNamespace(host), Name: hm.Name + "-prepare"}, agentv1.PhaseApplied, "applied in attempt 1")
+}
+
 // setPlanStatus writes a plan's status the way the host's agent does when it ends.
 func setPlanStatus(t *testing.T, key client.ObjectKey, phase agentv1.NodePlanPhase, message string, instructions ...agentv1.InstructionStatus) {
 	t.Helper()
@@ -265,19 +271,30 @@ func TestHostMachineProvisionedWhenPlanApplied(t *testing.T) {
 	host := waitClaimed(t, hm)
 	planKey := client.ObjectKey{Namespace: agentv1.PlanNamespace(host), Name: "m1"}
 
-	// The plan: labelled for the host's agent, files from a Secret, jinja rendered.
+	// The prepare plan downloads the published artifacts.
+	var prepare agentv1.NodePlan
+	eventually(t, 20*time.Second, "prepare plan", func() (bool, string) {
+		err := admin.Get(ctx, client.ObjectKey{Namespace: planKey.Namespace, Name: "m1-prepare"}, &prepare)
+		return err == nil, fmt.Sprint(err)
+	})
+	if prepare.Labels[agentv1.HostLabel] != host || prepare.Labels[infrav1.PlanPurposeLabel] != "prepare" || len(prepare.Spec.PreflightChecks) == 0 {
+		t.Fatalf("prepare plan: labels %v, %d preflight checks", prepare.Labels, len(prepare.Spec.PreflightChecks))
+	}
+	if f := prepare.Spec.Files[0]; f.Path != "/usr/local/bin/kubelet" || f.ContentRef == nil || f.ContentRef.URL != "http://198.18.0.1:8090/node/bin/kubelet" || f.ContentRef.Digest != digest || f.Mode != "0755" {
+		t.Errorf("first file is not the published kubelet: %+v", f)
+	}
+	prepared(t, host, hm)
+
+	// The bootstrap plan: labelled for the host's agent, files from a Secret, jinja rendered.
 	var plan agentv1.NodePlan
 	eventually(t, 20*time.Second, "bootstrap plan", func() (bool, string) {
 		err := admin.Get(ctx, planKey, &plan)
 		return err == nil, fmt.Sprint(err)
 	})
-	if plan.Labels[agentv1.HostLabel] != host || len(plan.Spec.PreflightChecks) == 0 {
+	if plan.Labels[agentv1.HostLabel] != host || plan.Labels[infrav1.PlanPurposeLabel] != "bootstrap" || len(plan.Spec.PreflightChecks) == 0 {
 		t.Fatalf("plan: labels %v, %d preflight checks", plan.Labels, len(plan.Spec.PreflightChecks))
 	}
-	if f := plan.Spec.Files[0]; f.Path != "/usr/local/bin/kubelet" || f.ContentRef == nil || f.ContentRef.URL != "http://198.18.0.1:8090/node/bin/kubelet" || f.ContentRef.Digest != digest || f.Mode != "0755" {
-		t.Errorf("first file is not the published kubelet: %+v", f)
-	}
-	ref := plan.Spec.Files[1].ContentRef.SecretKeyRef
+	ref := plan.Spec.Files[0].ContentRef.SecretKeyRef
 	var files corev1.Secret
 	if err := admin.Get(ctx, client.ObjectKey{Namespace: planKey.Namespace, Name: ref.Name}, &files); err != nil {
 		t.Fatal(err)
@@ -306,9 +323,11 @@ func TestHostMachineProvisionedWhenPlanApplied(t *testing.T) {
 	}
 }
 
-// The plan is written the moment the Machine gets its bootstrap data: the Machine's
-// update wakes its HostMachine (a watch), not the next requeue (5 s while waiting).
-func TestHostMachinePlanWrittenWhenBootstrapDataArrives(t *testing.T) {
+// The Host is claimed and its prepare plan (downloads, prepareCommands) written as soon as
+// the Machine exists, before the kubeadm bootstrap provider has made the bootstrap data (a
+// worker's waits for the control plane to be initialized); the bootstrap plan is written
+// the moment the Machine gets its bootstrap data (the Machine watch, not the 5 s requeue).
+func TestHostMachinePreparesBeforeBootstrapDataExists(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t, "bootstrapwatch")
 	newHost(t, "bootstrapwatch-h1", "198.18.0.62", nil, map[string]string{"pool": "bootstrapwatch"})
@@ -325,18 +344,51 @@ func TestHostMachinePlanWrittenWhenBootstrapDataArrives(t *testing.T) {
 	if err := admin.Create(ctx, &m); err != nil {
 		t.Fatal(err)
 	}
+	importImages := `for f in /var/lib/provisioner/images/*.tar; do ctr -n k8s.io images import "$f" || exit 1; done`
 	hm := &infrav1.HostMachine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{clusterv1.ClusterNameLabel: "c"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Machine", Name: m.Name, UID: m.UID}}},
-		Spec: infrav1.HostMachineSpec{HostSelector: metav1.LabelSelector{MatchLabels: map[string]string{"pool": "bootstrapwatch"}}},
+		Spec: infrav1.HostMachineSpec{
+			HostSelector:    metav1.LabelSelector{MatchLabels: map[string]string{"pool": "bootstrapwatch"}},
+			PrepareCommands: []string{importImages},
+		},
 	}
 	if err := admin.Create(ctx, hm); err != nil {
 		t.Fatal(err)
 	}
+
+	// Claimed, and the prepare plan written, with no bootstrap data anywhere.
+	host := waitClaimed(t, hm)
+	planNS := agentv1.PlanNamespace(host)
+	var prepare agentv1.NodePlan
+	eventually(t, 20*time.Second, "prepare plan", func() (bool, string) {
+		err := admin.Get(ctx, client.ObjectKey{Namespace: planNS, Name: "m1-prepare"}, &prepare)
+		return err == nil, fmt.Sprint(err)
+	})
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(&m), &m); err != nil || m.Spec.Bootstrap.DataSecretName != nil {
+		t.Fatalf("the Machine has bootstrap data (%v): the test proves nothing", err)
+	}
+	if last := prepare.Spec.Instructions[len(prepare.Spec.Instructions)-1]; last.Command != "/bin/sh" || last.Args[1] != importImages {
+		t.Errorf("the prepare plan's last instruction is not the prepare command: %+v", last)
+	}
+	if prepare.Labels[infrav1.PlanPurposeLabel] != "prepare" || prepare.Labels[agentv1.HostLabel] != host {
+		t.Errorf("prepare plan labels %v", prepare.Labels)
+	}
+	got := getHostMachine(t, hm)
+	if got.Status.PreparePlan == nil || got.Status.PreparePlan.Name != "m1-prepare" {
+		t.Errorf("status.preparePlan %+v", got.Status.PreparePlan)
+	}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: planNS, Name: "m1"}, &agentv1.NodePlan{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a bootstrap plan before the bootstrap data: %v", err)
+	}
+
+	// Prepared; still waiting for the bootstrap data, and saying so.
+	prepared(t, host, hm)
 	eventually(t, 20*time.Second, "waiting for bootstrap data", func() (bool, string) {
 		got := getHostMachine(t, hm)
 		c := apimeta.FindStatusCondition(got.Status.Conditions, infrav1.ConditionReady)
-		return c != nil && c.Reason == infrav1.ReasonWaitingForBootstrapData, condStr(got.Status.Conditions, infrav1.ConditionReady)
+		return c != nil && c.Reason == infrav1.ReasonWaitingForBootstrapData && apimeta.IsStatusConditionTrue(got.Status.Conditions, infrav1.ConditionPreparePlanApplied),
+			condStr(got.Status.Conditions, infrav1.ConditionReady) + "; " + condStr(got.Status.Conditions, infrav1.ConditionPreparePlanApplied)
 	})
 
 	data := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1-bootstrap"},
@@ -352,7 +404,7 @@ func TestHostMachinePlanWrittenWhenBootstrapDataArrives(t *testing.T) {
 		t.Fatal(err)
 	}
 	set := time.Now()
-	planKey := client.ObjectKey{Namespace: agentv1.PlanNamespace("bootstrapwatch-h1"), Name: "m1"}
+	planKey := client.ObjectKey{Namespace: planNS, Name: "m1"}
 	eventually(t, 20*time.Second, "bootstrap plan", func() (bool, string) {
 		var plan agentv1.NodePlan
 		err := admin.Get(ctx, planKey, &plan)
@@ -372,14 +424,19 @@ func TestHostMachineFailedPlanNamesHostAndCheck(t *testing.T) {
 	newCluster(t, ns, "c", "")
 	hm := newMachine(t, ns, "c", "m1", false, map[string]string{"pool": "failed"})
 	host := waitClaimed(t, hm)
-	setPlanStatus(t, client.ObjectKey{Namespace: agentv1.PlanNamespace(host), Name: "m1"}, agentv1.PhaseFailed,
+	// The prerequisites are the prepare plan's checks: a missing one fails it, and no bootstrap plan is written.
+	setPlanStatus(t, client.ObjectKey{Namespace: agentv1.PlanNamespace(host), Name: "m1-prepare"}, agentv1.PhaseFailed,
 		"attempt 3 of 3 failed: required preflight check failed: containerd-socket: stat /run/containerd/containerd.sock: no such file or directory")
 	eventually(t, 20*time.Second, "PlanFailed", func() (bool, string) {
 		got := getHostMachine(t, hm)
 		c := apimeta.FindStatusCondition(got.Status.Conditions, infrav1.ConditionReady)
 		return c != nil && c.Reason == infrav1.ReasonPlanFailed && c.Status == metav1.ConditionFalse &&
-			strings.Contains(c.Message, "host failed-h1") && strings.Contains(c.Message, "containerd-socket"), condStr(got.Status.Conditions, infrav1.ConditionReady)
+			strings.Contains(c.Message, "host failed-h1") && strings.Contains(c.Message, "m1-prepare") && strings.Contains(c.Message, "containerd-socket"), condStr(got.Status.Conditions, infrav1.ConditionReady)
 	})
+	err := admin.Get(context.Background(), client.ObjectKey{Namespace: agentv1.PlanNamespace(host), Name: "m1"}, &agentv1.NodePlan{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("a bootstrap plan after a failed prepare plan: %v", err)
+	}
 }
 
 func TestHostMachineDeleteResetsAndReleases(t *testing.T) {
@@ -390,6 +447,7 @@ func TestHostMachineDeleteResetsAndReleases(t *testing.T) {
 	hm := newMachine(t, ns, "c", "m1", false, map[string]string{"pool": "reset"})
 	host := waitClaimed(t, hm)
 	planNS := agentv1.PlanNamespace(host)
+	prepared(t, host, hm)
 	setPlanStatus(t, client.ObjectKey{Namespace: planNS, Name: "m1"}, agentv1.PhaseApplied, "applied")
 
 	if err := admin.Delete(ctx, hm); err != nil {
@@ -446,6 +504,7 @@ func TestHostMachineDeleteReleasesAfterTimeoutWhenTheAgentIsGone(t *testing.T) {
 	newCluster(t, ns, "c", "")
 	hm := newMachine(t, ns, "c", "m1", false, map[string]string{"pool": "gone"})
 	host := waitClaimed(t, hm)
+	prepared(t, host, hm)
 	setPlanStatus(t, client.ObjectKey{Namespace: agentv1.PlanNamespace(host), Name: "m1"}, agentv1.PhaseApplied, "applied")
 
 	start := time.Now()

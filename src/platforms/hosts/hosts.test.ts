@@ -9,7 +9,7 @@ import { validateInstallConfigText, type InstallConfig } from '../../config/inde
 import { ConfigError, InfrastructureError, MachinesError } from '../../errors.js';
 import { generateManifests, installConfigSchema } from '../index.js';
 import { hostArtifacts } from './artifacts.js';
-import { appendKubeProxyConfiguration } from './node-settings.js';
+import { appendKubeProxyConfiguration, importImages } from './node-settings.js';
 import { assignHosts, hostView, planFailure, poolDemands, supplyLine, type HostView } from './registration.js';
 
 const base = `apiVersion: provisioner.dev/v1alpha1
@@ -96,6 +96,14 @@ describe('hosts manifests', () => {
     const cluster = (text: string) => generateManifests(load(text)).manifests.find((m) => m.role === 'infrastructure-cluster')!.object as unknown as { spec: unknown };
     expect(cluster(withListen).spec).toEqual({ controlPlaneHostSelector: {} });
     expect(cluster(withListen.replace('  hosts: {}', '  hosts:\n    controlPlaneEndpoint: {host: 198.18.0.100}')).spec).toEqual({ controlPlaneEndpoint: { host: '198.18.0.100', port: 6443 } });
+  });
+
+  it('imports each role\'s images in the prepare plan (the machine template\'s prepareCommands), not after the bootstrap data', () => {
+    const set = generateManifests(load(withListen)).manifests;
+    const prepare = (role: string) => (set.find((m) => m.role === role)!.object as unknown as { spec: { template: { spec: { prepareCommands: string[] } } } }).spec.template.spec.prepareCommands;
+    expect(prepare('control-plane-machine-template')).toEqual([importImages('controlPlane')]);
+    expect(prepare('machine-template')).toEqual([importImages('worker')]);
+    for (const role of ['control-plane', 'bootstrap-template']) expect(JSON.stringify(set.find((m) => m.role === role)!.object)).not.toContain('images import');
   });
 
   it('renames a pool\'s machine template when its selector changes', () => {

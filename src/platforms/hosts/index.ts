@@ -10,7 +10,7 @@
  * The kubeadm settings (./node-settings.ts) make kubeadm work without systemd, on cgroup
  * v1, with images imported from archives of the bundle instead of pulled.
  */
-import { controlPlanePool, listenAddressSchema, machineSection, platformSection, type InstallConfig, type MachinePool } from '../../config/index.js';
+import { controlPlanePool, hasRole, listenAddressSchema, machineSection, platformSection, type InstallConfig, type MachinePool } from '../../config/index.js';
 import { agentController, coreControllers, type Platform, type PlatformKubeadm, type TemplateRole } from '../platform.js';
 import type { InfrastructureCluster, InfrastructureClusterTemplate, InfrastructureMachineTemplate, UnnamedObject } from '../types.js';
 import { hostsConfig, hostsName, hostsPlatformSchema, type HostsMachine } from './config.js';
@@ -47,7 +47,8 @@ export interface HostClusterTemplate extends InfrastructureClusterTemplate {
 export interface HostMachineTemplate extends InfrastructureMachineTemplate {
   apiVersion: typeof hostsApiVersion;
   kind: 'HostMachineTemplate';
-  spec: { template: { spec: { hostSelector: LabelSelector } } };
+  /** prepareCommands: what a claimed Host runs in its prepare plan, before the Machine's bootstrap data exists (the image imports). */
+  spec: { template: { spec: { hostSelector: LabelSelector; prepareCommands: string[] } } };
 }
 
 function hostsSection(config: InstallConfig) {
@@ -115,7 +116,11 @@ export const hostsPlatform: Platform = {
   },
 
   machineTemplate(_config: InstallConfig, pool: MachinePool): UnnamedObject<HostMachineTemplate> {
-    return { apiVersion: hostsApiVersion, kind: 'HostMachineTemplate', spec: { template: { spec: { hostSelector: poolSelector(pool) } } } };
+    // The role's images are imported in the prepare plan, which a Host runs as soon as it is claimed: a worker's
+    // imports do not wait for the control plane to be initialized (its bootstrap data does), nor a control plane's
+    // for Cluster API's certificates.
+    const prepareCommands = [node.importImages(hasRole(pool, 'controlPlane') ? 'controlPlane' : 'worker')];
+    return { apiVersion: hostsApiVersion, kind: 'HostMachineTemplate', spec: { template: { spec: { hostSelector: poolSelector(pool), prepareCommands } } } };
   },
 
   kubeadm(_config: InstallConfig, role: TemplateRole): PlatformKubeadm {
@@ -130,9 +135,10 @@ export const hostsPlatform: Platform = {
         kubeletExtraArgs: node.kubeletExtraArgs.map((a) => ({ ...a })),
       },
       files: kubeadmFiles.map((f) => ({ ...f })),
-      // A worker's half-done join undone, images (kubeadm's preflight looks for them, and nothing is pulled), then the kubelet's
-      // supervisor. The pod network comes with the cluster's add-ons (networking.cni), not from the node.
-      preKubeadmCommands: [...(controlPlane ? [node.appendKubeProxyConfiguration] : [node.undoUnfinishedJoin]), node.importImages(role), node.startKubelet],
+      // A worker's half-done join undone, then the kubelet's supervisor. The images kubeadm's preflight looks for (nothing
+      // is pulled) were imported by the Host's prepare plan (machineTemplate's prepareCommands), before this plan.
+      // The pod network comes with the cluster's add-ons (networking.cni), not from the node.
+      preKubeadmCommands: [...(controlPlane ? [node.appendKubeProxyConfiguration] : [node.undoUnfinishedJoin]), node.startKubelet],
     };
   },
 

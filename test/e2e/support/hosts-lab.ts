@@ -282,11 +282,11 @@ export class HostsLab {
 }
 
 /**
- * An install config for the hosts platform as a user writes it by hand: one control-plane
- * host, `workers` worker hosts, the control plane listening on `listenAddress` for them, the
+ * An install config for the hosts platform as a user writes it by hand: `controlPlanes`
+ * control-plane hosts (default 1), `workers` worker hosts, the control plane listening on `listenAddress` for them, the
  * pod and Service blocks carved from the test range (the bundled pod network by default).
  */
-export function hostsInstallConfig(name: string, listenAddress: string, workers: number, cni?: 'flannel' | 'none'): string {
+export function hostsInstallConfig(name: string, listenAddress: string, workers: number, cni?: 'flannel' | 'none', controlPlanes = 1): string {
   return `apiVersion: provisioner.dev/v1alpha1
 kind: InstallConfig
 metadata:
@@ -297,7 +297,7 @@ networking:
   serviceCIDRs: [${testClusterNetworking.serviceCIDR}]
 ${cni ? `  cni: ${cni}\n` : ''}machinePools:
   - name: control-plane
-    quantity: 1
+    quantity: ${controlPlanes}
     roles: [etcd, controlPlane]
   - name: worker
     quantity: ${workers}

@@ -56,7 +56,7 @@ const (
 	// made for, ClaimKey(namespace, name).
 	HostMachineLabel = "infrastructure.provisioner.dev/host-machine"
 
-	// PlanPurposeLabel on a NodePlan says what it does: "bootstrap" or "reset".
+	// PlanPurposeLabel on a NodePlan says what it does: "prepare", "bootstrap" or "reset".
 	PlanPurposeLabel = "infrastructure.provisioner.dev/purpose"
 
 	// ControlPlaneMachineLabel is Cluster API's label on control-plane Machines.

@@ -23,14 +23,26 @@ type HostMachineSpec struct {
 	// +optional
 	HostSelector metav1.LabelSelector `json:"hostSelector,omitempty,omitzero"`
 
-	// Artifacts are files the bootstrap plan downloads before it writes the cloud-config's
-	// files (node binaries, image archives), each checked against its sha256 digest.
-	// Default: none.
+	// Artifacts are files the prepare plan downloads (node binaries, image archives), each
+	// checked against its sha256 digest. Default: none.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=map
 	// +listMapKey=path
 	Artifacts []Artifact `json:"artifacts,omitempty"`
+
+	// PrepareCommands run on the Host (each with /bin/sh -c, in order) in its prepare plan,
+	// after the artifacts are downloaded: what the Host needs before its kubeadm init or
+	// join that does not depend on the bootstrap data (image imports, for example). The
+	// prepare plan is written as soon as the Host is claimed, so this runs while Cluster
+	// API makes the bootstrap data (a worker's waits for the control plane to be
+	// initialized); the bootstrap plan is written once the prepare plan is Applied and the
+	// bootstrap data exists. Default: none (the prepare plan checks the Host's
+	// prerequisites and downloads the artifacts).
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	PrepareCommands []string `json:"prepareCommands,omitempty"`
 }
 
 // Artifact is a file the host downloads over HTTP(S) into path.
@@ -84,6 +96,10 @@ type HostMachineStatus struct {
 	// +optional
 	HostRef *HostReference `json:"hostRef,omitempty"`
 
+	// PreparePlan is the NodePlan that prepares the Host before its bootstrap data exists.
+	// +optional
+	PreparePlan *PlanReference `json:"preparePlan,omitempty"`
+
 	// BootstrapPlan is the NodePlan that bootstraps the Host.
 	// +optional
 	BootstrapPlan *PlanReference `json:"bootstrapPlan,omitempty"`
@@ -93,8 +109,8 @@ type HostMachineStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	Addresses []clusterv1.MachineAddress `json:"addresses,omitempty"`
 
-	// Conditions: Ready, HostClaimed, BootstrapPlanApplied, and HostReleased while the
-	// machine is deleted.
+	// Conditions: Ready, HostClaimed, PreparePlanApplied, BootstrapPlanApplied, and
+	// HostReleased while the machine is deleted.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -106,6 +122,8 @@ type HostMachineStatus struct {
 const (
 	// ConditionHostClaimed: the machine holds a Host.
 	ConditionHostClaimed = "HostClaimed"
+	// ConditionPreparePlanApplied: the Host's prepare plan is Applied.
+	ConditionPreparePlanApplied = "PreparePlanApplied"
 	// ConditionBootstrapPlanApplied: the Host's bootstrap plan is Applied.
 	ConditionBootstrapPlanApplied = "BootstrapPlanApplied"
 	// ConditionHostReleased: on deletion, the Host was reset and released.
@@ -121,7 +139,7 @@ const (
 	ReasonBootstrapDataInvalid    = "BootstrapDataInvalid"
 	ReasonPlanPending             = "PlanPending"
 	ReasonPlanApplied             = "PlanApplied"
-	// ReasonPlanFailed: the bootstrap plan ended Failed (or Cancelled); the message names
+	// ReasonPlanFailed: the prepare or bootstrap plan ended Failed (or Cancelled); the message names
 	// the Host, the plan and the failing check or instruction.
 	ReasonPlanFailed = "PlanFailed"
 	// ReasonResetting: the reset plan runs on the Host.
