@@ -68,6 +68,11 @@ export abstract class ProvisionerError extends Error {
     this.message = nameRequestFields(this.message, name);
     Object.assign(this, { hint: this.hint === undefined ? undefined : nameRequestFields(this.hint, name), details: this.details.map((d) => nameRequestFields(d, name)) });
   }
+
+  /** Replaces the next step, for a caller that knows better than the layer that threw (e.g. a move run by another command). */
+  replaceHint(hint: string): void {
+    Object.assign(this, { hint });
+  }
 }
 
 /** The user asked for something that cannot work as given (flags, arguments). */

@@ -5,6 +5,7 @@
  * platforms that wait for hosts.
  */
 import { randomBytes, X509Certificate, createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import { controlPlaneStatus, forwarderName, readListenRecord } from '../controlplane/local-controlplane.js';
 import { hostPort } from '../controlplane/listen-address.js';
 import { InfrastructureError } from '../errors.js';
@@ -48,8 +49,10 @@ export interface RegistrationCommand {
   token: string;
   /**
    * Whether `server` is an address hosts can reach: the control plane's listen address
-   * (`--listen-address`, `bootstrap.listenAddress`), served by its forwarder. False: the
-   * loopback address of the kubeconfig, which only an agent on this machine reaches.
+   * (`--listen-address`, `bootstrap.listenAddress`), served by its forwarder, or the
+   * kubeconfig's server when it is not loopback (a real management cluster's endpoint, a
+   * self-managed cluster's). False: the loopback address of the kubeconfig, which only an
+   * agent on this machine reaches.
    */
   reachableFromHosts: boolean;
   /** RegistrationToken object name in `registrationNamespace`. */
@@ -103,12 +106,18 @@ export async function issueRegistrationCommand(client: KubeClient, request: { di
   return {
     command: `PROVISIONER_AGENT_TOKEN=${token} provisioner-agent register --server ${server} --ca-checksum ${checksum}`,
     server,
-    reachableFromHosts: listen !== undefined,
+    reachableFromHosts: listen !== undefined || !isLoopbackUrl(server),
     caChecksum: checksum,
     token,
     tokenName,
     expiresAt: status.expiresAt,
   };
+}
+
+/** Whether the URL's host is a loopback address (127.0.0.0/8, ::1) or `localhost`. */
+export function isLoopbackUrl(url: string): boolean {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
 }
 
 /** `https://<listen address>:<port>` when the control plane of `dir` serves one and its forwarder runs. */

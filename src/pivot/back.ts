@@ -11,7 +11,8 @@
  * control plane the caller attached. The hosts' agents follow back to the local agent manager
  * at the local control plane's listen address (its forwarder), as they reached it before the pivot.
  */
-import { ExternalError, UsageError } from '../errors.js';
+import { ExternalError, ProvisionerError, UsageError } from '../errors.js';
+import { recordRelativePath } from '../installdir/paths.js';
 import { log, type EventSink } from '../events.js';
 import { hostPort } from '../controlplane/listen-address.js';
 import { readListenRecord } from '../controlplane/local-controlplane.js';
@@ -147,7 +148,24 @@ export async function pivotBack(request: PivotBackRequest): Promise<PivotResult>
       signal,
       ...(request.afterPhase ? { afterPhase: request.afterPhase } : {}),
     });
+  } catch (error) {
+    throw asMoveBackError(error, dir);
   } finally {
     source.close();
   }
+}
+
+/**
+ * A failure of the move back, with the next step for it: the move's own hints name `provisioner
+ * pivot` and `--rollback`, which do not apply to a move that `destroy cluster` runs (its journal
+ * targets a temporary local control plane, and `destroy cluster` again resumes it). A hint that
+ * names neither (a specific cause to fix first) is kept, with the rerun after it.
+ */
+export function asMoveBackError(error: unknown, dir: string): unknown {
+  if (!(error instanceof ProvisionerError)) return error;
+  const rerun = `run \`provisioner destroy cluster --dir ${dir}\` again: it resumes the move back from where it stopped (the journal is in ${recordRelativePath('pivot')}), then deletes the cluster`;
+  const hint = error.hint;
+  if (hint === undefined || /\bpivot\b|--rollback/.test(hint)) error.replaceHint(`${rerun[0]!.toUpperCase()}${rerun.slice(1)}.`);
+  else if (!hint.includes('destroy cluster')) error.replaceHint(`${hint.replace(/\.$/, '')}; then ${rerun}.`);
+  return error;
 }

@@ -19,6 +19,7 @@ import { controlPlaneLayout } from '../controlplane/layout.js';
 import { UsageError, messageOf, requestField } from '../errors.js';
 import { log } from '../events.js';
 import { checkKubeconfigFile } from '../kube/kubeconfig-file.js';
+import { recordExternalManagement, recordedExternalManagement } from '../installdir/management.js';
 import { readPivotJournal } from '../pivot/journal.js';
 import { installSelfManagement } from '../pivot/self.js';
 import { pivotTargetKubeconfig, selfTarget } from '../pivot/target.js';
@@ -99,10 +100,13 @@ export async function pivotToSelf(request: PivotToSelfRequest): Promise<PivotRes
   await checkKubeconfigFile(kubeconfig, `${requestField('to')} self`);
   const journal = await readPivotJournal(dir);
   if (journal?.phase === 'done' && !journal.rolledBack && path.resolve(journal.targetKubeconfig) === kubeconfig) {
-    // A run killed after the move but before the data went: finished now.
-    if (await exists(controlPlaneLayout(dir).etcdDataDir)) {
+    // A run killed after the move but before the cluster was recorded as its own manager, or before (or while) the data went: finished now.
+    const layout = controlPlaneLayout(dir);
+    const left = (await exists(layout.stateDir)) || (await exists(layout.kubeconfig));
+    if (left || (await recordedExternalManagement(dir)) !== kubeconfig) {
       const lock = await acquireDirLock(dir, { command: 'pivot', events: request.sink });
       try {
+        await recordExternalManagement(dir, kubeconfig);
         await removeRecordedControlPlane(dir, request.sink);
         log(request.sink, 'info', `The cluster manages itself: the local control plane's data left by an interrupted run was removed from ${dir}`);
       } finally {

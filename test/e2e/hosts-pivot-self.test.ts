@@ -19,8 +19,12 @@
  * its move back into a temporary local control plane has copied the objects, then run again: it
  * resumes the move, the agents follow back, the cluster is deleted from the local control plane
  * and all three hosts are reset (no kubelet, container or /etc/kubernetes left), nothing of ours
- * left on the machine. Prints the times and the providers' memory. Not covered here (issue 28
- * item 4): a second cluster from this one.
+ * left on the machine. Before that, issue 28 item 4: a second 1 + 1 cluster made from this one
+ * (`create cluster --management-kubeconfig <its auth/kubeconfig>`) on two more hosts, which register
+ * with the in-cluster agent manager through this cluster's endpoint and download their node files
+ * from its node-artifacts Service, becomes Ready with its objects in this cluster, and `destroy
+ * cluster` of it resets its two hosts and leaves this cluster's Machines as they were. Prints the
+ * times and the providers' memory.
  */
 import { existsSync } from 'node:fs';
 import { readFile, readdir, writeFile } from 'node:fs/promises';
@@ -31,7 +35,7 @@ import { externalManagementFile } from '../../src/installdir/management.js';
 import type { TestHost } from '../support/netns.js';
 import { waitFor } from '../integration/support/controlplane.js';
 import { ensureBuilt } from './support/cli.js';
-import { HostsLab, type RunningAgent } from './support/hosts-lab.js';
+import { HostsLab, printedHostCommands, type RunningAgent } from './support/hosts-lab.js';
 
 const name = 'itself';
 let lab: HostsLab;
@@ -44,15 +48,20 @@ let pivoted: { at: number; machines: string[] } | undefined;
 const kubeconfig = () => path.join(dir, 'auth', 'kubeconfig');
 /** The hosts `create cluster` registers (the third registers after the pivot). */
 const clusterHosts = () => lab.hosts.slice(0, 2);
+/** The hosts of the second cluster, made from the first with --management-kubeconfig. */
+const secondHosts = () => lab.hosts.slice(3, 5);
+const secondName = 'second';
+let secondDir = '';
 
 const json = <T>(args: readonly string[]): Promise<T> => lab.kubectlJson<T>(kubeconfig(), args);
 
 beforeAll(async () => {
   await ensureBuilt();
-  // Two hosts for the 1 + 1 cluster, a third that registers after the pivot.
-  lab = await HostsLab.create(3, { runtime: true });
+  // Two hosts for the 1 + 1 cluster, a third that registers after the pivot, two for a second cluster made from the first.
+  lab = await HostsLab.create(5, { runtime: true });
   await lab.writeKubeletCgroupRoots();
   dir = path.join(lab.net.root, 'cluster');
+  secondDir = path.join(lab.net.root, 'second');
 }, 300_000);
 
 afterAll(async () => {
@@ -79,6 +88,29 @@ async function processesOf(host: TestHost): Promise<string[]> {
   const names: string[] = [];
   for (const pid of pids) names.push((await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim());
   return names.filter(Boolean);
+}
+
+/** What a failed kubeadm on a host leaves to read (kubeadm init's own output is kept out of its plan's status): its containers and the tails of its pods' and agent's logs. */
+async function hostDiagnostics(host: TestHost): Promise<string> {
+  const script = [
+    'ctr --address /run/containerd/containerd.sock -n k8s.io containers ls 2>&1 | tail -20',
+    'ctr --address /run/containerd/containerd.sock -n k8s.io images ls -q 2>&1 | tail -30',
+    'ls -la /etc/kubernetes/manifests 2>&1',
+    'for f in $(find /var/log/pods -name "*.log" 2>/dev/null); do echo "== $f"; tail -n 15 "$f"; done',
+    `for f in $(find ${HostsLab.files(host).data} /var/lib/provisioner /run/provisioner -name "*.log" 2>/dev/null); do echo "== $f"; tail -n 40 "$f"; done`,
+  ].join('; ');
+  const run = await lab.net.run(host.namespace, '/bin/sh', ['-c', script], { timeout: 60_000 });
+  return `diagnostics of ${host.name}:\n${run.stdout}\n${run.stderr}`;
+}
+
+/** A host reset: no kubelet, container or static pod of a cluster runs there, and its /etc/kubernetes is empty. */
+async function expectReset(host: TestHost): Promise<void> {
+  const left = await processesOf(host);
+  expect(left.filter((p) => /kubelet|shim|pause|etcd|kube-|supervise/.test(p)), `${host.name} runs ${left.join(', ')}`).toEqual([]);
+  const containers = await lab.net.run(host.namespace, 'ctr', ['--address', '/run/containerd/containerd.sock', '-n', 'k8s.io', 'containers', 'ls', '-q']);
+  expect(containers.exitCode, containers.stderr).toBe(0);
+  expect(containers.stdout.trim(), `${host.name}'s containers`).toBe('');
+  expect(await readdir(path.join(host.rootDir, 'etc/kubernetes')), `${host.name}'s /etc/kubernetes`).toEqual([]);
 }
 
 describe('issue 28 item 2: create cluster --pivot-to self', () => {
@@ -230,7 +262,7 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
     agents.push(lab.startAgent(third));
     // Every host's agent (the two that followed and the new one) may GET the node files through the proxy.
     const bindings = await json<{ items: { metadata: { name: string } }[] }>(['get', 'rolebindings', '-n', 'provisioner-agent-system']);
-    for (const host of lab.hosts) expect(bindings.items.map((b) => b.metadata.name)).toContain(`agent.provisioner.dev:node-artifacts:${host.name}`);
+    for (const host of [...clusterHosts(), third]) expect(bindings.items.map((b) => b.metadata.name)).toContain(`agent.provisioner.dev:node-artifacts:${host.name}`);
 
     const started = Date.now();
     const deployments = await json<{ items: { metadata: { name: string } }[] }>(['get', 'machinedeployments.cluster.x-k8s.io', '-n', name]);
@@ -276,6 +308,61 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
     expect(plan.status?.instructions?.[0]?.output).toContain('day 2 on the third host');
   }, 1_500_000);
 
+  it('a second cluster from the first: create cluster --management-kubeconfig <the self-managed cluster> on two more hosts becomes Ready, its objects in the first cluster', async () => {
+    const before = await json<{ items: MachineView[] }>(['get', 'machines.cluster.x-k8s.io', '-n', name]);
+    const started = Date.now();
+    // Its hosts register with the in-cluster agent manager through the first cluster's endpoint, with the commands create cluster prints.
+    const created = await lab.createCluster(secondDir, secondName, 1, ['--management-kubeconfig', kubeconfig()], secondHosts()).catch(async (error: unknown) => {
+      throw new Error(`${String(error)}\n${await hostDiagnostics(secondHosts()[0]!)}`);
+    });
+    agents.push(...created.agents);
+    figures['second cluster from the first, create cluster (s)'] = (Date.now() - started) / 1000;
+    const server = (await lab.kubectlWith(kubeconfig(), ['config', 'view', '--minify', '-o', 'jsonpath={.clusters[0].cluster.server}'])).stdout.trim();
+    for (const command of printedHostCommands(created.output)) expect(command.server).toBe(server);
+
+    // Its objects live in the first cluster, its hosts are Hosts there, and nothing of it runs on the machine.
+    const clusters = await json<{ items: { metadata: { name: string } }[] }>(['get', 'clusters.cluster.x-k8s.io', '-n', secondName]);
+    expect(clusters.items.map((c) => c.metadata.name)).toEqual([secondName]);
+    const machines = await json<{ items: MachineView[] }>(['get', 'machines.cluster.x-k8s.io', '-n', secondName]);
+    expect(machines.items.map((m) => m.status?.phase)).toEqual(['Running', 'Running']);
+    const claimed = await json<{ items: { status?: { hostRef?: { name: string } } }[] }>(['get', 'hostmachines.infrastructure.provisioner.dev', '-n', secondName]);
+    expect(claimed.items.map((m) => m.status?.hostRef?.name).sort()).toEqual(secondHosts().map((h) => h.name).sort());
+    const local = await lab.processesOf(['capi-manager', 'provisioner-agent-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder'], secondDir);
+    expect(local.local, 'local provider and control-plane processes of the second install').toEqual([]);
+    expect(existsSync(path.join(secondDir, '.provisioner', 'controlplane')), 'a local control plane of the second install').toBe(false);
+
+    // Its nodes are Ready in its own API, their node files downloaded from the first cluster's node-artifacts Service.
+    const secondKubeconfig = path.join(secondDir, 'auth', 'kubeconfig');
+    const nodes = await lab.kubectlJson<{ items: NodeView[] }>(secondKubeconfig, ['get', 'nodes']);
+    expect(nodes.items).toHaveLength(2);
+    for (const node of nodes.items) expect(node.status.conditions?.find((c) => c.type === 'Ready')?.status, node.metadata.name).toBe('True');
+    interface PlanView { spec: { files?: { contentRef?: { url?: string } }[] } }
+    const plans = (await json<{ items: PlanView[] }>(['get', 'nodeplans.agent.provisioner.dev', '-n', `host-${secondHosts()[0]!.name}`])).items;
+    const urls = plans.flatMap((p) => p.spec.files ?? []).map((f) => f.contentRef?.url).filter((u): u is string => u !== undefined);
+    expect(urls.length).toBeGreaterThan(2);
+    for (const url of urls) expect(url).toContain(`${server}/api/v1/namespaces/provisioner-agent-system/services/node-artifacts/proxy/`);
+
+    // The first cluster is untouched: the same Machines on the same nodes.
+    const after = await json<{ items: MachineView[] }>(['get', 'machines.cluster.x-k8s.io', '-n', name]);
+    expect(machineIdentities(after.items)).toEqual(machineIdentities(before.items));
+  }, 1_800_000);
+
+  it('destroy cluster of the second cluster resets its two hosts and leaves the first untouched', async () => {
+    const before = await json<{ items: MachineView[] }>(['get', 'machines.cluster.x-k8s.io', '-n', name]);
+    const started = Date.now();
+    const run = await lab.cli(['destroy', 'cluster', '--dir', secondDir], 900_000);
+    figures['second cluster, destroy cluster (s)'] = (Date.now() - started) / 1000;
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
+    expect(run.stderr).toMatch(/Hosts reset and released \(free for another cluster\): h\S+, h\S+/);
+    for (const host of secondHosts()) await expectReset(host);
+    const clusters = await json<{ items: unknown[] }>(['get', 'clusters.cluster.x-k8s.io', '-n', secondName]);
+    expect(clusters.items).toEqual([]);
+    const after = await json<{ items: MachineView[] }>(['get', 'machines.cluster.x-k8s.io', '-n', name]);
+    expect(machineIdentities(after.items)).toEqual(machineIdentities(before.items));
+    expect(after.items.map((m) => m.status?.phase)).toEqual(['Running', 'Running', 'Running']);
+    expect(existsSync(externalManagementFile(dir)), "the first install's management record").toBe(true);
+  }, 1_200_000);
+
   it('destroy cluster of the self-managed cluster, SIGKILLed during its move back, then again: the cluster moves back into a temporary local control plane, is deleted there, and every host is reset', async () => {
     const killed = lab.spawnCli(['destroy', 'cluster', '--dir', dir]);
     // Killed once the copies are in the local control plane: the cluster is paused and fenced, its agents not yet handed over.
@@ -298,14 +385,7 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
     expect(run.stderr).toMatch(/stage destroy:delete-clusters succeeded/);
     expect(run.stderr).toMatch(/Hosts reset and released \(free for another cluster\): h\S+, h\S+, h\S+/);
 
-    for (const host of lab.hosts) {
-      const left = await processesOf(host);
-      expect(left.filter((p) => /kubelet|shim|pause|etcd|kube-|supervise/.test(p)), `${host.name} runs ${left.join(', ')}`).toEqual([]);
-      const containers = await lab.net.run(host.namespace, 'ctr', ['--address', '/run/containerd/containerd.sock', '-n', 'k8s.io', 'containers', 'ls', '-q']);
-      expect(containers.exitCode, containers.stderr).toBe(0);
-      expect(containers.stdout.trim(), `${host.name}'s containers`).toBe('');
-      expect(await readdir(path.join(host.rootDir, 'etc/kubernetes')), `${host.name}'s /etc/kubernetes`).toEqual([]);
-    }
+    for (const host of lab.hosts) await expectReset(host);
     // Nothing of the temporary local control plane runs or stays.
     const local = await lab.processesOf(['capi-manager', 'provisioner-agent-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder'], dir);
     expect(local.local, 'local provider and control-plane processes').toEqual([]);

@@ -180,7 +180,15 @@ export async function waitForHosts(context: PlatformHookContext): Promise<void> 
 /** Publishes what the hosts download before kubeadm (./artifacts.ts); first, so that a problem with it shows before anyone sets up hosts. */
 export async function offerArtifacts(context: PlatformHookContext): Promise<void> {
   if (!context.nodeArtifacts) {
-    context.log('This management cluster serves no node artifacts: the hosts must already have kubelet, kubeadm and the control-plane images');
+    // An external management cluster: a self-managed hosts cluster lists the node files it serves itself (in-cluster-artifacts.ts).
+    const reader = KubeClient.fromFile(context.kubeconfig);
+    const listed = await reader
+      .get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: artifactsConfigMap.name, namespace: artifactsConfigMap.namespace } })
+      .finally(() => reader.close());
+    const count = listed?.data?.[artifactsConfigMap.key] ? (JSON.parse(listed.data[artifactsConfigMap.key]!) as unknown[]).length : 0;
+    context.log(count > 0
+      ? `The hosts download ${count} node files the management cluster lists (${artifactsConfigMap.namespace}/${artifactsConfigMap.name})`
+      : 'This management cluster serves no node artifacts: the hosts must already have kubelet, kubeadm and the control-plane images');
     return;
   }
   const artifacts = hostArtifacts(await context.nodeArtifacts());

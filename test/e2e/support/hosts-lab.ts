@@ -153,22 +153,25 @@ export class HostsLab {
 
   /**
    * A cluster made as a user makes one: `hostsInstallConfig(name, …, workers)` written into `dir`,
-   * `create cluster` (with `args`) in the background, the first host registered as the control plane and the
+   * `create cluster` (with `args`) in the background, the first host (of `hosts`, default the lab's) registered as the control plane and the
    * next `workers` as workers with the commands it prints. Throws, with its output, unless it exits 0.
    */
-  async createCluster(dir: string, name: string, workers: number, args: readonly string[] = []): Promise<{ output: string; agents: RunningAgent[] }> {
-    const { run, agents } = await this.startCluster(dir, name, workers, args);
+  async createCluster(dir: string, name: string, workers: number, args: readonly string[] = [], hosts?: readonly TestHost[]): Promise<{ output: string; agents: RunningAgent[] }> {
+    const { run, agents } = await this.startCluster(dir, name, workers, args, hosts);
     const done = await run.child;
     if (done.exitCode !== 0) throw new Error(`create cluster exited ${done.exitCode}:\n${run.output()}\n${agents.map((a) => a.output().slice(-3000)).join('\n')}`);
     return { output: run.output(), agents };
   }
 
-  /** `create cluster` of a hosts install in the background (with `args` after `--dir`), its hosts registered as it prints their commands. */
-  async startCluster(dir: string, name: string, workers: number, args: readonly string[] = []): Promise<{ run: BackgroundRun; agents: RunningAgent[] }> {
+  /**
+   * `create cluster` of a hosts install in the background (with `args` after `--dir`), its hosts registered as it prints their commands:
+   * the lab's first 1 + `workers` hosts, or those of `hosts` (the first the control plane).
+   */
+  async startCluster(dir: string, name: string, workers: number, args: readonly string[] = [], hosts: readonly TestHost[] = this.hosts.slice(0, 1 + workers)): Promise<{ run: BackgroundRun; agents: RunningAgent[] }> {
     await mkdir(dir, { recursive: true });
     await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig(name, this.net.machine.address, workers));
     const run = this.spawnCli(['create', 'cluster', '--dir', dir, ...args]);
-    const roles = this.hosts.slice(0, 1 + workers).map((host, i) => [host, i === 0 ? 'control-plane' : 'worker'] as const);
+    const roles = hosts.map((host, i) => [host, i === 0 ? 'control-plane' : 'worker'] as const);
     return { run, agents: await this.registerWithPrinted(roles, await this.waitForHostCommands(run, roles.length)) };
   }
 
