@@ -3,6 +3,8 @@
 export interface Job {
   /** A test file relative to the repository, or a tier's name. */
   name: string;
+  /** Jobs of one group never run at once. Default: none (no limit). */
+  group?: string;
 }
 
 export interface LanePlan {

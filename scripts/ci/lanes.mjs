@@ -2,6 +2,8 @@
 // separate vitest or go processes, at most N at once, each lane taking the longest job left
 // when it frees. Estimates are the last measured times (test-times.json); a job with none
 // counts as the longest known, so a new file starts early instead of stretching the tail.
+// Jobs of one `group` never run at once: a lane that frees takes the longest job whose group
+// is not running, and waits when only such jobs are left.
 import { readFileSync } from 'node:fs';
 
 /** The variable that sets the lane count. */
@@ -31,28 +33,67 @@ export function longestFirst(jobs, estimates) {
 
 /**
  * What the scheduler will do if every job takes its estimate: each lane's jobs in order and
- * its estimated seconds, and the estimated wall time (the longest lane).
+ * its estimated seconds (waits included), and the estimated wall time (the longest lane).
  */
 export function planLanes(jobs, lanes, estimates) {
   const longest = Math.max(0, ...Object.values(estimates));
-  const plan = Array.from({ length: lanes }, () => ({ jobs: [], seconds: 0 }));
-  for (const job of longestFirst(jobs, estimates)) {
+  const queue = longestFirst(jobs, estimates);
+  const plan = Array.from({ length: Math.min(lanes, Math.max(1, jobs.length)) }, () => ({ jobs: [], seconds: 0 }));
+  /** Each planned job's group and [start, end). */
+  const placed = [];
+  while (queue.length > 0) {
     const lane = plan.reduce((free, candidate) => (candidate.seconds < free.seconds ? candidate : free));
+    const now = lane.seconds;
+    const busy = (job) => job.group !== undefined && placed.some((p) => p.group === job.group && p.start <= now && now < p.end);
+    const index = queue.findIndex((job) => !busy(job));
+    if (index < 0) {
+      // Every job left waits for its group: this lane frees when the first of those ends.
+      lane.seconds = Math.min(...placed.filter((p) => p.end > now && queue.some((job) => job.group === p.group)).map((p) => p.end));
+      continue;
+    }
+    const [job] = queue.splice(index, 1);
+    const seconds = estimates[job.name] ?? longest;
+    placed.push({ group: job.group, start: now, end: now + seconds });
     lane.jobs.push(job.name);
-    lane.seconds += estimates[job.name] ?? longest;
+    lane.seconds = now + seconds;
   }
   return { lanes: plan, seconds: Math.max(0, ...plan.map((lane) => lane.seconds)) };
 }
 
 /**
  * Runs `jobs` longest first over `lanes` lanes: `run(job, lane)` (lane numbered from 1) starts
- * as soon as a lane is free. Resolves to each job's result, in the order of `jobs`.
+ * as soon as a lane is free and no job of its `group` runs. Resolves to each job's result, in
+ * the order of `jobs`.
  */
 export async function runInLanes(jobs, lanes, estimates, run) {
   const queue = longestFirst(jobs, estimates);
   const results = new Map();
+  const running = new Set();
+  /** Resolvers of lanes waiting for a group to free. */
+  let waiting = [];
+  const next = async () => {
+    for (;;) {
+      const index = queue.findIndex((job) => job.group === undefined || ![...running].some((other) => other.group === job.group));
+      if (index >= 0) {
+        const [job] = queue.splice(index, 1);
+        running.add(job);
+        return job;
+      }
+      if (queue.length === 0) return undefined;
+      await new Promise((resolve) => waiting.push(resolve));
+    }
+  };
   const lane = async (number) => {
-    for (let job = queue.shift(); job !== undefined; job = queue.shift()) results.set(job, await run(job, number));
+    for (let job = await next(); job !== undefined; job = await next()) {
+      try {
+        results.set(job, await run(job, number));
+      } finally {
+        running.delete(job);
+        const woken = waiting;
+        waiting = [];
+        for (const resolve of woken) resolve();
+      }
+    }
   };
   await Promise.all(Array.from({ length: Math.min(lanes, jobs.length) }, (_, index) => lane(index + 1)));
   return jobs.map((job) => results.get(job));

@@ -48,6 +48,33 @@ describe('test jobs over N lanes, longest first', () => {
     expect(results).toEqual(['short done', 'long done', 'mid done', 'tiny done']);
   });
 
+  it('plans jobs of one group one after another: a lane takes the longest job whose group is free, or waits', () => {
+    const hosts = (name: string) => ({ name, group: 'hosts' });
+    const plan = planLanes([hosts('h1'), hosts('h2'), { name: 'm' }], 2, { h1: 50, h2: 40, m: 10 });
+    expect(plan.lanes).toEqual([
+      { jobs: ['h1', 'h2'], seconds: 90 },
+      { jobs: ['m'], seconds: 50 },
+    ]);
+    expect(plan.seconds).toBe(90);
+  });
+
+  it('never runs two jobs of one group at once; the other lane goes on with jobs of no group', async () => {
+    const running = new Set<string>();
+    const together: string[][] = [];
+    const order: string[] = [];
+    const jobs = [{ name: 'h1', group: 'hosts' }, { name: 'h2', group: 'hosts' }, { name: 'h3', group: 'hosts' }, { name: 'a' }, { name: 'b' }];
+    await runInLanes(jobs, 2, { h1: 9, h2: 8, h3: 7, a: 1, b: 1 }, async (job) => {
+      running.add(job.name);
+      order.push(job.name);
+      together.push([...running].sort());
+      await new Promise((resolve) => setTimeout(resolve, job.group ? 20 : 5));
+      running.delete(job.name);
+    });
+    expect(order.slice(0, 2)).toEqual(['h1', 'a']);
+    expect(order.sort()).toEqual(['a', 'b', 'h1', 'h2', 'h3']);
+    for (const set of together) expect(set.filter((name) => name.startsWith('h')).length, set.join(' ')).toBeLessThanOrEqual(1);
+  });
+
   it('has an estimate for every e2e and conformance file and for the unit and go tiers (a file missing one is scheduled as the longest)', () => {
     const root = path.resolve(import.meta.dirname, '../..');
     const estimates = readEstimates(path.join(root, 'scripts/ci/test-times.json'));

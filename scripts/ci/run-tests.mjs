@@ -34,6 +34,14 @@ const tiers = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'g
 const laneGroup = { unit: 'unit+go', go: 'unit+go', e2e: 'e2e+conformance', conformance: 'e2e+conformance' };
 /** The tiers whose files each run as a job of their own when lanes > 1. */
 const perFileTiers = new Set(['e2e', 'conformance']);
+/**
+ * The files that run kubelets on namespace hosts (test/e2e/hosts*.test.ts, the conformance
+ * cluster) run one at a time even with lanes: their kubelets, containerds and API servers
+ * hold inotify instances (about 7 a kubelet), of which a user has
+ * fs.inotify.max_user_instances (128 by default), and a controller that finds none left
+ * exits with "too many open files" (seen with other sessions' clusters running).
+ */
+const kubeletFiles = (file) => (/^test\/e2e\/hosts[^/]*\.test\.ts$/.test(file) || file.startsWith('test/conformance/') ? 'kubelets' : undefined);
 rmSync('test-results', { recursive: true, force: true });
 mkdirSync('test-results', { recursive: true });
 
@@ -52,10 +60,11 @@ for (const tier of tiers) {
 for (const stage of stages) {
   const jobs = stage.flatMap((tier) =>
     lanes > 1 && perFileTiers.has(tier)
-      ? testFiles(tier).map((file) => ({ name: file, tier, args: [file], report: `test-results/${tier}-${path.basename(file, '.test.ts')}.json` }))
+      ? testFiles(tier).map((file) => ({ name: file, tier, group: kubeletFiles(file), args: [file], report: `test-results/${tier}-${path.basename(file, '.test.ts')}.json` }))
       : [{ name: tier, tier, args: [], report: `test-results/${tier}.json` }],
   );
   if (jobs.length > 1) {
+    warnOfInotifyLimit();
     const plan = planLanes(jobs, lanes, estimates);
     console.log(`tests: ${jobs.length} jobs on ${lanes} lanes, longest first (about ${Math.round(plan.seconds)} s by the last measured times):`);
     plan.lanes.forEach((lane, index) => console.log(`  lane ${index + 1} (${Math.round(lane.seconds)} s): ${lane.jobs.join(', ')}`));
@@ -78,6 +87,14 @@ for (const stage of stages) {
       continue;
     }
     summarizeVitestTier(tier, runs, wallMs);
+  }
+}
+
+/** Says so when this machine's inotify instance limit is below what kind and others advise for several clusters at once (512). */
+function warnOfInotifyLimit() {
+  const limit = Number(readFileSync('/proc/sys/fs/inotify/max_user_instances', 'utf8').trim());
+  if (limit < 512) {
+    console.log(`tests: fs.inotify.max_user_instances is ${limit} (below 512): with other clusters on this machine, a controller of a test may exit with "too many open files"; raise it with sysctl fs.inotify.max_user_instances=512`);
   }
 }
 
