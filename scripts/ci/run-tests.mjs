@@ -1,27 +1,47 @@
-// Runs the test tiers one after another — unit, the agent provider's Go tests (go),
-// integration, end to end and conformance (Kubernetes' own e2e.test, [Conformance] tests on a
-// 1 + 2 hosts cluster) — so the tiers that boot real control planes never compete for this
-// 2-core machine's CPU. `node scripts/ci/run-tests.mjs e2e conformance` runs the named ones.
+// Runs the test tiers — unit, the agent provider's Go tests (go), integration, end to end and
+// conformance (Kubernetes' own e2e.test, [Conformance] tests on a 1 + 2 hosts cluster) — one
+// after another by default, so the tiers that boot real control planes never compete for this
+// 2-core machine's CPU; PROVISIONER_TEST_LANES (below) overlaps them.
+// `node scripts/ci/run-tests.mjs e2e conformance` runs the named ones.
 // Every tier runs even when an earlier one failed (one run shows every failure). Above the
 // closing line it prints each tier's counts, wall time and five slowest files (tier-report.mjs);
 // the last line is the plain closing line CI readers look for: "tests: N passed, N failed".
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { relative } from 'node:path';
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import path, { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { formatTierReport, slowestGoPackages, vitestTierSummary } from './tier-report.mjs';
+import { laneCount, lanesVariable, planLanes, readEstimates, runInLanes } from './lanes.mjs';
+import { formatSeconds, formatTierReport, slowestGoPackages, vitestTierSummary } from './tier-report.mjs';
 
 /** The Go linter the go tier runs, pinned (provider/Makefile's `lint` names the same). */
 const staticcheck = 'honnef.co/go/tools/cmd/staticcheck@v0.8.2';
 /**
- * PROVISIONER_E2E_OVERLAP=1 runs the e2e tier as two vitest processes at once, each one file
- * at a time: the hosts files (test/e2e/hosts*.test.ts, network-namespace hosts) beside the
- * others (in-memory, aws and vsphere control planes). Unset (the default): one process, one
- * file at a time, until a run on a quiet machine shows the overlap pays on two cores.
+ * PROVISIONER_TEST_LANES=N (default 1) runs up to N test processes at once, each job longest
+ * first by its last measured time (test-times.json) on the lane that frees first: the go tier
+ * beside the unit tier, and each e2e file and the conformance file as a vitest process of its
+ * own. The integration tier stays one process. At 1 every tier is one process, one after another.
  */
-const e2eOverlap = process.env.PROVISIONER_E2E_OVERLAP === '1';
-const hostsFiles = 'test/e2e/hosts*.test.ts';
+let lanes;
+try {
+  lanes = laneCount(process.env[lanesVariable]);
+} catch (error) {
+  console.log(`tests: ${error.message}`);
+  process.exit(2);
+}
+const estimates = readEstimates('scripts/ci/test-times.json');
 const tiers = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'go', 'integration', 'e2e', 'conformance'];
+/** With more than one lane, the tiers that share lanes: go beside unit, conformance beside e2e. */
+const laneGroup = { unit: 'unit+go', go: 'unit+go', e2e: 'e2e+conformance', conformance: 'e2e+conformance' };
+/** The tiers whose files each run as a job of their own when lanes > 1. */
+const perFileTiers = new Set(['e2e', 'conformance']);
+/**
+ * The files that run kubelets on namespace hosts (test/e2e/hosts*.test.ts, the conformance
+ * cluster) run one at a time even with lanes: their kubelets, containerds and API servers
+ * hold inotify instances (about 7 a kubelet), of which a user has
+ * fs.inotify.max_user_instances (128 by default), and a controller that finds none left
+ * exits with "too many open files" (seen with other sessions' clusters running).
+ */
+const kubeletFiles = (file) => (/^test\/e2e\/hosts[^/]*\.test\.ts$/.test(file) || file.startsWith('test/conformance/') ? 'kubelets' : undefined);
 rmSync('test-results', { recursive: true, force: true });
 mkdirSync('test-results', { recursive: true });
 
@@ -30,27 +50,71 @@ let status = 0;
 const failures = [];
 /** One per tier run: counts, wall time, slowest files. */
 const summaries = [];
+/** Consecutive tiers run together: each its own stage at one lane, else grouped by laneGroup. */
+const stages = [];
 for (const tier of tiers) {
-  const started = performance.now();
-  if (tier === 'go') {
-    const go = runGoTests();
-    summaries.push({ tier, ...go.counts, wallMs: performance.now() - started, slowest: go.slowest });
-    if (go.counts.failed > 0) status = 1;
-    continue;
+  const last = stages.at(-1);
+  if (lanes > 1 && last && laneGroup[tier] !== undefined && laneGroup[last[0]] === laneGroup[tier]) last.push(tier);
+  else stages.push([tier]);
+}
+for (const stage of stages) {
+  const jobs = stage.flatMap((tier) =>
+    lanes > 1 && perFileTiers.has(tier)
+      ? testFiles(tier).map((file) => ({ name: file, tier, group: kubeletFiles(file), args: [file], report: `test-results/${tier}-${path.basename(file, '.test.ts')}.json` }))
+      : [{ name: tier, tier, args: [], report: `test-results/${tier}.json` }],
+  );
+  if (jobs.length > 1) {
+    warnOfInotifyLimit();
+    const plan = planLanes(jobs, lanes, estimates);
+    console.log(`tests: ${jobs.length} jobs on ${lanes} lanes, longest first (about ${Math.round(plan.seconds)} s by the last measured times):`);
+    plan.lanes.forEach((lane, index) => console.log(`  lane ${index + 1} (${Math.round(lane.seconds)} s): ${lane.jobs.join(', ')}`));
   }
-  const groups =
-    tier === 'e2e' && e2eOverlap
-      ? [{ report: 'test-results/e2e-hosts.json', args: ['test/e2e/hosts'] }, { report: 'test-results/e2e-others.json', args: ['--exclude', hostsFiles] }]
-      : [{ report: `test-results/${tier}.json`, args: [] }];
-  const exits = await Promise.all(groups.map((group) => runVitest(tier, group.report, group.args)));
-  const run = { status: exits.every((code) => code === 0) ? 0 : 1 };
-  const wallMs = performance.now() - started;
-  if (run.status !== 0) status = 1;
+  const results = await runInLanes(jobs, lanes, estimates, async (job, lane) => {
+    const started = performance.now();
+    if (jobs.length > 1) console.log(`lane ${lane}: ${job.name} started (last ${estimates[job.name] ?? '?'} s)`);
+    const outcome = job.tier === 'go' ? await runGoTests() : { exit: await runVitest(job.tier, job.report, job.args) };
+    const ended = performance.now();
+    if (jobs.length > 1) console.log(`lane ${lane}: ${job.name} ${outcome.exit === 0 || outcome.counts?.failed === 0 ? 'passed' : 'failed'} in ${formatSeconds(ended - started)}`);
+    return { ...job, ...outcome, started, ended };
+  });
+  for (const tier of stage) {
+    const runs = results.filter((result) => result.tier === tier);
+    const wallMs = Math.max(...runs.map((r) => r.ended)) - Math.min(...runs.map((r) => r.started));
+    if (tier === 'go') {
+      const go = runs[0];
+      summaries.push({ tier, ...go.counts, wallMs, slowest: go.slowest });
+      if (go.counts.failed > 0) status = 1;
+      continue;
+    }
+    summarizeVitestTier(tier, runs, wallMs);
+  }
+}
+
+/** Says so when this machine's inotify instance limit is below what kind and others advise for several clusters at once (512). */
+function warnOfInotifyLimit() {
+  const limit = Number(readFileSync('/proc/sys/fs/inotify/max_user_instances', 'utf8').trim());
+  if (limit < 512) {
+    console.log(`tests: fs.inotify.max_user_instances is ${limit} (below 512): with other clusters on this machine, a controller of a test may exit with "too many open files"; raise it with sysctl fs.inotify.max_user_instances=512`);
+  }
+}
+
+/** The `tier`'s test files (its vitest project's include: test/<tier>/**\/*.test.ts), relative to the repository. */
+function testFiles(tier) {
+  return readdirSync(`test/${tier}`, { recursive: true })
+    .filter((name) => String(name).endsWith('.test.ts'))
+    .map((name) => `test/${tier}/${name}`)
+    .sort();
+}
+
+/** One tier's summary and failures from its runs' reports (one run, or one per file). */
+function summarizeVitestTier(tier, runs, wallMs) {
+  const failedRun = runs.some((r) => r.exit !== 0);
+  if (failedRun) status = 1;
   try {
-    const result = mergeReports(groups.map((group) => JSON.parse(readFileSync(group.report, 'utf8'))));
+    const result = mergeReports(runs.map((r) => JSON.parse(readFileSync(r.report, 'utf8'))));
     const summary = vitestTierSummary(tier, result, wallMs, process.cwd());
     // A tier whose files failed to load reports no failed test: count it as one.
-    if (run.status !== 0 && summary.failed === 0) {
+    if (failedRun && summary.failed === 0) {
       summary.failed = 1;
       failures.push(`${tier}: a test file failed to load or the run was stopped`);
     }
@@ -96,9 +160,9 @@ function mergeReports(reports) {
  * at a pinned version, run with `go run` so the linter's own dependencies never enter the
  * provider's go.mod (and so its shipped binaries). Each counts as one check, passed or failed.
  */
-function runGoLinters(counts) {
+async function runGoLinters(counts) {
   for (const [name, args] of [['go vet', ['vet', './...']], ['staticcheck', ['run', staticcheck, './...']]]) {
-    const run = spawnSync('go', args, { cwd: 'provider', encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const run = await capture('go', args, { cwd: 'provider' });
     if (run.status === 0) {
       counts.passed += 1;
       console.log(`go lint pass ${name}`);
@@ -111,26 +175,41 @@ function runGoLinters(counts) {
 }
 
 /**
+ * Runs `command` without blocking the lanes beside it; resolves to what spawnSync would return:
+ * status (null when killed), signal, stdout, stderr (empty when `stderr: 'inherit'`), error.
+ */
+function capture(command, args, { cwd, env, stderr = 'pipe' } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', stderr] });
+    const out = [];
+    const err = [];
+    const done = (status, signal, error) => resolve({ status, signal, error, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
+    child.stdout.on('data', (chunk) => out.push(chunk));
+    child.stderr?.on('data', (chunk) => err.push(chunk));
+    child.on('error', (error) => done(null, null, error));
+    child.on('close', (status, signal) => done(status, signal));
+  });
+}
+
+/**
  * `go test -json` in provider/ against the bundle's etcd and kube-apiserver (what `make -C
  * provider test` runs), after the linters. Counts each test and subtest that passed, failed or skipped; a
  * package that fails without a failing test (it does not build) and a missing go, bundle or
  * dist count as one failure each, never as a skip. Prints failing tests' output and one
  * line per package; returns the counts and the slowest packages.
  */
-function runGoTests() {
+async function runGoTests() {
   const counts = { passed: 0, failed: 0, skipped: 0 };
-  runGoLinters(counts);
-  const assets = spawnSync('provider/hack/envtest-assets.sh', [], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  await runGoLinters(counts);
+  const assets = await capture('provider/hack/envtest-assets.sh', [], { stderr: 'inherit' });
   if (assets.status !== 0) {
     console.log('tests: the go tier could not find etcd and kube-apiserver (provider/hack/envtest-assets.sh failed)');
     return { counts: { ...counts, failed: 1 }, slowest: [] };
   }
-  const run = spawnSync('go', ['test', '-p', '1', '-json', './...'], {
+  const run = await capture('go', ['test', '-p', '1', '-json', './...'], {
     cwd: 'provider',
-    encoding: 'utf8',
-    maxBuffer: 256 * 1024 * 1024,
     env: { ...process.env, KUBEBUILDER_ASSETS: assets.stdout.trim() },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stderr: 'inherit',
   });
   if (run.error || run.status === null) {
     console.log(`tests: the go tier did not run: ${run.error?.message ?? `killed by ${run.signal}`}`);

@@ -1,0 +1,100 @@
+// Test jobs over N lanes, longest first: run-tests.mjs runs a tier's files (or whole tiers) as
+// separate vitest or go processes, at most N at once, each lane taking the longest job left
+// when it frees. Estimates are the last measured times (test-times.json); a job with none
+// counts as the longest known, so a new file starts early instead of stretching the tail.
+// Jobs of one `group` never run at once: a lane that frees takes the longest job whose group
+// is not running, and waits when only such jobs are left.
+import { readFileSync } from 'node:fs';
+
+/** The variable that sets the lane count. */
+export const lanesVariable = 'PROVISIONER_TEST_LANES';
+
+/** The lane count from `value` (the variable's text): default 1; a positive integer up to 8, else an error naming the variable. */
+export function laneCount(value) {
+  if (value === undefined || value === '') return 1;
+  const count = Number(value);
+  if (!Number.isInteger(count) || count < 1 || count > 8) {
+    throw new Error(`${lanesVariable}=${value}: expected a whole number from 1 to 8 (how many test processes run at once; default 1)`);
+  }
+  return count;
+}
+
+/** The last measured seconds per job name (a test file relative to the repository, or a tier's name), from `file`. */
+export function readEstimates(file) {
+  return JSON.parse(readFileSync(file, 'utf8')).seconds ?? {};
+}
+
+/** `jobs` ({ name }) longest first by `estimates` (seconds by name); a job with no estimate counts as the longest known; ties by name. */
+export function longestFirst(jobs, estimates) {
+  const longest = Math.max(0, ...Object.values(estimates));
+  const seconds = (job) => estimates[job.name] ?? longest;
+  return [...jobs].sort((a, b) => seconds(b) - seconds(a) || a.name.localeCompare(b.name));
+}
+
+/**
+ * What the scheduler will do if every job takes its estimate: each lane's jobs in order and
+ * its estimated seconds (waits included), and the estimated wall time (the longest lane).
+ */
+export function planLanes(jobs, lanes, estimates) {
+  const longest = Math.max(0, ...Object.values(estimates));
+  const queue = longestFirst(jobs, estimates);
+  const plan = Array.from({ length: Math.min(lanes, Math.max(1, jobs.length)) }, () => ({ jobs: [], seconds: 0 }));
+  /** Each planned job's group and [start, end). */
+  const placed = [];
+  while (queue.length > 0) {
+    const lane = plan.reduce((free, candidate) => (candidate.seconds < free.seconds ? candidate : free));
+    const now = lane.seconds;
+    const busy = (job) => job.group !== undefined && placed.some((p) => p.group === job.group && p.start <= now && now < p.end);
+    const index = queue.findIndex((job) => !busy(job));
+    if (index < 0) {
+      // Every job left waits for its group: this lane frees when the first of those ends.
+      lane.seconds = Math.min(...placed.filter((p) => p.end > now && queue.some((job) => job.group === p.group)).map((p) => p.end));
+      continue;
+    }
+    const [job] = queue.splice(index, 1);
+    const seconds = estimates[job.name] ?? longest;
+    placed.push({ group: job.group, start: now, end: now + seconds });
+    lane.jobs.push(job.name);
+    lane.seconds = now + seconds;
+  }
+  return { lanes: plan, seconds: Math.max(0, ...plan.map((lane) => lane.seconds)) };
+}
+
+/**
+ * Runs `jobs` longest first over `lanes` lanes: `run(job, lane)` (lane numbered from 1) starts
+ * as soon as a lane is free and no job of its `group` runs. Resolves to each job's result, in
+ * the order of `jobs`.
+ */
+export async function runInLanes(jobs, lanes, estimates, run) {
+  const queue = longestFirst(jobs, estimates);
+  const results = new Map();
+  const running = new Set();
+  /** Resolvers of lanes waiting for a group to free. */
+  let waiting = [];
+  const next = async () => {
+    for (;;) {
+      const index = queue.findIndex((job) => job.group === undefined || ![...running].some((other) => other.group === job.group));
+      if (index >= 0) {
+        const [job] = queue.splice(index, 1);
+        running.add(job);
+        return job;
+      }
+      if (queue.length === 0) return undefined;
+      await new Promise((resolve) => waiting.push(resolve));
+    }
+  };
+  const lane = async (number) => {
+    for (let job = await next(); job !== undefined; job = await next()) {
+      try {
+        results.set(job, await run(job, number));
+      } finally {
+        running.delete(job);
+        const woken = waiting;
+        waiting = [];
+        for (const resolve of woken) resolve();
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(lanes, jobs.length) }, (_, index) => lane(index + 1)));
+  return jobs.map((job) => results.get(job));
+}
