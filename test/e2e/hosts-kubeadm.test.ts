@@ -187,7 +187,7 @@ networking:
 `;
     const started = Date.now();
     const apply = await lab.applyPlan(h0, 'node', {
-      files: [...downloads(['kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'etcd', 'pause']), cniConfig(0), { path: '/run/kubeadm/kubeadm.yaml', content: config, mode: '0600' }],
+      files: [...downloads(['kubernetes', 'etcd', 'pause']), cniConfig(0), { path: '/run/kubeadm/kubeadm.yaml', content: config, mode: '0600' }],
       instructions: [
         instructions.importImages,
         instructions.startKubelet,
