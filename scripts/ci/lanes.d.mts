@@ -14,6 +14,7 @@ export interface LanePlan {
 }
 
 export const lanesVariable: string;
+export const defaultLanes: number;
 export function laneCount(value: string | undefined): number;
 export function readEstimates(file: string): Record<string, number>;
 export function longestFirst<T extends Job>(jobs: readonly T[], estimates: Readonly<Record<string, number>>): T[];

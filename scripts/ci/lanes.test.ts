@@ -7,10 +7,11 @@ const jobs = (...names: string[]) => names.map((name) => ({ name }));
 
 describe('test jobs over N lanes, longest first', () => {
   it('reads the lane count: default 1, a whole number from 1 to 8, else an error naming the variable and its default', () => {
-    expect(laneCount(undefined)).toBe(1);
-    expect(laneCount('')).toBe(1);
+    expect(laneCount(undefined)).toBe(2);
+    expect(laneCount('')).toBe(2);
+    expect(laneCount('1')).toBe(1);
     expect(laneCount('2')).toBe(2);
-    for (const bad of ['0', '9', '1.5', 'two', '-1']) expect(() => laneCount(bad)).toThrow(`PROVISIONER_TEST_LANES=${bad}: expected a whole number from 1 to 8 (how many test processes run at once; default 1)`);
+    for (const bad of ['0', '9', '1.5', 'two', '-1']) expect(() => laneCount(bad)).toThrow(`PROVISIONER_TEST_LANES=${bad}: expected a whole number from 1 to 8 (how many test processes run at once; default 2)`);
   });
 
   it('orders jobs longest first; a job with no estimate counts as the longest known; ties by name', () => {

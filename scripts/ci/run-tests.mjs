@@ -16,7 +16,7 @@ import { formatSeconds, formatTierReport, slowestGoPackages, vitestTierSummary }
 /** The Go linter the go tier runs, pinned (provider/Makefile's `lint` names the same). */
 const staticcheck = 'honnef.co/go/tools/cmd/staticcheck@v0.8.2';
 /**
- * PROVISIONER_TEST_LANES=N (default 1) runs up to N test processes at once, each job longest
+ * PROVISIONER_TEST_LANES=N (default 2, lanes.mjs `defaultLanes`) runs up to N test processes at once, each job longest
  * first by its last measured time (test-times.json) on the lane that frees first: the go tier
  * beside the unit tier, and each e2e file and the conformance file as a vitest process of its
  * own. The integration tier stays one process. At 1 every tier is one process, one after another.
