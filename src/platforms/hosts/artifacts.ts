@@ -65,6 +65,22 @@ export function artifactsConfigMapObject(artifacts: readonly HostArtifact[]): Ku
   };
 }
 
+/**
+ * How many files the management cluster's published list names (a self-managed hosts cluster
+ * publishes its own); 0 when it publishes none or the list is not a JSON array.
+ */
+export async function publishedArtifactCount(client: KubeClient): Promise<number> {
+  const listed = await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: artifactsConfigMap.name, namespace: artifactsConfigMap.namespace } });
+  const text = listed?.data?.[artifactsConfigMap.key];
+  if (text === undefined) return 0;
+  try {
+    const list: unknown = JSON.parse(text);
+    return Array.isArray(list) ? list.length : 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** Writes the list the provider reads (server-side apply: the same list again changes nothing). */
 export async function publishArtifacts(client: KubeClient, artifacts: readonly HostArtifact[]): Promise<void> {
   await client.apply(artifactsConfigMapObject(artifacts));

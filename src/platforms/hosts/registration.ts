@@ -15,7 +15,7 @@ import { polling, until, type Observation } from '../../progress/until.js';
 import { agentApiVersion, issueRegistrationCommand } from '../../agent/registration.js';
 import type { PlatformHookContext } from '../platform.js';
 import { clusterNameLabel } from '../types.js';
-import { artifactsConfigMap, hostArtifacts, publishArtifacts } from './artifacts.js';
+import { artifactsConfigMap, hostArtifacts, publishArtifacts, publishedArtifactCount } from './artifacts.js';
 import { hostsConfig } from './config.js';
 
 /** The provider's claim of a Host: `<namespace>.<HostMachine name>` (the shared design; C's controller writes it). */
@@ -182,10 +182,7 @@ export async function offerArtifacts(context: PlatformHookContext): Promise<void
   if (!context.nodeArtifacts) {
     // An external management cluster: a self-managed hosts cluster lists the node files it serves itself (in-cluster-artifacts.ts).
     const reader = KubeClient.fromFile(context.kubeconfig);
-    const listed = await reader
-      .get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: artifactsConfigMap.name, namespace: artifactsConfigMap.namespace } })
-      .finally(() => reader.close());
-    const count = listed?.data?.[artifactsConfigMap.key] ? (JSON.parse(listed.data[artifactsConfigMap.key]!) as unknown[]).length : 0;
+    const count = await publishedArtifactCount(reader).finally(() => reader.close());
     context.log(count > 0
       ? `The hosts download ${count} node files the management cluster lists (${artifactsConfigMap.namespace}/${artifactsConfigMap.name})`
       : 'This management cluster serves no node artifacts: the hosts must already have kubelet, kubeadm and the control-plane images');
