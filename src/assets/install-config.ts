@@ -57,10 +57,13 @@ export const installConfigAsset: Asset<LoadedInstallConfig> = {
 async function loadInstallConfigFile(dir: string, sink: AssetContext['sink']): Promise<LoadedInstallConfig> {
   const file = path.join(dir, installConfigFileName);
   const text = await readInputText(file, installConfigFile);
-  if (text === undefined) {
-    throw new ConfigError(`${file} does not exist`, [], { hint: `run \`provisioner create install-config --dir ${dir}\` to write one` });
-  }
+  if (text === undefined) throw missingInstallConfig(dir);
   return validatedInstallConfig(text, dir, sink);
+}
+
+/** The error for an install directory without its install-config.yaml, with how to write one. */
+function missingInstallConfig(dir: string): ConfigError {
+  return new ConfigError(`${path.join(dir, installConfigFileName)} does not exist`, [], { hint: `run \`provisioner create install-config --dir ${dir}\` to write one` });
 }
 
 async function validatedInstallConfig(text: string, dir: string, sink: AssetContext['sink']): Promise<LoadedInstallConfig> {
@@ -125,7 +128,7 @@ export async function readInstallConfigOrProblem(options: { dir: string; sink: A
   let text: string | undefined;
   try {
     text = await readInputText(file, installConfigFile);
-    if (text === undefined) return { problem: new ConfigError(`${file} does not exist`, []), document: undefined, unparsable: false };
+    if (text === undefined) return { problem: missingInstallConfig(options.dir), document: undefined, unparsable: false };
     return { config: (await validatedInstallConfig(text, options.dir, options.sink)).config };
   } catch (problem) {
     if (text === undefined) return { problem, document: undefined, unparsable: false };
