@@ -84,3 +84,16 @@ export class StageRunner {
     }
   }
 }
+
+/** Runs one step of a command as a stage named with the command's prefix. */
+export type StageStep = <T>(name: string, body: () => Promise<T>) => Promise<T>;
+
+/**
+ * The steps of a command that resumes from its own record rather than the journal (the
+ * Rancher and Fleet hand-offs, destroy): each runs on one unjournaled runner as the stage
+ * `<prefix><name>`, timed and announced.
+ */
+export function stageSteps(prefix: string, options: { sink: EventSink; signal: AbortSignal }): StageStep {
+  const stages = new StageRunner(options);
+  return (name, body) => stages.value(`${prefix}${name}`, body);
+}

@@ -26,7 +26,7 @@ import { EnvironmentError, MachinesError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
-import { StageRunner } from '../lifecycle/stages.js';
+import { stageSteps, type StageStep } from '../lifecycle/stages.js';
 import { pivotJournalPath } from '../pivot/journal.js';
 import { acquireDirLock } from '../process/lock.js';
 import { capiCoreApiVersion } from '../capi.js';
@@ -164,13 +164,9 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
   }
 }
 
-/** Runs one phase of destroy cluster as the stage `destroy:<name>`. */
-type Phase = <T>(name: string, body: () => Promise<T>) => Promise<T>;
-
-/** The phases of one destroy, on the one stage runner (timed, announced; its resume is what is left to delete, not the journal). */
-function destroyPhases(sink: EventSink, signal: AbortSignal): Phase {
-  const stages = new StageRunner({ sink, signal });
-  return (name, body) => stages.value(`destroy:${name}`, body);
+/** The phases of one destroy, as stages `destroy:<name>` (its resume is what is left to delete, not the journal). */
+function destroyPhases(sink: EventSink, signal: AbortSignal): StageStep {
+  return stageSteps('destroy:', { sink, signal });
 }
 
 /**
@@ -182,7 +178,7 @@ function destroyPhases(sink: EventSink, signal: AbortSignal): Phase {
  * record forgotten), and destroy goes on as for any local install. A kill anywhere is
  * resumed by running destroy cluster again: the pivot journal says where the move stood.
  */
-async function moveBack(dir: string, config: InstallConfig | undefined, phase: Phase, sink: EventSink, signal: AbortSignal): Promise<AttachedControlPlane> {
+async function moveBack(dir: string, config: InstallConfig | undefined, phase: StageStep, sink: EventSink, signal: AbortSignal): Promise<AttachedControlPlane> {
   log(sink, 'info', `The cluster of ${dir} manages itself: moving it back into a temporary local control plane to delete it from there`);
   const controlPlane = await phase('temporary-control-plane', () => attachManagement({ dir, config, detached: false, sink, signal }));
   try {

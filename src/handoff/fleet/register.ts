@@ -50,7 +50,7 @@ import { InstallRecord } from '../../installdir/record.js';
 import { KubeApiError, KubeClient, describeRef, type KubeObject } from '../../kube/client.js';
 import { checkKubeconfigFile } from '../../kube/kubeconfig-file.js';
 import { waitFor, type Verdict } from '../../wait/waiter.js';
-import { StageRunner } from '../../lifecycle/stages.js';
+import { stageSteps, type StageStep } from '../../lifecycle/stages.js';
 
 export { defaultFleetNamespace } from './objects.js';
 export type { RegistrationMode } from './objects.js';
@@ -140,13 +140,9 @@ function throwIfInterrupted(signal: AbortSignal): void {
   if (signal.aborted) throw new InterruptedError('register fleet was interrupted', { hint: 'Run the same command again to resume: it finds what it created by its labels.' });
 }
 
-/** Runs one step of a registration as the stage `fleet/<name>`. */
-type Step = <T>(name: string, body: () => Promise<T>) => Promise<T>;
-
-/** The steps of one registration, on the one stage runner (timed, announced; resumed by finding the objects by their labels, not by the journal). */
-function fleetSteps(sink: EventSink, signal: AbortSignal): Step {
-  const stages = new StageRunner({ sink, signal });
-  return (name, body) => stages.value(`fleet/${name}`, body);
+/** The steps of one registration, as stages `fleet/<name>` (resumed by finding the objects by their labels, not by the journal). */
+function fleetSteps(sink: EventSink, signal: AbortSignal): StageStep {
+  return stageSteps('fleet/', { sink, signal });
 }
 
 /** The labelled objects of one kind, oldest first, without those being deleted. */

@@ -49,7 +49,7 @@ import { rancherRecordPath, readRancherRecord, removeRancherRecord, writeRancher
 import { recordPath, recordRelativePath } from '../../installdir/paths.js';
 import { createManifestObjects, fetchManifest, parseManifest, redactUrl } from './manifest.js';
 import { recordedExternalManagement } from '../../installdir/management.js';
-import { StageRunner } from '../../lifecycle/stages.js';
+import { stageSteps, type StageStep } from '../../lifecycle/stages.js';
 
 export type { RancherStrategy } from './api.js';
 
@@ -138,13 +138,9 @@ async function openRancher(kubeconfig: string, strategy: RancherStrategy): Promi
   }
 }
 
-/** Runs one step of a registration as the stage `rancher/<name>`. */
-type Step = <T>(name: string, body: () => Promise<T>) => Promise<T>;
-
-/** The steps of one registration, on the one stage runner (timed, announced; resumed by the rancher.json record, not the journal). */
-function rancherSteps(wait: { sink: EventSink; signal: AbortSignal }): Step {
-  const stages = new StageRunner({ sink: wait.sink, signal: wait.signal });
-  return (name, body) => stages.value(`rancher/${name}`, body);
+/** The steps of one registration, as stages `rancher/<name>` (resumed by the rancher.json record, not the journal). */
+function rancherSteps(wait: { sink: EventSink; signal: AbortSignal }): StageStep {
+  return stageSteps('rancher/', { sink: wait.sink, signal: wait.signal });
 }
 
 /**
