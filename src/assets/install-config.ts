@@ -106,8 +106,14 @@ export function newInstallConfigAsset(answers: NewInstallConfigAnswers): Asset<L
 
 /**
  * The install config of `dir` as every command after `create cluster`'s first run reads it:
- * validated, nothing regenerated or written. A command reads it once and hands the config on.
+ * validated, nothing regenerated or written. A command reads it once and hands the config on
+ * (to the asset store too: `AssetStore.open({ installConfig })`).
  */
+export async function loadInstallConfig(options: { dir: string; sink: AssetContext['sink'] }): Promise<LoadedInstallConfig> {
+  return loadInstallConfigFile(options.dir, options.sink);
+}
+
+/** `loadInstallConfig`'s config alone. */
 export async function readInstallConfig(options: { dir: string; sink: AssetContext['sink'] }): Promise<InstallConfig> {
   return (await loadInstallConfigFile(options.dir, options.sink)).config;
 }

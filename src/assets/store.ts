@@ -25,6 +25,7 @@ import type { Asset, AssetContext, AssetFile, Generated, Parents } from './asset
 import { writeFileAtomic } from '../files.js';
 import { readAssetFile, sha256 } from './files.js';
 import { readState, statePath, writeState, type StateFile } from './state.js';
+import { installConfigAsset, type LoadedInstallConfig } from './install-config.js';
 
 export type FileAction =
   | 'create'
@@ -64,6 +65,8 @@ export interface StoreOptions {
   keepEdits?: boolean;
   /** Plan only: skip loading assets from edited files (`diff` compares files, it needs no values). Default: false. */
   planOnly?: boolean;
+  /** The install config the command already loaded (`loadInstallConfig`), used instead of reading the file again. Default: the store reads it. */
+  installConfig?: LoadedInstallConfig;
 }
 
 export interface CommitReport {
@@ -96,6 +99,7 @@ export class AssetStore {
   ) {
     this.ctx = { dir: options.dir, sink: options.sink, ...(options.signal ? { signal: options.signal } : {}) };
     this.regenerate = new Set((options.regenerate ?? []).map((p) => this.normalize(p)));
+    if (options.installConfig) this.values.set(installConfigAsset as Asset<unknown>, Promise.resolve(options.installConfig));
   }
 
   static async open(options: StoreOptions): Promise<AssetStore> {

@@ -33,6 +33,7 @@ import { controllerProcesses, type ControllerProcess } from './controller-proces
 import { controlPlaneLayout, type ControlPlaneLayout } from './layout.js';
 import { hostPort } from './listen-address.js';
 import type { WebhookEndpoints } from './webhooks.js';
+import { StageRunner, type Stage } from '../lifecycle/stages.js';
 
 /** A provider whose controller runs locally, from the bundle catalog. */
 export interface ProviderSpec {
@@ -187,80 +188,97 @@ export class LocalControlPlane {
 
     // Every controller keeps its certificates and ports even in a start without them, so the next full start finds them.
     const controllers = controllerProcesses(this.options.providers);
-    const pki = await this.stage('pki', () =>
-      ensureControlPlanePki(layout.pkiDir, {
-        controllers: controllers.map((c) => c.name),
-        ...(this.options.listenAddress ? { apiServerIps: [this.options.listenAddress] } : {}),
-        events,
-      }),
-    );
-    this.pki = pki;
+    let pki!: ControlPlanePki;
     const ports = await this.choosePorts(controllers.map((c) => c.name));
     this.ports = ports;
-
+    let endpoints!: WebhookEndpoints;
+    const stages = new StageRunner({ sink: events, ...(signal ? { signal } : {}) });
+    const reconcile = this.options.reconcile !== false;
     try {
-      await this.stage('etcd', () =>
-        this.startWithPortRetry(etcdName, async () => {
-          const args = etcdArgs(pki, layout.etcdDataDir, ports.etcd, this.options.argOverrides?.[etcdName]);
-          return this.process(etcdName, this.options.etcdBinary, args, { client: ports.etcd.client, metrics: ports.etcd.metrics }, httpProbe(`http://${loopback}:${ports.etcd.metrics}/readyz`), etcdStartTimeoutMs);
-        }, async () => {
-          ports.etcd = { client: await allocatePort(), peer: await allocatePort(), metrics: await allocatePort() };
+      await stages.runAll(
+        controlPlaneStartStages({ reconcile, listenAddress: this.options.listenAddress !== undefined }, {
+          pki: async () => {
+            pki = await ensureControlPlanePki(layout.pkiDir, {
+              controllers: controllers.map((c) => c.name),
+              ...(this.options.listenAddress ? { apiServerIps: [this.options.listenAddress] } : {}),
+              events,
+            });
+            this.pki = pki;
+          },
+          etcd: () =>
+            this.startWithPortRetry(etcdName, async () => {
+              const args = etcdArgs(pki, layout.etcdDataDir, ports.etcd, this.options.argOverrides?.[etcdName]);
+              return this.process(etcdName, this.options.etcdBinary, args, { client: ports.etcd.client, metrics: ports.etcd.metrics }, httpProbe(`http://${loopback}:${ports.etcd.metrics}/readyz`), etcdStartTimeoutMs);
+            }, async () => {
+              ports.etcd = { client: await allocatePort(), peer: await allocatePort(), metrics: await allocatePort() };
+            }),
+          'kube-apiserver': () => this.startApiServer(pki, ports, reconcile),
+          forwarder: () => this.startForwarder(ports),
+          crds: async () => {
+            endpoints = this.webhookEndpoints(ports);
+            const crds = await installCrds(this.kube, await componentsLoading, endpoints, pki.caCertPem, signal ? { signal } : {});
+            log(events, 'debug', `${crds.length} CRDs established`);
+          },
+          controllers: async () => {
+            for (const spec of controllers) await this.startController(spec, ports, pki);
+          },
+          webhooks: async () => {
+            const components = await componentsLoading;
+            // A controller retried on new ports (one was taken meanwhile) serves its webhooks elsewhere
+            // than the CRDs' conversion webhooks say: point them, and the webhook configurations, there.
+            const served = this.webhookEndpoints(ports);
+            if ([...served].some(([namespace, { port }]) => endpoints.get(namespace)?.port !== port)) {
+              log(events, 'info', 'Webhook ports changed while the controllers started; updating the CRDs\' conversion webhooks');
+              await installCrds(this.kube, components, served, pki.caCertPem, signal ? { signal } : {});
+            }
+            await installWebhooksAndInventory(this.kube, components, served, pki.caCertPem, signal ? { signal } : {});
+          },
         }),
       );
-
-      const caPem = pki.caCertPem;
-      const adminCert = await readFile(pki.admin.certFile, 'utf8');
-      const adminKey = await readFile(pki.admin.keyFile, 'utf8');
-      this.adminCert = adminCert;
-      this.adminKey = adminKey;
-      await this.stage('kube-apiserver', () =>
-        this.startWithPortRetry(apiServerName, async () => {
-          const args = apiServerArgs(pki, ports.etcd.client, ports.apiServer, this.options.argOverrides?.[apiServerName]);
-          const probe = httpProbe(`https://${loopback}:${ports.apiServer.secure}/readyz`, { ca: caPem, cert: adminCert, key: adminKey });
-          return this.process(apiServerName, this.options.apiServerBinary, args, { secure: ports.apiServer.secure }, probe, apiServerStartTimeoutMs, apiServerEnv());
-        }, async () => {
-          ports.apiServer = { secure: await allocatePort() };
-        }),
-      );
-      await mkdir(this.layout.kubeconfig.replace(/\/[^/]+$/, ''), { recursive: true, mode: 0o700 });
-      await writeKubeconfig(layout.kubeconfig, {
-        server: `https://${loopback}:${ports.apiServer.secure}`,
-        caCertPem: caPem,
-        clientCertPem: adminCert,
-        clientKeyPem: adminKey,
-        clusterName: 'provisioner-management',
-        userName: 'provisioner-admin',
-      });
-      await this.savePorts(ports);
-      this.client?.close();
-      this.client = KubeClient.fromFile(layout.kubeconfig);
-      if (this.options.reconcile === false) {
-        log(events, 'info', 'Started etcd and the API server only: no controller runs, so nothing reconciles what is read');
-        return;
-      }
-      await this.startForwarder(ports);
-
-      const components = await componentsLoading;
-      const endpoints = this.webhookEndpoints(ports);
-      const crds = await this.stage('crds', () => installCrds(this.kube, components, endpoints, caPem, signal ? { signal } : {}));
-      log(events, 'debug', `${crds.length} CRDs established`);
-
-      await this.stage('controllers', async () => {
-        for (const spec of controllers) await this.startController(spec, ports, pki);
-      });
-      // A controller retried on new ports (one was taken meanwhile) serves its webhooks elsewhere
-      // than the CRDs' conversion webhooks say: point them, and the webhook configurations, there.
-      const served = this.webhookEndpoints(ports);
-      if ([...served].some(([namespace, { port }]) => endpoints.get(namespace)?.port !== port)) {
-        log(events, 'info', 'Webhook ports changed while the controllers started; updating the CRDs\' conversion webhooks');
-        await installCrds(this.kube, components, served, caPem, signal ? { signal } : {});
-      }
-      await this.stage('webhooks', () => installWebhooksAndInventory(this.kube, components, served, caPem, signal ? { signal } : {}));
+      if (!reconcile) return;
       await this.savePorts(ports);
       await writeFileAtomic(layout.startedFile, JSON.stringify({ startedAt: new Date().toISOString() }));
     } catch (error) {
       await this.stop().catch((stopError: unknown) => log(events, 'warn', `While stopping after a failed start: ${messageOf(stopError)}`));
       throw error;
+    }
+  }
+
+  /**
+   * kube-apiserver on loopback, then the admin kubeconfig and client of it and the ports saved.
+   * A start that reconciles and has no listen address keeps no forwarder record.
+   */
+  private async startApiServer(pki: ControlPlanePki, ports: Ports, reconcile: boolean): Promise<void> {
+    const { layout, events } = this;
+    const caPem = pki.caCertPem;
+    const adminCert = await readFile(pki.admin.certFile, 'utf8');
+    const adminKey = await readFile(pki.admin.keyFile, 'utf8');
+    this.adminCert = adminCert;
+    this.adminKey = adminKey;
+    await this.startWithPortRetry(apiServerName, async () => {
+      const args = apiServerArgs(pki, ports.etcd.client, ports.apiServer, this.options.argOverrides?.[apiServerName]);
+      const probe = httpProbe(`https://${loopback}:${ports.apiServer.secure}/readyz`, { ca: caPem, cert: adminCert, key: adminKey });
+      return this.process(apiServerName, this.options.apiServerBinary, args, { secure: ports.apiServer.secure }, probe, apiServerStartTimeoutMs, apiServerEnv());
+    }, async () => {
+      ports.apiServer = { secure: await allocatePort() };
+    });
+    await mkdir(layout.kubeconfig.replace(/\/[^/]+$/, ''), { recursive: true, mode: 0o700 });
+    await writeKubeconfig(layout.kubeconfig, {
+      server: `https://${loopback}:${ports.apiServer.secure}`,
+      caCertPem: caPem,
+      clientCertPem: adminCert,
+      clientKeyPem: adminKey,
+      clusterName: 'provisioner-management',
+      userName: 'provisioner-admin',
+    });
+    await this.savePorts(ports);
+    this.client?.close();
+    this.client = KubeClient.fromFile(layout.kubeconfig);
+    if (!reconcile) {
+      log(events, 'info', 'Started etcd and the API server only: no controller runs, so nothing reconciles what is read');
+    } else if (!this.options.listenAddress) {
+      delete ports.forwarder;
+      await rm(layout.listenFile, { force: true });
     }
   }
 
@@ -284,35 +302,30 @@ export class LocalControlPlane {
   /**
    * With a listen address: the forwarder on `<address>:<port>` to the loopback API server,
    * ready when its health endpoint answers and the API server answers through it; then the
-   * address is recorded for `hosts registration-command`. Without one, no such record stays.
+   * address is recorded for `hosts registration-command` (the `forwarder` stage, only with a
+   * listen address).
    */
   private async startForwarder(ports: Ports): Promise<void> {
     const address = this.options.listenAddress;
-    if (!address) {
-      delete ports.forwarder;
-      await rm(this.layout.listenFile, { force: true });
-      return;
-    }
+    if (!address) throw new InternalError(`${forwarderName}: started without a listen address`);
     const binary = this.options.forwarderBinary;
     if (!binary) throw new InternalError(`${forwarderName}: no binary to start (the control plane was prepared without it)`);
     const pki = this.pki!;
     // Served as it is: created empty here, filled by whoever prepares nodes.
     await mkdir(this.layout.artifactsDir, { recursive: true, mode: 0o700 });
-    await this.stage('forwarder', () =>
-      this.startWithPortRetry(forwarderName, async () => {
-        const p = ports.forwarder!;
-        p.artifacts ??= await allocatePort();
-        const health = httpProbe(`http://${loopback}:${p.health}/readyz`);
-        // Through the forwarder, verified against the cluster CA for the listen address: proves the certificate names it.
-        const through = httpProbe(`https://${hostPort(address, p.listen)}/readyz`, { ca: pki.caCertPem, cert: this.adminCert!, key: this.adminKey! });
-        const probe: ReadinessProbe = async (s) => (await health(s)) && (await through(s));
-        // Ready implies the file server listens too: the forwarder serves health only after binding it.
-        const artifacts = { listen: hostPort(address, p.artifacts), dir: this.layout.artifactsDir };
-        return this.process(forwarderName, binary, forwarderArgs(hostPort(address, p.listen), ports.apiServer.secure, p, artifacts), { ...p }, probe, forwarderStartTimeoutMs);
-      }, async () => {
-        ports.forwarder = { listen: await allocatePort(), health: await allocatePort(), artifacts: await allocatePort() };
-      }),
-    );
+    await this.startWithPortRetry(forwarderName, async () => {
+      const p = ports.forwarder!;
+      p.artifacts ??= await allocatePort();
+      const health = httpProbe(`http://${loopback}:${p.health}/readyz`);
+      // Through the forwarder, verified against the cluster CA for the listen address: proves the certificate names it.
+      const through = httpProbe(`https://${hostPort(address, p.listen)}/readyz`, { ca: pki.caCertPem, cert: this.adminCert!, key: this.adminKey! });
+      const probe: ReadinessProbe = async (s) => (await health(s)) && (await through(s));
+      // Ready implies the file server listens too: the forwarder serves health only after binding it.
+      const artifacts = { listen: hostPort(address, p.artifacts), dir: this.layout.artifactsDir };
+      return this.process(forwarderName, binary, forwarderArgs(hostPort(address, p.listen), ports.apiServer.secure, p, artifacts), { ...p }, probe, forwarderStartTimeoutMs);
+    }, async () => {
+      ports.forwarder = { listen: await allocatePort(), health: await allocatePort(), artifacts: await allocatePort() };
+    });
     const artifactsUrl = `http://${hostPort(address, ports.forwarder!.artifacts!)}`;
     await writeFileAtomic(this.layout.listenFile, JSON.stringify({ address, port: ports.forwarder!.listen, artifactsUrl } satisfies ListenRecord));
     log(this.events, 'info', `The API server is reachable for hosts on https://${hostPort(address, ports.forwarder!.listen)} (and on loopback); node artifacts on ${artifactsUrl}`);
@@ -437,19 +450,26 @@ export class LocalControlPlane {
   private async savePorts(ports: Ports): Promise<void> {
     await writeFileAtomic(this.layout.portsFile, JSON.stringify(ports, null, 2));
   }
+}
 
-  private async stage<T>(name: string, run: () => Promise<T>): Promise<T> {
-    const started = performance.now();
-    this.events.emit({ type: 'stage', stage: `controlplane/${name}`, state: 'started' });
-    try {
-      const result = await run();
-      this.events.emit({ type: 'stage', stage: `controlplane/${name}`, state: 'succeeded', durationMs: performance.now() - started });
-      return result;
-    } catch (error) {
-      this.events.emit({ type: 'stage', stage: `controlplane/${name}`, state: 'failed', durationMs: performance.now() - started, message: messageOf(error) });
-      throw error;
-    }
-  }
+export type ControlPlaneStartStage = 'pki' | 'etcd' | 'kube-apiserver' | 'forwarder' | 'crds' | 'controllers' | 'webhooks';
+
+/**
+ * The start's declared stages, `controlplane/<name>`, in order (unjournaled: what a start finds
+ * on disk — data, PKI, ports — is its resume). The forwarder only with a listen address; a
+ * start that does not reconcile stops after the API server.
+ */
+export function controlPlaneStartStages(situation: { reconcile: boolean; listenAddress: boolean }, body: Record<ControlPlaneStartStage, () => Promise<unknown>>): Stage[] {
+  const { reconcile } = situation;
+  return [
+    { name: 'controlplane/pki', run: body.pki },
+    { name: 'controlplane/etcd', run: body.etcd },
+    { name: 'controlplane/kube-apiserver', run: body['kube-apiserver'] },
+    { name: 'controlplane/forwarder', when: reconcile && situation.listenAddress, run: body.forwarder },
+    { name: 'controlplane/crds', when: reconcile, run: body.crds },
+    { name: 'controlplane/controllers', when: reconcile, run: body.controllers },
+    { name: 'controlplane/webhooks', when: reconcile, run: body.webhooks },
+  ];
 }
 
 async function isPortFree(port: number, address = loopback): Promise<boolean> {

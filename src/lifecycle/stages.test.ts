@@ -97,4 +97,21 @@ describe('StageRunner', () => {
     expect(states(sink)).toEqual(['a:started', 'a:succeeded', 'b:started', 'b:succeeded']);
     expect(journal.stage('pivot')).toBeUndefined();
   });
+
+  it('asks a stage whether to skip when its turn comes: decided from what the earlier stages found, announced with the reason, not journaled', async () => {
+    const journal = await Journal.open(dir);
+    await journal.beginRun();
+    const sink = new RecordingSink();
+    const ran: string[] = [];
+    const found = { ready: false };
+    await new StageRunner({ journal, sink, signal: new AbortController().signal }).runAll([
+      { name: 'find', run: async () => void (ran.push('find'), (found.ready = true)) },
+      { name: 'token', skip: () => (found.ready ? 'already ready' : undefined), run: async () => void ran.push('token') },
+      { name: 'wait', skip: () => undefined, run: async () => void ran.push('wait') },
+    ]);
+    expect(ran).toEqual(['find', 'wait']);
+    expect(states(sink)).toEqual(['find:started', 'find:succeeded', 'token:skipped', 'wait:started', 'wait:succeeded']);
+    expect(sink.events.find((e) => e.type === 'stage' && e.state === 'skipped')).toMatchObject({ message: 'already ready' });
+    expect(journal.stage('token')).toBeUndefined();
+  });
 });

@@ -4,7 +4,9 @@
  * it, counts the Kubernetes API requests it made, emits its `stage` events, and records how it
  * ended (an abort of the command's signal is `interrupted`, any other error `failed`). A stage
  * marked `once` that an earlier run finished is skipped (its `whenDone` runs instead), which is
- * how a run after Ctrl-C, SIGKILL or a crash resumes. A dry run journals nothing, and neither
+ * how a run after Ctrl-C, SIGKILL or a crash resumes. A stage may also be skipped for what the
+ * stages before it found (`skip`), so a command whose steps depend on the world (an agent
+ * that already checked in) still declares one fixed list. A dry run journals nothing, and neither
  * does a runner given no journal (a command whose resume is its own record: the Rancher and
  * Fleet hand-offs, destroy, gather).
  */
@@ -19,6 +21,12 @@ export interface Stage {
   run: () => Promise<unknown>;
   /** Whether this run has the stage at all (known before the list runs); a stage left out is neither journaled nor announced. Default true. */
   when?: boolean;
+  /**
+   * Asked when the stage's turn comes, so it is decided from what the earlier stages found:
+   * why the stage is skipped (announced as `skipped` with this reason, not journaled), or
+   * undefined to run it. Default: never skipped.
+   */
+  skip?: () => string | undefined;
   /** Skipped when an earlier run finished it. Default false: run on every run (applies and waits are idempotent). */
   once?: boolean;
   /** Runs instead of `run` when a `once` stage is skipped. Default none. */
@@ -78,6 +86,11 @@ export class StageRunner {
   async runAll(stages: readonly Stage[]): Promise<void> {
     for (const stage of stages) {
       if (stage.when === false) continue;
+      const skipped = stage.skip?.();
+      if (skipped !== undefined) {
+        this.options.sink.emit({ type: 'stage', stage: stage.name, state: 'skipped', message: skipped });
+        continue;
+      }
       const done = stage.once === true && !this.options.dryRun && this.options.journal?.succeeded(stage.name) === true;
       await this.run(stage.name, stage.run, { skipIfDone: stage.once === true });
       if (done) await stage.whenDone?.();

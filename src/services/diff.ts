@@ -8,7 +8,7 @@ import {
   AssetStore,
   clusterApiManifestsAsset,
   diffObjects,
-  installConfigAsset,
+  loadInstallConfig,
   parseManifestFile,
   type FileAction,
   type LiveObjectSource,
@@ -71,8 +71,9 @@ function located(file: string, content: string | undefined): { objects: LocatedO
 
 export async function diffManifests(options: DiffOptions): Promise<DiffResult> {
   const dir = path.resolve(options.dir);
-  const store = await AssetStore.open({ dir, sink: options.sink, ...(options.signal ? { signal: options.signal } : {}), planOnly: true });
-  const { config } = await store.fetch(installConfigAsset);
+  const installConfig = await loadInstallConfig({ dir, sink: options.sink });
+  const { config } = installConfig;
+  const store = await AssetStore.open({ dir, sink: options.sink, ...(options.signal ? { signal: options.signal } : {}), planOnly: true, installConfig });
   await store.fetch(clusterApiManifestsAsset);
 
   const files: FileDiff[] = [];

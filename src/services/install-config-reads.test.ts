@@ -34,6 +34,19 @@ vi.mock('node:fs/promises', async (importOriginal) => {
   return { ...wrapped, default: wrapped };
 });
 
+/** Calls of the one loader (`loadInstallConfig`) by a command that also opens the asset store (wait-for, diff): the store is handed what it loaded. */
+let loads = 0;
+vi.mock('../assets/install-config.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../assets/install-config.js')>();
+  return {
+    ...actual,
+    loadInstallConfig: async (...args: Parameters<typeof actual.loadInstallConfig>) => {
+      loads += 1;
+      return actual.loadInstallConfig(...args);
+    },
+  };
+});
+
 const attached: InstallManagement[] = [];
 /** What the next attach gives instead of failing (destroy's moved-back control plane, which destroy then lists Clusters from). */
 let attachGives: unknown;
@@ -65,6 +78,8 @@ vi.mock('../management/install.js', async (importOriginal) => {
 const { createCluster } = await import('./create-cluster.js');
 const { destroyCluster } = await import('./destroy.js');
 const { pivot, pivotToSelf } = await import('./pivot.js');
+const { waitForInstallComplete } = await import('./wait-for.js');
+const { diffManifests } = await import('./diff.js');
 
 const installConfig = `apiVersion: provisioner.dev/v1alpha1
 kind: InstallConfig
@@ -87,6 +102,7 @@ let dir = '';
 const signal = new AbortController().signal;
 beforeEach(async () => {
   reads.length = 0;
+  loads = 0;
   attached.length = 0;
   installs.length = 0;
   attachGives = undefined;
@@ -139,5 +155,18 @@ describe('install-config.yaml is read once per command', () => {
     expect(attached).toHaveLength(1);
     expect(attached[0]?.config?.metadata.name).toBe('reads');
     expect(reads).toHaveLength(1);
+  });
+
+  it('wait-for install-complete: the one loader reads it, the asset store is handed it for the manifests, and the attach gets it', async () => {
+    await mkdir(controlPlaneLayout(dir).etcdDataDir, { recursive: true });
+    await expect(waitForInstallComplete({ dir, sink: nullSink, signal })).rejects.toThrow('attach intercepted');
+    expect([reads.length, loads]).toEqual([1, 1]);
+    expect(attached[0]?.config?.metadata.name).toBe('reads');
+  });
+
+  it('diff: the one loader reads it and the asset store is handed it', async () => {
+    const result = await diffManifests({ dir, sink: nullSink });
+    expect(result.files.length).toBeGreaterThan(0); // nothing written yet: every manifest is one create manifests would write
+    expect([reads.length, loads]).toEqual([1, 1]);
   });
 });

@@ -11,7 +11,7 @@
  */
 import path from 'node:path';
 import { exists } from '../files.js';
-import { AssetStore, clusterApiManifestsAsset, installConfigAsset } from '../assets/index.js';
+import { AssetStore, clusterApiManifestsAsset, loadInstallConfig } from '../assets/index.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
 import { EnvironmentError } from '../errors.js';
 import { log, type EventSink } from '../events.js';
@@ -54,8 +54,9 @@ export async function waitForInstallComplete(request: WaitForRequest): Promise<W
     if (!external && !(await exists(controlPlaneLayout(dir).etcdDataDir))) {
       throw new EnvironmentError(`Nothing to wait for in ${dir}: no cluster was created there`, { hint: `Run \`provisioner create cluster --dir ${request.dir}\` first.` });
     }
-    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true });
-    const { config } = await store.fetch(installConfigAsset);
+    const installConfig = await loadInstallConfig({ dir, sink });
+    const { config } = installConfig;
+    const store = await AssetStore.open({ dir, sink, signal, regenerate: [], keepEdits: true, installConfig });
     const manifests = await store.fetch(clusterApiManifestsAsset);
     const objects = manifests.files.flatMap((f) => f.objects as unknown as KubeObject[]);
 

@@ -94,13 +94,18 @@ describe('hand-off to Rancher against real API servers and a Rancher double', ()
     // The token Rancher's double answered lives in the namespace named after the cluster.
     expect((await rancher().list(management, 'ClusterRegistrationToken', { namespace: cluster!.metadata.name })).map((t) => t.metadata.name)).toEqual(['default-token']);
     const stages = sink.ofType('stage').filter((s) => s.state === 'succeeded').map((s) => s.stage);
-    expect(stages).toEqual(['rancher/cluster', 'rancher/token', 'rancher/manifest', 'rancher/ready']);
+    expect(stages).toEqual(['rancher/preflight', 'rancher/cluster', 'rancher/token', 'rancher/manifest', 'rancher/ready']);
     expect(await readRancherRecord(dir)).toMatchObject({ mode: 'import', step: 'ready', rancherCluster: cluster!.metadata.name, query: { strategy: 'v3' } });
     // No log line carries the manifest URL's token path.
     expect(JSON.stringify(sink.events)).not.toMatch(/\/v3\/import\//);
 
     await rancher().mergePatch(cluster!, { spec: { displayName: 'alpha renamed in Rancher' } });
-    const again = await register(dir, 'v3');
+    const againSink = new RecordingSink();
+    const again = await register(dir, 'v3', againSink);
+    // The same declared list: the label is Turtles' step, and a cluster Rancher reports Ready needs no token or manifest.
+    expect(againSink.ofType('stage').map((s) => `${s.stage}:${s.state}`).filter((s) => !s.endsWith(':started'))).toEqual([
+      'rancher/preflight:succeeded', 'rancher/label:skipped', 'rancher/cluster:succeeded', 'rancher/token:skipped', 'rancher/manifest:skipped', 'rancher/ready:succeeded',
+    ]);
     expect(again).toMatchObject({ resumed: true, rancherCluster: { name: cluster!.metadata.name, displayName: 'alpha renamed in Rancher' } });
     expect(again.manifest).toBeUndefined(); // Ready already: no manifest fetched again
     expect((await v3Of('alpha')).map((c) => c.metadata.name)).toEqual([cluster!.metadata.name]);
@@ -234,8 +239,10 @@ describe('hand-off to Rancher against real API servers and a Rancher double', ()
     await writeFile(path.join(dir, '.provisioner', 'management.json'), JSON.stringify({ kubeconfig: rancherPlane!.kubeconfig }));
     double!.turtles = true;
     try {
-      const result = await register(dir, 'v3');
+      const sink = new RecordingSink();
+      const result = await register(dir, 'v3', sink);
       expect(result).toMatchObject({ mode: 'turtles', strategy: 'v3' });
+      expect(sink.ofType('stage').filter((s) => s.state === 'succeeded').map((s) => s.stage)).toEqual(['rancher/preflight', 'rancher/label', 'rancher/ready']);
       const capi = await rancher().get({ apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Cluster', metadata: { name: 'eta', namespace: 'eta' } });
       expect(capi!.metadata.labels).toMatchObject({ 'cluster-api.cattle.io/rancher-auto-import': 'true' });
       const [made] = await v3Of('eta');

@@ -20,7 +20,7 @@
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { readInstallConfig } from '../../assets/index.js';
-import { ExternalError, InterruptedError, UsageError, messageOf, requestField, type ProvisionerError } from '../../errors.js';
+import { ExternalError, UsageError, messageOf, requestField, type ProvisionerError } from '../../errors.js';
 import { log, type EventSink } from '../../events.js';
 import { readIfExists } from '../../files.js';
 import {
@@ -50,7 +50,7 @@ import { InstallRecord } from '../../installdir/record.js';
 import { KubeApiError, KubeClient, describeRef, type KubeObject } from '../../kube/client.js';
 import { checkKubeconfigFile } from '../../kube/kubeconfig-file.js';
 import { waitFor, type Verdict } from '../../wait/waiter.js';
-import { stageSteps, type StageStep } from '../../lifecycle/stages.js';
+import { StageRunner, stageSteps, type Stage } from '../../lifecycle/stages.js';
 
 export { defaultFleetNamespace } from './objects.js';
 export type { RegistrationMode } from './objects.js';
@@ -136,13 +136,30 @@ async function writeFleetRecord(dir: string, record: FleetRecord): Promise<void>
   await fleetRecord.write(dir, record);
 }
 
-function throwIfInterrupted(signal: AbortSignal): void {
-  if (signal.aborted) throw new InterruptedError('register fleet was interrupted', { hint: 'Run the same command again to resume: it finds what it created by its labels.' });
+/** What a registration's stages find as they run; the later stages' `skip` is decided from it. */
+export interface FleetFindings {
+  /** Found by `cluster`: an agent already checked in for the Fleet Cluster (agent mode needs no new token or bootstrap Secret). */
+  agentCheckedIn?: boolean;
 }
 
-/** The steps of one registration, as stages `fleet/<name>` (resumed by finding the objects by their labels, not by the journal). */
-function fleetSteps(sink: EventSink, signal: AbortSignal): StageStep {
-  return stageSteps('fleet/', { sink, signal });
+export type FleetStageName = 'preflight' | 'record' | 'kubeconfig-secret' | 'cluster' | 'token' | 'agent-bootstrap' | 'wait-registered';
+
+/**
+ * A registration's declared stages, `fleet/<name>`, unjournaled (fleet.json and the labels are
+ * its resume; each step looks its object up first). The mode chooses the kubeconfig Secret
+ * (manager) or the token and the agent's bootstrap (agent) before the list runs.
+ */
+export function fleetStages(mode: RegistrationMode, found: FleetFindings, body: Record<FleetStageName, () => Promise<unknown>>): Stage[] {
+  const checkedIn = () => (found.agentCheckedIn ? 'an agent already checked in for the Fleet Cluster: no new registration token or bootstrap Secret is needed' : undefined);
+  return [
+    { name: 'fleet/preflight', run: body.preflight },
+    { name: 'fleet/record', run: body.record },
+    { name: 'fleet/kubeconfig-secret', when: mode === 'manager', run: body['kubeconfig-secret'] },
+    { name: 'fleet/cluster', run: body.cluster },
+    { name: 'fleet/token', when: mode === 'agent', skip: checkedIn, run: body.token },
+    { name: 'fleet/agent-bootstrap', when: mode === 'agent', skip: checkedIn, run: body['agent-bootstrap'] },
+    { name: 'fleet/wait-registered', run: body['wait-registered'] },
+  ];
 }
 
 /** The labelled objects of one kind, oldest first, without those being deleted. */
@@ -237,69 +254,65 @@ async function dropDuplicates(client: KubeClient, found: readonly KubeObject[], 
   }
 }
 
-/** `register fleet`'s work, under the caller's directory lock (services/fleet.ts). */
+/** `register fleet`'s work, under the caller's directory lock (services/fleet.ts): the declared `fleetStages`. */
 export async function registerFleetLocked(request: RegisterFleetRequest): Promise<FleetRegistrationResult> {
   const dir = path.resolve(request.dir);
   const { sink, signal } = request;
   const namespace = request.namespace ?? defaultFleetNamespace;
   const mode = request.mode ?? defaultRegistrationMode;
-  const step = fleetSteps(sink, signal);
+  const found: FleetFindings = {};
   let workload: Workload | undefined;
   let fleet: KubeClient | undefined;
+  let secret: SecretObject | undefined;
+  let values: RegistrationValues | undefined;
+  let registered: FleetCluster | undefined;
+  const opened = () => ({ workload: workload!, manager: fleet!, labels: registrationLabels(workload!.identity), selector: registrationSelector(registrationLabels(workload!.identity)) });
   try {
-    ({ workload, fleet } = await step('preflight', async () => {
-      const opened = await openWorkload(dir, sink);
-      try {
-        return { workload: opened, fleet: await openFleetManager(request.fleetKubeconfig, namespace) };
-      } catch (error) {
-        opened.client.close();
-        throw error;
-      }
-    }));
-    const { identity } = workload;
-    const labels = registrationLabels(identity);
-    const selector = registrationSelector(labels);
-    const manager = fleet;
-    await step('record', async () => {
-      const previous = await readFleetRecord(dir);
-      if (previous && (previous.server !== manager.server || previous.namespace !== namespace || registrationSelector(previous.labels) !== selector)) {
-        throw new UsageError(`The cluster of ${dir} is recorded as registered elsewhere: with ${previous.server} (${previous.kubeconfig}), namespace ${previous.namespace}, labels ${registrationSelector(previous.labels)}`, {
-          hint: `Pass that manager's kubeconfig and --namespace ${previous.namespace} to resume; to move the cluster, delete its objects there (kubectl delete clusters.fleet.cattle.io,clusterregistrationtokens.fleet.cattle.io,secrets -n ${previous.namespace} -l ${registrationSelector(previous.labels)}) and remove ${fleetRecordFile(dir)}.`,
-        });
-      }
-      await writeFleetRecord(dir, { kubeconfig: path.resolve(request.fleetKubeconfig), server: manager.server, namespace, mode, labels });
-    });
-    throwIfInterrupted(signal);
-
-    let cluster: FleetCluster;
-    if (mode === 'manager') {
-      const secret = await step('kubeconfig-secret', () => ensureKubeconfigSecret(manager, workload!, namespace, selector, sink));
-      throwIfInterrupted(signal);
-      cluster = await step('cluster', () => ensureCluster(manager, identity, namespace, selector, { kubeConfigSecret: secret.metadata.name }, sink));
-      await dropLabelled<ClusterRegistrationToken>(manager, fleetApiVersion, 'ClusterRegistrationToken', namespace, selector, sink);
-    } else {
-      cluster = await step('cluster', () => ensureCluster(manager, identity, namespace, selector, { clientID: identity.clusterId }, sink));
-      await dropLabelled<SecretObject>(manager, 'v1', 'Secret', namespace, selector, sink);
-      throwIfInterrupted(signal);
-      if (agentRegistered(cluster)) {
-        log(sink, 'info', `An agent already checked in for Fleet Cluster ${namespace}/${cluster.metadata.name}: no new registration token or bootstrap Secret is needed`);
-      } else {
-        const values = await step('token', () => issuedToken(manager, identity, namespace, selector, request, sink));
-        throwIfInterrupted(signal);
-        await step('agent-bootstrap', () => installAgentBootstrap(workload!, values, identity, sink));
-      }
-    }
-    throwIfInterrupted(signal);
-
-    const registered = await step('wait-registered', () => waitRegistered(manager, namespace, labels, mode, workload!, request));
-    const where = `${namespace}/${registered.metadata.name}`;
+    await new StageRunner({ sink, signal }).runAll(
+      fleetStages(mode, found, {
+        preflight: async () => {
+          workload = await openWorkload(dir, sink);
+          fleet = await openFleetManager(request.fleetKubeconfig, namespace);
+        },
+        record: async () => {
+          const { manager, selector } = opened();
+          const previous = await readFleetRecord(dir);
+          if (previous && (previous.server !== manager.server || previous.namespace !== namespace || registrationSelector(previous.labels) !== selector)) {
+            throw new UsageError(`The cluster of ${dir} is recorded as registered elsewhere: with ${previous.server} (${previous.kubeconfig}), namespace ${previous.namespace}, labels ${registrationSelector(previous.labels)}`, {
+              hint: `Pass that manager's kubeconfig and --namespace ${previous.namespace} to resume; to move the cluster, delete its objects there (kubectl delete clusters.fleet.cattle.io,clusterregistrationtokens.fleet.cattle.io,secrets -n ${previous.namespace} -l ${registrationSelector(previous.labels)}) and remove ${fleetRecordFile(dir)}.`,
+            });
+          }
+          await writeFleetRecord(dir, { kubeconfig: path.resolve(request.fleetKubeconfig), server: manager.server, namespace, mode, labels: opened().labels });
+        },
+        'kubeconfig-secret': async () => {
+          secret = await ensureKubeconfigSecret(opened().manager, opened().workload, namespace, opened().selector, sink);
+        },
+        cluster: async () => {
+          const { manager, workload: { identity }, selector } = opened();
+          const target = mode === 'manager' ? { kubeConfigSecret: secret!.metadata.name } : { clientID: identity.clusterId };
+          const cluster = await ensureCluster(manager, identity, namespace, selector, target, sink);
+          // What the other mode made goes (a mode switch).
+          if (mode === 'manager') await dropLabelled<ClusterRegistrationToken>(manager, fleetApiVersion, 'ClusterRegistrationToken', namespace, selector, sink);
+          else await dropLabelled<SecretObject>(manager, 'v1', 'Secret', namespace, selector, sink);
+          found.agentCheckedIn = agentRegistered(cluster);
+        },
+        token: async () => {
+          values = await issuedToken(opened().manager, opened().workload.identity, namespace, opened().selector, request, sink);
+        },
+        'agent-bootstrap': () => installAgentBootstrap(opened().workload, values!, opened().workload.identity, sink),
+        'wait-registered': async () => {
+          registered = await waitRegistered(opened().manager, namespace, opened().labels, mode, opened().workload, request);
+        },
+      }),
+    );
+    const where = `${namespace}/${registered!.metadata.name}`;
     return {
-      summary: `registered with Fleet (${mode}-initiated): Cluster ${where}, agent last seen ${registered.status?.agent?.lastSeen ?? ''}`,
+      summary: `registered with Fleet (${mode}-initiated): Cluster ${where}, agent last seen ${registered!.status?.agent?.lastSeen ?? ''}`,
       mode,
       cluster: where,
-      clusterNamespace: registered.status?.namespace ?? '',
-      lastSeen: registered.status?.agent?.lastSeen ?? '',
-      selector,
+      clusterNamespace: registered!.status?.namespace ?? '',
+      lastSeen: registered!.status?.agent?.lastSeen ?? '',
+      selector: opened().selector,
     };
   } finally {
     workload?.client.close();
@@ -477,7 +490,7 @@ export async function deregisterFleet(request: { dir: string; sink: EventSink; s
   const { sink } = request;
   const selector = registrationSelector(record.labels);
   const next = `Make ${record.kubeconfig} reach the Fleet manager and run destroy cluster again, or delete the objects yourself (kubectl delete clusters.fleet.cattle.io,clusterregistrationtokens.fleet.cattle.io,secrets -n ${record.namespace} -l ${selector}) and remove ${fleetRecordFile(dir)}.`;
-  const step = fleetSteps(sink, request.signal);
+  const step = stageSteps('fleet/', { sink, signal: request.signal });
   return step('deregister', async () => {
     let client: KubeClient;
     try {

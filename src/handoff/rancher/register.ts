@@ -49,7 +49,7 @@ import { rancherRecordPath, readRancherRecord, removeRancherRecord, writeRancher
 import { recordPath, recordRelativePath } from '../../installdir/paths.js';
 import { createManifestObjects, fetchManifest, parseManifest, redactUrl } from './manifest.js';
 import { recordedExternalManagement } from '../../installdir/management.js';
-import { stageSteps, type StageStep } from '../../lifecycle/stages.js';
+import { StageRunner, stageSteps, type Stage } from '../../lifecycle/stages.js';
 
 export type { RancherStrategy } from './api.js';
 
@@ -138,9 +138,115 @@ async function openRancher(kubeconfig: string, strategy: RancherStrategy): Promi
   }
 }
 
-/** The steps of one registration, as stages `rancher/<name>` (resumed by the rancher.json record, not the journal). */
-function rancherSteps(wait: { sink: EventSink; signal: AbortSignal }): StageStep {
-  return stageSteps('rancher/', { sink: wait.sink, signal: wait.signal });
+/** What a registration's stages find as they run; the later stages' `skip` is decided from it. */
+export interface RancherFindings {
+  /** Found by `preflight`: Turtles imports the cluster (our part is its label), or we import it ourselves. */
+  mode?: RancherRegistrationResult['mode'];
+  /** Found by `cluster`: Rancher reports its cluster Ready already (its agent checked in, like Turtles' AgentDeployed). */
+  clusterReady?: boolean;
+}
+
+export type RancherStageName = 'preflight' | 'label' | 'cluster' | 'token' | 'manifest' | 'ready';
+
+/**
+ * A registration's declared stages, `rancher/<name>`, unjournaled (rancher.json and the labels
+ * are its resume). `register rancher` and `import --to rancher` run this one list.
+ */
+export function rancherStages(found: RancherFindings, body: Record<RancherStageName, () => Promise<unknown>>): Stage[] {
+  const byTurtles = () => (found.mode === 'turtles' ? 'Rancher Turtles imports this cluster' : undefined);
+  const checkedIn = () => byTurtles() ?? (found.clusterReady ? "Rancher reports its cluster Ready: the agent checked in already" : undefined);
+  return [
+    { name: 'rancher/preflight', run: body.preflight },
+    { name: 'rancher/label', skip: () => (found.mode === 'turtles' ? undefined : 'no Rancher Turtles manages this Cluster: imported directly'), run: body.label },
+    { name: 'rancher/cluster', skip: byTurtles, run: body.cluster },
+    { name: 'rancher/token', skip: checkedIn, run: body.token },
+    { name: 'rancher/manifest', skip: checkedIn, run: body.manifest },
+    { name: 'rancher/ready', run: body.ready },
+  ];
+}
+
+/** What a registration's preflight established, for the stages after it. */
+interface RancherTarget {
+  rancher: KubeClient;
+  query: RancherClusterQuery;
+  /** Turtles: the install's CAPI Cluster in Rancher's cluster, which we label. */
+  turtlesCapi?: KubeObject;
+  /** Import: Rancher's cluster to ensure, and the workload cluster that gets the registration manifest. */
+  spec?: RancherClusterSpec;
+  workload?: KubeClient;
+  /** A registration record existed before this run. */
+  resumedRecord: boolean;
+  /** Called after each step completes (rancher.json). Default: nothing. */
+  onStep?: (step: RancherStep, rancherCluster: string) => Promise<void>;
+}
+
+/** Runs the declared Rancher stages after `preflight` (which opens the clients it returns; they are closed here). */
+async function runRancherStages(preflight: () => Promise<RancherTarget>, strategy: RancherStrategy, wait: RancherWait): Promise<RancherRegistrationResult> {
+  const { sink, signal } = wait;
+  const found: RancherFindings = {};
+  let target: RancherTarget | undefined;
+  let ensured: { cluster: KubeObject; created: boolean } | undefined;
+  let url = '';
+  let manifest: RancherRegistrationResult['manifest'];
+  let ready: KubeObject | undefined;
+  const the = () => target!;
+  try {
+    await new StageRunner({ sink, signal }).runAll(
+      rancherStages(found, {
+        preflight: async () => {
+          target = await preflight();
+          found.mode = target.turtlesCapi ? 'turtles' : 'import';
+        },
+        label: async () => {
+          const capi = the().turtlesCapi!;
+          await the().rancher.mergePatch(capi, { metadata: { labels: { [autoImportLabel]: 'true' } } });
+          log(sink, 'info', `Rancher Turtles runs in Rancher's cluster and manages Cluster ${capi.metadata.namespace}/${capi.metadata.name}: labelled it ${autoImportLabel}=true for Turtles to import`);
+        },
+        cluster: async () => {
+          ensured = await ensureRancherCluster(the().rancher, the().spec!);
+          log(sink, 'info', ensured.created ? `Created ${describeRancherCluster(ensured.cluster)}` : `Found ${describeRancherCluster(ensured.cluster)} by its labels`);
+          found.clusterReady = isRancherClusterReady(ensured.cluster);
+          await the().onStep?.('cluster', ensured.cluster.metadata.name);
+        },
+        token: async () => {
+          const managementName = await waitForManagementName(the().rancher, the().query, wait);
+          url = await registrationManifestUrl(the().rancher, managementName, wait);
+          await the().onStep?.('token', ensured!.cluster.metadata.name);
+        },
+        manifest: async () => {
+          manifest = await applyRegistrationManifest(the().rancher, the().workload!, url, describeRancherCluster(ensured!.cluster), wait);
+          await the().onStep?.('manifest', ensured!.cluster.metadata.name);
+        },
+        ready: async () => {
+          ready = await waitForRancherReady(the().rancher, the().query, wait);
+          await the().onStep?.('ready', ready.metadata.name);
+        },
+      }),
+    );
+    const resumed = found.mode === 'turtles' ? the().resumedRecord : !ensured!.created || the().resumedRecord;
+    return result(ready!, found.mode!, strategy, manifest, resumed);
+  } finally {
+    target?.workload?.close();
+    target?.rancher.close();
+  }
+}
+
+/** The registration manifest at `url`, fetched verifying Rancher's CA, its objects created in the workload cluster. */
+async function applyRegistrationManifest(rancher: KubeClient, workload: KubeClient, url: string, what: string, wait: RancherWait): Promise<{ created: number; existing: number }> {
+  const { sink, signal } = wait;
+  const caPem = await rancherCaPem(rancher);
+  const shown = redactUrl(url);
+  log(sink, 'info', `Fetching the registration manifest from ${shown}, verifying ${caPem ? "Rancher's CA (its cacerts setting)" : "with the system's CAs (Rancher's cacerts setting is empty)"}`);
+  const text = await fetchManifest(url, { what, ...(caPem ? { caPem } : {}), signal });
+  const objects = parseManifest(text, shown, what);
+  const done = await createManifestObjects(workload, objects, { sink, signal, what });
+  log(sink, 'info', `Registration manifest: ${done.created.length} object(s) created in the workload cluster, ${done.existing.length} already there`);
+  return { created: done.created.length, existing: done.existing.length };
+}
+
+/** The waits' options from a request: its sink and signal, and its timeouts when it names them. */
+function waitOf(request: RancherRequestBase): RancherWait {
+  return { sink: request.sink, signal: request.signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}), ...(request.pollIntervalMs ? { pollIntervalMs: request.pollIntervalMs } : {}) };
 }
 
 /**
@@ -152,60 +258,51 @@ export async function registerRancherLocked(request: RegisterRancherRequest): Pr
   const { sink } = request;
   const rancherKubeconfig = path.resolve(request.rancherKubeconfig);
   const strategy = request.strategy ?? defaultRancherStrategy;
-  const record = await readRancherRecord(dir);
-  const workloadKubeconfig = path.join(dir, 'auth', 'kubeconfig');
-  const { cluster: capi } = await installCapiCluster(dir);
-  const rancher = await openRancher(rancherKubeconfig, strategy);
-  try {
-    if (record && record.server !== rancher.server) {
-      throw new UsageError(`This install was registered with the Rancher at ${record.server}, not ${rancher.server}`, {
-        hint: `Run again with --kubeconfig ${record.rancherKubeconfig}; to move it to another Rancher, run destroy on that registration first (or remove ${recordRelativePath('rancher')} after deleting Rancher's cluster there).`,
-      });
-    }
-    if (record && record.query.strategy !== strategy) {
-      throw new UsageError(`This install was registered with strategy ${record.query.strategy}, not ${strategy}`, { hint: `Run again with --strategy ${record.query.strategy}.` });
-    }
-    const name = capi.metadata.name;
-    const namespace = capi.metadata.namespace!;
-    const ownerLabels = { [capiOwnerLabel]: name, [capiOwnerNamespaceLabel]: namespace };
-    const wait: RancherWait = { sink, signal: request.signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}), ...(request.pollIntervalMs ? { pollIntervalMs: request.pollIntervalMs } : {}) };
-    const step = rancherSteps(wait);
-    const save = (query: RancherClusterQuery, mode: RancherRegistrationRecord['mode'], stepDone: RancherStep, rancherCluster?: string) =>
-      writeRancherRecord(dir, { rancherKubeconfig, server: rancher.server, mode, query, step: stepDone, ...(rancherCluster ? { rancherCluster } : {}) });
-
-    const turtlesCapi = record ? (record.mode === 'turtles' ? await capiClusterIn(rancher, name, namespace) : undefined) : await turtlesManaged(rancher, name, namespace, sink);
-    if (turtlesCapi) {
-      // Turtles imports it: our part is the label, then waiting for Rancher's Ready.
-      const query: RancherClusterQuery = strategy === 'v3' ? { strategy, selector: ownerLabels } : { strategy, selector: {}, namespace, ownerUid: turtlesCapi.metadata.uid! };
-      await save(query, 'turtles', record?.step ?? 'started');
-      await step('label', async () => {
-        await rancher.mergePatch(turtlesCapi, { metadata: { labels: { [autoImportLabel]: 'true' } } });
-        log(sink, 'info', `Rancher Turtles runs in Rancher's cluster and manages Cluster ${namespace}/${name}: labelled it ${autoImportLabel}=true for Turtles to import`);
-      });
-      const ready = await step('ready', () => waitForRancherReady(rancher, query, wait));
-      await save(query, 'turtles', 'ready', ready.metadata.name);
-      return result(ready, 'turtles', strategy, undefined, Boolean(record));
-    }
-
-    const query: RancherClusterQuery = strategy === 'v3' ? { strategy, selector: ownerLabels } : { strategy, selector: ownerLabels, namespace: defaultV1Namespace };
-    if (!record) await save(query, 'import', 'started');
-    const spec: RancherClusterSpec = {
-      query,
-      // The CAPI cluster's own labels go along (Turtles' PropagateLabels); the owner labels win over any of the same key.
-      labels: { ...capi.metadata.labels, ...ownerLabels },
-      displayName: name,
-      description: `CAPI cluster ${namespace}/${name} imported to Rancher by provisioner`,
-      v1Name: `${name}-capi`,
-    };
-    const workload = await openWorkload(workloadKubeconfig);
-    try {
-      return await importSteps({ rancher, workload, spec, wait, sink, resumedRecord: Boolean(record), onStep: (s, cluster) => save(query, 'import', s, cluster) });
-    } finally {
-      workload.close();
-    }
-  } finally {
-    rancher.close();
-  }
+  return runRancherStages(
+    async () => {
+      const record = await readRancherRecord(dir);
+      const { cluster: capi } = await installCapiCluster(dir);
+      const rancher = await openRancher(rancherKubeconfig, strategy);
+      try {
+        if (record && record.server !== rancher.server) {
+          throw new UsageError(`This install was registered with the Rancher at ${record.server}, not ${rancher.server}`, {
+            hint: `Run again with --kubeconfig ${record.rancherKubeconfig}; to move it to another Rancher, run destroy on that registration first (or remove ${recordRelativePath('rancher')} after deleting Rancher's cluster there).`,
+          });
+        }
+        if (record && record.query.strategy !== strategy) {
+          throw new UsageError(`This install was registered with strategy ${record.query.strategy}, not ${strategy}`, { hint: `Run again with --strategy ${record.query.strategy}.` });
+        }
+        const name = capi.metadata.name;
+        const namespace = capi.metadata.namespace!;
+        const ownerLabels = { [capiOwnerLabel]: name, [capiOwnerNamespaceLabel]: namespace };
+        const save = (query: RancherClusterQuery, mode: RancherRegistrationRecord['mode'], stepDone: RancherStep, rancherCluster?: string) =>
+          writeRancherRecord(dir, { rancherKubeconfig, server: rancher.server, mode, query, step: stepDone, ...(rancherCluster ? { rancherCluster } : {}) });
+        const turtlesCapi = record ? (record.mode === 'turtles' ? await capiClusterIn(rancher, name, namespace) : undefined) : await turtlesManaged(rancher, name, namespace, sink);
+        if (turtlesCapi) {
+          const query: RancherClusterQuery = strategy === 'v3' ? { strategy, selector: ownerLabels } : { strategy, selector: {}, namespace, ownerUid: turtlesCapi.metadata.uid! };
+          await save(query, 'turtles', record?.step ?? 'started');
+          return { rancher, query, turtlesCapi, resumedRecord: Boolean(record), onStep: (s, cluster) => save(query, 'turtles', s, cluster) };
+        }
+        const query: RancherClusterQuery = strategy === 'v3' ? { strategy, selector: ownerLabels } : { strategy, selector: ownerLabels, namespace: defaultV1Namespace };
+        if (!record) await save(query, 'import', 'started');
+        const spec: RancherClusterSpec = {
+          query,
+          // The CAPI cluster's own labels go along (Turtles' PropagateLabels); the owner labels win over any of the same key.
+          labels: { ...capi.metadata.labels, ...ownerLabels },
+          displayName: name,
+          description: `CAPI cluster ${namespace}/${name} imported to Rancher by provisioner`,
+          v1Name: `${name}-capi`,
+        };
+        const workload = await openWorkload(path.join(dir, 'auth', 'kubeconfig'));
+        return { rancher, query, spec, workload, resumedRecord: Boolean(record), onStep: (s, cluster) => save(query, 'import', s, cluster) };
+      } catch (error) {
+        rancher.close();
+        throw error;
+      }
+    },
+    strategy,
+    waitOf(request),
+  );
 }
 
 async function openWorkload(kubeconfig: string): Promise<KubeClient> {
@@ -239,54 +336,6 @@ async function turtlesManaged(rancher: KubeClient, name: string, namespace: stri
   const capi = await capiClusterIn(rancher, name, namespace);
   if (!capi) log(sink, 'info', `Rancher Turtles runs in Rancher's cluster, but Cluster ${namespace}/${name} is managed elsewhere, so Turtles cannot import it; importing it directly`);
   return capi;
-}
-
-interface ImportStepsContext {
-  rancher: KubeClient;
-  workload: KubeClient;
-  spec: RancherClusterSpec;
-  wait: RancherWait;
-  sink: EventSink;
-  resumedRecord: boolean;
-  /** Called after each step completes (the journal). Default: nothing. */
-  onStep?: (step: RancherStep, rancherCluster: string) => Promise<void>;
-}
-
-/** The import itself, Turtles' way: Rancher's cluster, its token's manifest URL, the manifest's objects in the workload cluster, Rancher's Ready. */
-async function importSteps(ctx: ImportStepsContext): Promise<RancherRegistrationResult> {
-  const { rancher, workload, spec, wait, sink } = ctx;
-  const { query } = spec;
-  const step = rancherSteps(wait);
-  const { cluster, created } = await step('cluster', async () => {
-    const ensured = await ensureRancherCluster(rancher, spec);
-    log(sink, 'info', ensured.created ? `Created ${describeRancherCluster(ensured.cluster)}` : `Found ${describeRancherCluster(ensured.cluster)} by its labels`);
-    return ensured;
-  });
-  await ctx.onStep?.('cluster', cluster.metadata.name);
-  const what = describeRancherCluster(cluster);
-  let manifest: RancherRegistrationResult['manifest'];
-  // Like Turtles' AgentDeployed check: a cluster Rancher already reports Ready needs no manifest again.
-  if (!isRancherClusterReady(cluster)) {
-    const url = await step('token', async () => {
-      const managementName = await waitForManagementName(rancher, query, wait);
-      return registrationManifestUrl(rancher, managementName, wait);
-    });
-    await ctx.onStep?.('token', cluster.metadata.name);
-    manifest = await step('manifest', async () => {
-      const caPem = await rancherCaPem(rancher);
-      const shown = redactUrl(url);
-      log(sink, 'info', `Fetching the registration manifest from ${shown}, verifying ${caPem ? "Rancher's CA (its cacerts setting)" : "with the system's CAs (Rancher's cacerts setting is empty)"}`);
-      const text = await fetchManifest(url, { what, ...(caPem ? { caPem } : {}), signal: wait.signal });
-      const objects = parseManifest(text, shown, what);
-      const done = await createManifestObjects(workload, objects, { sink, signal: wait.signal, what });
-      log(sink, 'info', `Registration manifest: ${done.created.length} object(s) created in the workload cluster, ${done.existing.length} already there`);
-      return { created: done.created.length, existing: done.existing.length };
-    });
-    await ctx.onStep?.('manifest', cluster.metadata.name);
-  }
-  const ready = await step('ready', () => waitForRancherReady(rancher, query, wait));
-  await ctx.onStep?.('ready', ready.metadata.name);
-  return result(ready, 'import', query.strategy, manifest, !created || ctx.resumedRecord);
 }
 
 function result(cluster: KubeObject, mode: RancherRegistrationResult['mode'], strategy: RancherStrategy, manifest: RancherRegistrationResult['manifest'], resumed: boolean): RancherRegistrationResult {
@@ -325,35 +374,30 @@ export async function importToRancher(request: ImportToRancherRequest): Promise<
   await checkKubeconfigFile(kubeconfig, '--kubeconfig');
   await checkKubeconfigFile(rancherKubeconfig, '--to rancher');
   const strategy = request.strategy ?? defaultRancherStrategy;
-  const workload = KubeClient.fromFile(kubeconfig);
-  try {
-    let kubeSystem: KubeObject | undefined;
-    try {
-      kubeSystem = await workload.get<KubeObject>({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kube-system' } });
-    } catch (error) {
-      throw new ExternalError(`The cluster of ${kubeconfig} cannot be reached: ${messageOf(error)}`, { cause: error, hint: 'Check the kubeconfig and that the cluster is up.' });
-    }
-    if (!kubeSystem?.metadata.uid) throw new ExternalError(`The cluster of ${kubeconfig} has no kube-system namespace, which identifies a cluster to Rancher`, { hint: 'Import a running Kubernetes cluster.' });
-    const name = dnsLabel(request.name ?? workload.config.getCurrentCluster()?.name ?? 'imported');
-    const selector = { [importedClusterLabel]: kubeSystem.metadata.uid };
-    const query: RancherClusterQuery = strategy === 'v3' ? { strategy, selector } : { strategy, selector, namespace: defaultV1Namespace };
-    const rancher = await openRancher(rancherKubeconfig, strategy);
-    try {
-      const wait: RancherWait = { sink: request.sink, signal: request.signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}), ...(request.pollIntervalMs ? { pollIntervalMs: request.pollIntervalMs } : {}) };
-      return await importSteps({
-        rancher,
-        workload,
-        spec: { query, labels: selector, displayName: name, description: `Cluster imported to Rancher by provisioner from ${workload.server}`, v1Name: name },
-        wait,
-        sink: request.sink,
-        resumedRecord: false,
-      });
-    } finally {
-      rancher.close();
-    }
-  } finally {
-    workload.close();
-  }
+  return runRancherStages(
+    async () => {
+      const workload = KubeClient.fromFile(kubeconfig);
+      try {
+        let kubeSystem: KubeObject | undefined;
+        try {
+          kubeSystem = await workload.get<KubeObject>({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kube-system' } });
+        } catch (error) {
+          throw new ExternalError(`The cluster of ${kubeconfig} cannot be reached: ${messageOf(error)}`, { cause: error, hint: 'Check the kubeconfig and that the cluster is up.' });
+        }
+        if (!kubeSystem?.metadata.uid) throw new ExternalError(`The cluster of ${kubeconfig} has no kube-system namespace, which identifies a cluster to Rancher`, { hint: 'Import a running Kubernetes cluster.' });
+        const name = dnsLabel(request.name ?? workload.config.getCurrentCluster()?.name ?? 'imported');
+        const selector = { [importedClusterLabel]: kubeSystem.metadata.uid };
+        const query: RancherClusterQuery = strategy === 'v3' ? { strategy, selector } : { strategy, selector, namespace: defaultV1Namespace };
+        const spec: RancherClusterSpec = { query, labels: selector, displayName: name, description: `Cluster imported to Rancher by provisioner from ${workload.server}`, v1Name: name };
+        return { rancher: await openRancher(rancherKubeconfig, strategy), query, spec, workload, resumedRecord: false };
+      } catch (error) {
+        workload.close();
+        throw error;
+      }
+    },
+    strategy,
+    waitOf(request),
+  );
 }
 
 /**
@@ -372,7 +416,7 @@ export async function removeRancherRegistration(dir: string, wait: { sink: Event
   });
   const rancher = KubeClient.fromFile(record.rancherKubeconfig);
   try {
-    const step = rancherSteps(wait);
+    const step = stageSteps('rancher/', wait);
     log(wait.sink, 'info', `Removing Rancher's cluster for this install from ${record.server} first (found by ${Object.keys(record.query.selector).join(', ') || 'its owner reference'})`);
     const deleted = await step('delete', () => deleteRancherClusters(rancher, record.query, wait));
     for (const name of deleted) log(wait.sink, 'info', `Deleted ${name} from Rancher`);

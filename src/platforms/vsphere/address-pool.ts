@@ -10,8 +10,8 @@
  * and broadcast addresses; the gateway is never handed out.
  */
 import { isIPv4 } from 'node:net';
-import { sleep } from '../../concurrency.js';
 import { KubeClient, type KubeObject } from '../../kube/client.js';
+import { polling, until } from '../../progress/until.js';
 import type { PlatformHookContext } from '../platform.js';
 import { clusterNameLabel } from '../types.js';
 
@@ -102,6 +102,9 @@ export function addressPoolObject(name: string, pool: AddressPoolSettings): Addr
 
 const ipamApiVersion = 'ipam.cluster.x-k8s.io/v1beta2';
 
+/** The stall of the release wait: claims still held when none went for the no-progress timeout. */
+class ClaimsHeld extends Error {}
+
 interface ClaimObject extends KubeObject {
   spec?: { clusterName?: string };
   status?: { addressRef?: { name?: string } };
@@ -127,20 +130,26 @@ export async function releaseClusterAddresses(context: PlatformHookContext & { c
   }
   return async () => {
     if (before.length === 0) return;
-    const deadline = Date.now() + (context.noProgressTimeoutMs ?? 60_000);
+    const timeoutMs = context.noProgressTimeoutMs ?? 60_000;
     const watcher = KubeClient.fromFile(context.kubeconfig);
+    let left = before;
     try {
-      let left = before;
-      while (left.length > 0 && Date.now() < deadline) {
-        await sleep(500, context.signal);
-        left = ofCluster(await watcher.list<ClaimObject>(ipamApiVersion, 'IPAddressClaim', { namespace: context.namespace }));
-      }
-      const released = before.filter((c) => !left.some((l) => l.metadata.name === c.metadata.name));
-      const describe = (c: ClaimObject) => `${c.metadata.name} (${addresses.get(c.status?.addressRef?.name ?? '') ?? 'no address'})`;
-      if (released.length > 0) context.log(`Addresses of ${context.namespace}/${context.clusterName} released to their pool: ${released.map(describe).join(', ')}`);
-      if (left.length > 0) context.log(`IPAddressClaims of ${context.namespace}/${context.clusterName} still held after ${Math.round((context.noProgressTimeoutMs ?? 60_000) / 1000)} s: ${left.map(describe).join(', ')} (is provisioner-agent-manager running? its log says why)`);
+      // Each claim that goes is progress; a stall is no failure of the destroy, only reported.
+      await until(
+        polling(async () => {
+          left = ofCluster(await watcher.list<ClaimObject>(ipamApiVersion, 'IPAddressClaim', { namespace: context.namespace }));
+          return { state: left.length === 0 ? 'done' : 'waiting', value: left, progress: left.map((c) => c.metadata.name).join(',') };
+        }, 500),
+        { what: `the release of the addresses of ${context.namespace}/${context.clusterName}`, noProgressTimeoutMs: timeoutMs, onStall: () => new ClaimsHeld(), signal: context.signal },
+      ).catch((error: unknown) => {
+        if (!(error instanceof ClaimsHeld)) throw error;
+      });
     } finally {
       watcher.close();
     }
+    const released = before.filter((c) => !left.some((l) => l.metadata.name === c.metadata.name));
+    const describe = (c: ClaimObject) => `${c.metadata.name} (${addresses.get(c.status?.addressRef?.name ?? '') ?? 'no address'})`;
+    if (released.length > 0) context.log(`Addresses of ${context.namespace}/${context.clusterName} released to their pool: ${released.map(describe).join(', ')}`);
+    if (left.length > 0) context.log(`IPAddressClaims of ${context.namespace}/${context.clusterName} still held, none released for ${Math.round(timeoutMs / 1000)} s: ${left.map(describe).join(', ')} (is provisioner-agent-manager running? its log says why)`);
   };
 }
