@@ -37,7 +37,7 @@ export interface TestStage {
 
 export const laneGroups: Readonly<Record<string, string>>;
 export const perFileTiers: ReadonlySet<string>;
-export function kubeletGroup(file: string): string | undefined;
+export function fileGroup(file: string): string | undefined;
 export function tierFiles(root: string, tier: string): string[];
 export function testStages(tiers: readonly string[], lanes: number, filesOf: (tier: string) => string[]): TestStage[];
 export function withTierEstimates(stages: readonly TestStage[], estimates: Readonly<Record<string, number>>): Record<string, number>;

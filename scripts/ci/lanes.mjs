@@ -36,14 +36,22 @@ export const laneGroups = { unit: 'unit+go', go: 'unit+go', integration: 'cluste
 export const perFileTiers = new Set(['integration', 'e2e', 'conformance']);
 
 /**
- * The group of a test file that runs kubelets on namespace hosts (test/e2e/hosts*.test.ts, the
- * conformance cluster): such files run one at a time even with lanes. Their kubelets,
- * containerds and API servers hold inotify instances (about 7 a kubelet), of which a user has
- * fs.inotify.max_user_instances (128 by default), and a controller that finds none left exits
- * with "too many open files" (seen with other sessions' clusters running). Undefined for the rest.
+ * The group of a test file whose jobs never run at once, or undefined:
+ * - `kubelets`: the files that run kubelets on namespace hosts (test/e2e/hosts*.test.ts, the
+ *   conformance cluster). Their kubelets, containerds and API servers hold inotify instances
+ *   (about 7 a kubelet), of which a user has fs.inotify.max_user_instances (128 by default), and
+ *   a controller that finds none left exits with "too many open files" (seen with other
+ *   sessions' clusters running).
+ * - `in-memory moves`: the files that move in-memory clusters between control planes
+ *   (test/integration/pivot*.test.ts, test/e2e/pivot.test.ts). A moved cluster keeps its port,
+ *   which is free between the source's fence and the target's listen; the integration files
+ *   seed about 30 clusters in all (a port each), and e2e/pivot.test.ts reads its moved cluster's API there, so
+ *   they do not run beside each other (docs/testing.md, "In-memory clusters at once").
  */
-export function kubeletGroup(file) {
-  return /^test\/e2e\/hosts[^/]*\.test\.ts$/.test(file) || file.startsWith('test/conformance/') ? 'kubelets' : undefined;
+export function fileGroup(file) {
+  if (/^test\/e2e\/hosts[^/]*\.test\.ts$/.test(file) || file.startsWith('test/conformance/')) return 'kubelets';
+  if (/^test\/integration\/pivot[^/]*\.test\.ts$/.test(file) || file === 'test/e2e/pivot.test.ts') return 'in-memory moves';
+  return undefined;
 }
 
 /** A per-file tier's test files (its vitest project's include: test/<tier>/**\/*.test.ts) under `root`, relative to it, sorted. */
@@ -71,7 +79,7 @@ export function testStages(tiers, lanes, filesOf) {
     tiers: stageTiers,
     jobs: stageTiers.flatMap((tier) =>
       lanes > 1 && perFileTiers.has(tier)
-        ? filesOf(tier).map((file) => ({ name: file, tier, group: kubeletGroup(file), args: [file] }))
+        ? filesOf(tier).map((file) => ({ name: file, tier, group: fileGroup(file), args: [file] }))
         : [{ name: tier, tier, group: undefined, args: [], ...(perFileTiers.has(tier) ? { files: filesOf(tier) } : {}) }],
     ),
   }));

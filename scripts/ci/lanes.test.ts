@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { kubeletGroup, laneCount, longestFirst, planLanes, readEstimates, runInLanes, testStages, tierFiles, withTierEstimates } from './lanes.mjs';
+import { fileGroup, laneCount, longestFirst, planLanes, readEstimates, runInLanes, testStages, tierFiles, withTierEstimates } from './lanes.mjs';
 
 const jobs = (...names: string[]) => names.map((name) => ({ name }));
 
@@ -98,9 +98,12 @@ describe('test jobs over N lanes, longest first', () => {
     expect(testStages(['go', 'e2e'], 2, filesOf).map((stage) => stage.tiers)).toEqual([['go'], ['e2e']]);
     // At one lane a whole per-file tier is estimated as the sum of its files.
     expect(withTierEstimates(one, { 'test/e2e/a.test.ts': 5, 'test/e2e/hosts-b.test.ts': 7, unit: 3 })).toMatchObject({ unit: 3, e2e: 12, integration: 0 });
-    expect(kubeletGroup('test/e2e/hosts.test.ts')).toBe('kubelets');
-    expect(kubeletGroup('test/e2e/support/hosts.test.ts')).toBeUndefined();
-    expect(kubeletGroup('test/integration/hosts-registration.test.ts')).toBeUndefined();
+    expect(fileGroup('test/e2e/hosts.test.ts')).toBe('kubelets');
+    expect(fileGroup('test/e2e/support/hosts.test.ts')).toBeUndefined();
+    expect(fileGroup('test/integration/hosts-registration.test.ts')).toBeUndefined();
+    // The files that move in-memory clusters, one at a time: a moved cluster's port is free for a moment.
+    for (const file of ['test/integration/pivot.test.ts', 'test/integration/pivot-self.test.ts', 'test/integration/pivot-back.test.ts', 'test/e2e/pivot.test.ts']) expect(fileGroup(file), file).toBe('in-memory moves');
+    expect(fileGroup('test/e2e/create-cluster.test.ts')).toBeUndefined();
   });
 
   it('has an estimate for every integration, e2e and conformance file and for the unit and go tiers (a file missing one is scheduled as the longest)', () => {
