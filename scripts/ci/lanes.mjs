@@ -4,7 +4,7 @@
 // counts as the longest known, so a new file starts early instead of stretching the tail.
 // Jobs of one `group` never run at once: a lane that frees takes the longest job whose group
 // is not running, and waits when only such jobs are left.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** The variable that sets the lane count. */
 export const lanesVariable = 'PROVISIONER_TEST_LANES';
@@ -23,6 +23,78 @@ export function laneCount(value) {
     throw new Error(`${lanesVariable}=${value}: expected a whole number from 1 to 8 (how many test processes run at once; default ${defaultLanes})`);
   }
   return count;
+}
+
+/**
+ * With more than one lane, the tiers that share lanes when they run one after another: go
+ * beside unit; integration, e2e and conformance in one pool, so the integration files fill the
+ * lanes beside the e2e files instead of running alone before them.
+ */
+export const laneGroups = { unit: 'unit+go', go: 'unit+go', integration: 'clusters', e2e: 'clusters', conformance: 'clusters' };
+
+/** The tiers whose files each run as a job (a vitest process) of their own when lanes > 1. */
+export const perFileTiers = new Set(['integration', 'e2e', 'conformance']);
+
+/**
+ * The group of a test file whose jobs never run at once, or undefined:
+ * - `kubelets`: the files that run kubelets on namespace hosts (test/e2e/hosts*.test.ts, the
+ *   conformance cluster). Their kubelets, containerds and API servers hold inotify instances
+ *   (about 7 a kubelet), of which a user has fs.inotify.max_user_instances (128 by default), and
+ *   a controller that finds none left exits with "too many open files" (seen with other
+ *   sessions' clusters running).
+ * - `in-memory moves`: the files that move in-memory clusters between control planes
+ *   (test/integration/pivot*.test.ts, test/e2e/pivot.test.ts). A moved cluster keeps its port,
+ *   which is free between the source's fence and the target's listen; the integration files
+ *   seed about 30 clusters in all (a port each), and e2e/pivot.test.ts reads its moved cluster's API there, so
+ *   they do not run beside each other (docs/testing.md, "In-memory clusters at once").
+ */
+export function fileGroup(file) {
+  if (/^test\/e2e\/hosts[^/]*\.test\.ts$/.test(file) || file.startsWith('test/conformance/')) return 'kubelets';
+  if (/^test\/integration\/pivot[^/]*\.test\.ts$/.test(file) || file === 'test/e2e/pivot.test.ts') return 'in-memory moves';
+  return undefined;
+}
+
+/** A per-file tier's test files (its vitest project's include: test/<tier>/**\/*.test.ts) under `root`, relative to it, sorted. */
+export function tierFiles(root, tier) {
+  return readdirSync(`${root}/test/${tier}`, { recursive: true })
+    .filter((name) => String(name).endsWith('.test.ts'))
+    .map((name) => `test/${tier}/${name}`)
+    .sort();
+}
+
+/**
+ * The stages `tiers` run in, in order, each with its jobs ({ name, tier, group, args }): at one
+ * lane every tier is a stage and a job of its own (one vitest or go process); with more,
+ * consecutive tiers of one `laneGroups` entry share a stage, and each file of a `perFileTiers`
+ * tier is a job. `filesOf(tier)` lists a tier's files.
+ */
+export function testStages(tiers, lanes, filesOf) {
+  const stages = [];
+  for (const tier of tiers) {
+    const last = stages.at(-1);
+    if (lanes > 1 && last && laneGroups[tier] !== undefined && laneGroups[last.tiers[0]] === laneGroups[tier]) last.tiers.push(tier);
+    else stages.push({ tiers: [tier] });
+  }
+  return stages.map(({ tiers: stageTiers }) => ({
+    tiers: stageTiers,
+    jobs: stageTiers.flatMap((tier) =>
+      lanes > 1 && perFileTiers.has(tier)
+        ? filesOf(tier).map((file) => ({ name: file, tier, group: fileGroup(file), args: [file] }))
+        : [{ name: tier, tier, group: undefined, args: [], ...(perFileTiers.has(tier) ? { files: filesOf(tier) } : {}) }],
+    ),
+  }));
+}
+
+/**
+ * `estimates` with one for each whole-tier job of `stages` that has none and lists its `files`
+ * (a per-file tier run as one process, at one lane): the sum of its files' estimates.
+ */
+export function withTierEstimates(stages, estimates) {
+  const added = { ...estimates };
+  for (const job of stages.flatMap((stage) => stage.jobs)) {
+    if (added[job.name] === undefined && job.files) added[job.name] = job.files.reduce((sum, file) => sum + (estimates[file] ?? 0), 0);
+  }
+  return added;
 }
 
 /** The last measured seconds per job name (a test file relative to the repository, or a tier's name), from `file`. */

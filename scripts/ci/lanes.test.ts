@@ -1,12 +1,11 @@
 import path from 'node:path';
-import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { laneCount, longestFirst, planLanes, readEstimates, runInLanes } from './lanes.mjs';
+import { fileGroup, laneCount, longestFirst, planLanes, readEstimates, runInLanes, testStages, tierFiles, withTierEstimates } from './lanes.mjs';
 
 const jobs = (...names: string[]) => names.map((name) => ({ name }));
 
 describe('test jobs over N lanes, longest first', () => {
-  it('reads the lane count: default 1, a whole number from 1 to 8, else an error naming the variable and its default', () => {
+  it('reads the lane count: default 2, a whole number from 1 to 8, else an error naming the variable and its default', () => {
     expect(laneCount(undefined)).toBe(2);
     expect(laneCount('')).toBe(2);
     expect(laneCount('1')).toBe(1);
@@ -76,11 +75,53 @@ describe('test jobs over N lanes, longest first', () => {
     for (const set of together) expect(set.filter((name) => name.startsWith('h')).length, set.join(' ')).toBeLessThanOrEqual(1);
   });
 
-  it('has an estimate for every e2e and conformance file and for the unit and go tiers (a file missing one is scheduled as the longest)', () => {
-    const root = path.resolve(import.meta.dirname, '../..');
+  const root = path.resolve(import.meta.dirname, '../..');
+  const allTiers = ['unit', 'go', 'integration', 'e2e', 'conformance'];
+
+  it('runs unit beside go, then every integration, e2e and conformance file as a job of one pool; at one lane each tier whole, one after another', () => {
+    const filesOf = (tier: string) => [`test/${tier}/a.test.ts`, `test/${tier}/hosts-b.test.ts`];
+    const two = testStages(allTiers, 2, filesOf);
+    expect(two.map((stage) => stage.tiers)).toEqual([['unit', 'go'], ['integration', 'e2e', 'conformance']]);
+    expect(two[0]!.jobs.map((job) => job.name)).toEqual(['unit', 'go']);
+    expect(two[1]!.jobs).toEqual([
+      { name: 'test/integration/a.test.ts', tier: 'integration', group: undefined, args: ['test/integration/a.test.ts'] },
+      { name: 'test/integration/hosts-b.test.ts', tier: 'integration', group: undefined, args: ['test/integration/hosts-b.test.ts'] },
+      { name: 'test/e2e/a.test.ts', tier: 'e2e', group: undefined, args: ['test/e2e/a.test.ts'] },
+      { name: 'test/e2e/hosts-b.test.ts', tier: 'e2e', group: 'kubelets', args: ['test/e2e/hosts-b.test.ts'] },
+      { name: 'test/conformance/a.test.ts', tier: 'conformance', group: 'kubelets', args: ['test/conformance/a.test.ts'] },
+      { name: 'test/conformance/hosts-b.test.ts', tier: 'conformance', group: 'kubelets', args: ['test/conformance/hosts-b.test.ts'] },
+    ]);
+    const one = testStages(allTiers, 1, filesOf);
+    expect(one.map((stage) => stage.jobs.map((job) => job.name))).toEqual(allTiers.map((tier) => [tier]));
+    expect(one[2]!.jobs[0]).toEqual({ name: 'integration', tier: 'integration', group: undefined, args: [], files: filesOf('integration') });
+    // A tier named alone keeps its own stage; e2e alone is still one job per file.
+    expect(testStages(['go', 'e2e'], 2, filesOf).map((stage) => stage.tiers)).toEqual([['go'], ['e2e']]);
+    // At one lane a whole per-file tier is estimated as the sum of its files.
+    expect(withTierEstimates(one, { 'test/e2e/a.test.ts': 5, 'test/e2e/hosts-b.test.ts': 7, unit: 3 })).toMatchObject({ unit: 3, e2e: 12, integration: 0 });
+    expect(fileGroup('test/e2e/hosts.test.ts')).toBe('kubelets');
+    expect(fileGroup('test/e2e/support/hosts.test.ts')).toBeUndefined();
+    expect(fileGroup('test/integration/hosts-registration.test.ts')).toBeUndefined();
+    // The files that move in-memory clusters, one at a time: a moved cluster's port is free for a moment.
+    for (const file of ['test/integration/pivot.test.ts', 'test/integration/pivot-self.test.ts', 'test/integration/pivot-back.test.ts', 'test/e2e/pivot.test.ts']) expect(fileGroup(file), file).toBe('in-memory moves');
+    expect(fileGroup('test/e2e/create-cluster.test.ts')).toBeUndefined();
+  });
+
+  it('has an estimate for every integration, e2e and conformance file and for the unit and go tiers (a file missing one is scheduled as the longest)', () => {
     const estimates = readEstimates(path.join(root, 'scripts/ci/test-times.json'));
-    const files = ['test/e2e', 'test/conformance'].flatMap((dir) => readdirSync(path.join(root, dir)).filter((name) => name.endsWith('.test.ts')).map((name) => `${dir}/${name}`));
+    const files = ['integration', 'e2e', 'conformance'].flatMap((tier) => tierFiles(root, tier));
     expect(files.filter((file) => estimates[file] === undefined)).toEqual([]);
     expect(Object.keys(estimates).filter((name) => !files.includes(name) && !['unit', 'go'].includes(name))).toEqual([]);
+  });
+
+  it('plans the real suite at two lanes under 35 minutes by its estimates, the integration files in the pool beside the e2e files', () => {
+    const estimates = readEstimates(path.join(root, 'scripts/ci/test-times.json'));
+    const stages = testStages(allTiers, 2, (tier) => tierFiles(root, tier));
+    const plans = stages.map((stage) => planLanes(stage.jobs, 2, estimates));
+    const seconds = plans.reduce((sum, plan) => sum + plan.seconds, 0);
+    expect(seconds, `estimated ${Math.round(seconds)} s`).toBeLessThan(35 * 60);
+    // The pool's two lanes end within the longest job's estimate of each other.
+    const [a, b] = plans[1]!.lanes;
+    expect(Math.abs(a!.seconds - b!.seconds)).toBeLessThan(Math.max(...Object.values(estimates)));
+    expect(plans[1]!.lanes.flatMap((lane) => lane.jobs).filter((job) => job.startsWith('test/integration/'))).toHaveLength(tierFiles(root, 'integration').length);
   });
 });

@@ -1,16 +1,15 @@
 // Runs the test tiers — unit, the agent provider's Go tests (go), integration, end to end and
-// conformance (Kubernetes' own e2e.test, [Conformance] tests on a 1 + 2 hosts cluster) — one
-// after another by default, so the tiers that boot real control planes never compete for this
-// 2-core machine's CPU; PROVISIONER_TEST_LANES (below) overlaps them.
-// `node scripts/ci/run-tests.mjs e2e conformance` runs the named ones.
+// conformance (Kubernetes' own e2e.test, [Conformance] tests on a 1 + 2 hosts cluster) — over
+// PROVISIONER_TEST_LANES lanes (below). `node scripts/ci/run-tests.mjs e2e conformance` runs
+// the named ones; `--plan` prints the lane plan and its estimated time and runs nothing.
 // Every tier runs even when an earlier one failed (one run shows every failure). Above the
 // closing line it prints each tier's counts, wall time and five slowest files (tier-report.mjs);
 // the last line is the plain closing line CI readers look for: "tests: N passed, N failed".
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path, { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { laneCount, lanesVariable, planLanes, readEstimates, runInLanes } from './lanes.mjs';
+import { laneCount, lanesVariable, planLanes, readEstimates, runInLanes, testStages, tierFiles, withTierEstimates } from './lanes.mjs';
 import { formatSeconds, formatTierReport, slowestGoPackages, vitestTierSummary } from './tier-report.mjs';
 
 /** The Go linter the go tier runs, pinned (provider/Makefile's `lint` names the same). */
@@ -18,8 +17,8 @@ const staticcheck = 'honnef.co/go/tools/cmd/staticcheck@v0.8.2';
 /**
  * PROVISIONER_TEST_LANES=N (default 2, lanes.mjs `defaultLanes`) runs up to N test processes at once, each job longest
  * first by its last measured time (test-times.json) on the lane that frees first: the go tier
- * beside the unit tier, and each e2e file and the conformance file as a vitest process of its
- * own. The integration tier stays one process. At 1 every tier is one process, one after another.
+ * beside the unit tier, then each integration, e2e and conformance file as a vitest process of
+ * its own, in one pool (lanes.mjs `testStages`). At 1 every tier is one process, one after another.
  */
 let lanes;
 try {
@@ -28,20 +27,19 @@ try {
   console.log(`tests: ${error.message}`);
   process.exit(2);
 }
-const estimates = readEstimates('scripts/ci/test-times.json');
-const tiers = process.argv.slice(2).length ? process.argv.slice(2) : ['unit', 'go', 'integration', 'e2e', 'conformance'];
-/** With more than one lane, the tiers that share lanes: go beside unit, conformance beside e2e. */
-const laneGroup = { unit: 'unit+go', go: 'unit+go', e2e: 'e2e+conformance', conformance: 'e2e+conformance' };
-/** The tiers whose files each run as a job of their own when lanes > 1. */
-const perFileTiers = new Set(['e2e', 'conformance']);
-/**
- * The files that run kubelets on namespace hosts (test/e2e/hosts*.test.ts, the conformance
- * cluster) run one at a time even with lanes: their kubelets, containerds and API servers
- * hold inotify instances (about 7 a kubelet), of which a user has
- * fs.inotify.max_user_instances (128 by default), and a controller that finds none left
- * exits with "too many open files" (seen with other sessions' clusters running).
- */
-const kubeletFiles = (file) => (/^test\/e2e\/hosts[^/]*\.test\.ts$/.test(file) || file.startsWith('test/conformance/') ? 'kubelets' : undefined);
+const args = process.argv.slice(2);
+/** `--plan`: print each stage's lane plan and the estimated wall time, and run nothing (default: run). */
+const planOnly = args.includes('--plan');
+const named = args.filter((arg) => arg !== '--plan');
+const tiers = named.length ? named : ['unit', 'go', 'integration', 'e2e', 'conformance'];
+const stages = testStages(tiers, lanes, (tier) => tierFiles('.', tier));
+const estimates = withTierEstimates(stages, readEstimates('scripts/ci/test-times.json'));
+if (planOnly) {
+  let total = 0;
+  for (const { jobs } of stages) total += printPlan(jobs);
+  console.log(`tests: about ${Math.round(total)} s (${(total / 60).toFixed(1)} min) in all by the last measured times (scripts/ci/test-times.json), ${lanes} lane(s)`);
+  process.exit(0);
+}
 rmSync('test-results', { recursive: true, force: true });
 mkdirSync('test-results', { recursive: true });
 
@@ -50,24 +48,11 @@ let status = 0;
 const failures = [];
 /** One per tier run: counts, wall time, slowest files. */
 const summaries = [];
-/** Consecutive tiers run together: each its own stage at one lane, else grouped by laneGroup. */
-const stages = [];
-for (const tier of tiers) {
-  const last = stages.at(-1);
-  if (lanes > 1 && last && laneGroup[tier] !== undefined && laneGroup[last[0]] === laneGroup[tier]) last.push(tier);
-  else stages.push([tier]);
-}
-for (const stage of stages) {
-  const jobs = stage.flatMap((tier) =>
-    lanes > 1 && perFileTiers.has(tier)
-      ? testFiles(tier).map((file) => ({ name: file, tier, group: kubeletFiles(file), args: [file], report: `test-results/${tier}-${path.basename(file, '.test.ts')}.json` }))
-      : [{ name: tier, tier, args: [], report: `test-results/${tier}.json` }],
-  );
+for (const { tiers: stage, jobs: stageJobs } of stages) {
+  const jobs = stageJobs.map((job) => ({ ...job, report: `test-results/${job.args.length ? `${job.tier}-${path.basename(job.name, '.test.ts')}` : job.tier}.json` }));
   if (jobs.length > 1) {
     warnOfInotifyLimit();
-    const plan = planLanes(jobs, lanes, estimates);
-    console.log(`tests: ${jobs.length} jobs on ${lanes} lanes, longest first (about ${Math.round(plan.seconds)} s by the last measured times):`);
-    plan.lanes.forEach((lane, index) => console.log(`  lane ${index + 1} (${Math.round(lane.seconds)} s): ${lane.jobs.join(', ')}`));
+    printPlan(jobs);
   }
   const results = await runInLanes(jobs, lanes, estimates, async (job, lane) => {
     const started = performance.now();
@@ -98,12 +83,16 @@ function warnOfInotifyLimit() {
   }
 }
 
-/** The `tier`'s test files (its vitest project's include: test/<tier>/**\/*.test.ts), relative to the repository. */
-function testFiles(tier) {
-  return readdirSync(`test/${tier}`, { recursive: true })
-    .filter((name) => String(name).endsWith('.test.ts'))
-    .map((name) => `test/${tier}/${name}`)
-    .sort();
+/** Prints the lane plan of one stage's jobs (when more than one) and returns its estimated seconds. */
+function printPlan(jobs) {
+  const plan = planLanes(jobs, lanes, estimates);
+  if (jobs.length > 1) {
+    console.log(`tests: ${jobs.length} jobs on ${lanes} lanes, longest first (about ${Math.round(plan.seconds)} s by the last measured times):`);
+    plan.lanes.forEach((lane, index) => console.log(`  lane ${index + 1} (${Math.round(lane.seconds)} s): ${lane.jobs.join(', ')}`));
+  } else {
+    console.log(`tests: ${jobs[0].name} alone (about ${Math.round(plan.seconds)} s by the last measured times)`);
+  }
+  return plan.seconds;
 }
 
 /** One tier's summary and failures from its runs' reports (one run, or one per file). */

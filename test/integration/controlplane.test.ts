@@ -306,6 +306,33 @@ describe('local control plane with the real binaries', () => {
     expect(error.message).toContain('admission webhook "validation.cluster.cluster.x-k8s.io" denied the request');
   });
 
+  it('stopControllers leaves etcd and the API server running; startControllers starts the managers again in place, one on a new webhook port its webhooks then point at', async () => {
+    const portsFile = controlPlane().layout.portsFile;
+    const before = await aliveRecorded(dir);
+    const infrastructure = (entries: typeof before) => entries.filter((e) => e.name === 'etcd' || e.name === 'kube-apiserver').map((e) => `${e.name} ${e.pid}`).sort();
+    await controlPlane().stopControllers();
+    expect((await aliveRecorded(dir)).map((e) => e.name).sort()).toEqual(['etcd', 'kube-apiserver']);
+    await expect(readFile(controlPlane().layout.startedFile, 'utf8'), 'a fenced start counts as unfinished').rejects.toThrow();
+    // The capi-manager's webhook port, taken by another program while it is stopped.
+    const taken = (JSON.parse(await readFile(portsFile, 'utf8')) as Ports).controllers['capi-manager']!.webhook;
+    const server = await occupy(taken);
+    try {
+      await controlPlane().startControllers();
+      const after = await aliveRecorded(dir);
+      expect(after.map((e) => e.name).sort()).toEqual(before.map((e) => e.name).sort());
+      expect(infrastructure(after), 'etcd and the API server kept running').toEqual(infrastructure(before));
+      expect((JSON.parse(await readFile(portsFile, 'utf8')) as Ports).controllers['capi-manager']!.webhook).not.toBe(taken);
+      await readFile(controlPlane().layout.startedFile, 'utf8');
+      // CAPI's validation webhook answers on its new port: the API server calls it and relays its denial.
+      const error = await applyRejected(controlPlane(), cluster('rejected-after-fence', { clusterNetwork }));
+      expect(error.message).toContain('admission webhook "validation.cluster.cluster.x-k8s.io" denied the request');
+      await expectLoopbackOnly(dir);
+    } finally {
+      await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    }
+    await expect(controlPlane().startControllers(), 'nothing stopped to start again').rejects.toThrow(/no controllers were stopped/);
+  });
+
   it('boots again on other ports when the last ports are taken, with its data', async () => {
     const portsFile = controlPlane().layout.portsFile;
     const previous = JSON.parse(await readFile(portsFile, 'utf8')) as Ports;
