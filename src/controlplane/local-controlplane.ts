@@ -319,7 +319,8 @@ export class LocalControlPlane {
     signal?.addEventListener('abort', forward, { once: true });
     try {
       const before = this.webhookEndpoints(ports);
-      await this.stage('controllers', async () => {
+      const stages = new StageRunner({ sink: this.events, ...(signal ? { signal } : {}) });
+      await stages.value('controlplane/controllers', async () => {
         for (const spec of controllerProcesses(this.options.providers)) await this.startController(spec, ports, pki);
       });
       this.controllersStopped = false;
