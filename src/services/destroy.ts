@@ -8,7 +8,10 @@
  * gone, stops the control plane and removes the local state. It works after a failed or
  * interrupted create, since it only needs the control plane's data. A cluster that manages
  * itself (`--pivot-to self`) is first moved back into a temporary local control plane
- * (`moveBack`, pivot/back.ts), then deleted from there like any local install.
+ * (`moveBack`, pivot/back.ts), then deleted from there like any local install; while it
+ * manages other installs' clusters (made with `--management-kubeconfig` its kubeconfig), it is
+ * refused before anything changes, naming them: the move back would take their objects into a
+ * control plane that destroy then removes, leaving them with no management.
  *
  * destroy bootstrap: removes what exists only for bootstrapping — the local control plane
  * and its data, and whatever else the platform made only for the bootstrap
@@ -24,7 +27,7 @@ import { controlPlaneLayout } from '../controlplane/layout.js';
 import { removeRecordedControlPlane, stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
 import { EnvironmentError, MachinesError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
-import type { KubeClient, KubeObject } from '../kube/client.js';
+import { KubeClient, type KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
 import { stageSteps, type StageStep } from '../lifecycle/stages.js';
 import { pivotJournalPath } from '../pivot/journal.js';
@@ -33,7 +36,7 @@ import { capiCoreApiVersion } from '../capi.js';
 import { clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
 import { waitFor } from '../wait/waiter.js';
 import { readInstallConfigOrProblem, type InstallConfigRead } from '../assets/index.js';
-import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
+import { desiredSetSelector, installConfigOwner, objectSetHashKey, objectSetOwnerNameKey, type InstallConfig } from '../config/index.js';
 import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
 import { attachManagement, type AttachedControlPlane } from '../management/attach.js';
 import { pivotBack } from '../pivot/back.js';
@@ -68,16 +71,19 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
   const lock = await acquireDirLock(dir, { command: 'destroy cluster', events: sink });
   const phase = destroyPhases(sink, signal);
   try {
-    // Rancher's cluster first, by its labels (ADR 0008's custom deletion): no owner reference removes it for us.
-    await removeRancherRegistration(dir, { sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
-    // The Fleet Cluster and its kubeconfig Secret, by their labels, while the manager is still recorded.
-    await deregisterFleet({ dir, sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
     // Read once for the whole command, when first needed (a destroy with nothing to delete reads none).
     let read: Promise<InstallConfigRead> | undefined;
     const installConfig = (): Promise<InstallConfigRead> => (read ??= readInstallConfigOrProblem({ dir, sink }));
     let external = await recordedExternalManagement(dir);
+    const selfManaged = external !== undefined && isSelfManaged(dir, external);
+    // Before anything changes: a self-managed cluster that manages other installs' clusters stays.
+    if (selfManaged) await refuseWhileManagingOthers(dir, external!, ownConfig(await installConfig(), sink, true));
+    // Rancher's cluster first, by its labels (ADR 0008's custom deletion): no owner reference removes it for us.
+    await removeRancherRegistration(dir, { sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
+    // The Fleet Cluster and its kubeconfig Secret, by their labels, while the manager is still recorded.
+    await deregisterFleet({ dir, sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
     // A cluster that manages itself cannot be deleted from inside (it would remove its own controllers): it moves back first.
-    const movedBack = external && isSelfManaged(dir, external) ? await moveBack(dir, ownConfig(await installConfig(), sink, true), phase, sink, signal) : undefined;
+    const movedBack = selfManaged ? await moveBack(dir, ownConfig(await installConfig(), sink, true), phase, sink, signal) : undefined;
     if (movedBack) external = undefined;
     if (!external && !(await exists(layout.etcdDataDir))) {
       log(sink, 'info', `No local control plane data in ${dir}: nothing was created, or it was destroyed already`);
@@ -189,6 +195,38 @@ async function moveBack(dir: string, config: InstallConfig | undefined, phase: S
     throw error;
   }
   return controlPlane;
+}
+
+/**
+ * Refuses to destroy the self-managed cluster of `dir` while it holds Clusters that are not its
+ * own (another install's, made with `--management-kubeconfig` its kubeconfig): the move back would
+ * take them into the temporary local control plane, which destroy removes, so they would be left
+ * with no management and their objects lost. Each is named with the install config it came from
+ * (its desired-set owner annotation). No flag overrides this: delete them first, or move them.
+ */
+async function refuseWhileManagingOthers(dir: string, kubeconfig: string, config: InstallConfig | undefined): Promise<void> {
+  if (!config) return;
+  const client = KubeClient.fromFile(kubeconfig);
+  try {
+    const own = desiredSetSelector(installConfigOwner(config));
+    const others = (await client.list<KubeObject>(capiCoreApiVersion, 'Cluster')).filter((c) => {
+      const labels = c.metadata.labels ?? {};
+      return `${objectSetHashKey}=${labels[objectSetHashKey] ?? ''}` !== own;
+    });
+    if (others.length === 0) return;
+    const named = others.map((c) => {
+      const owner = c.metadata.annotations?.[objectSetOwnerNameKey];
+      return `Cluster ${c.metadata.namespace}/${c.metadata.name}${owner ? ` (install config ${owner})` : ''}`;
+    });
+    throw new EnvironmentError(
+      `The cluster of ${dir} manages ${others.length === 1 ? 'another cluster' : `${others.length} other clusters`} too: ${named.join(', ')}; destroying it would leave ${others.length === 1 ? 'that cluster' : 'them'} with no management`,
+      {
+        hint: `Delete ${others.length === 1 ? 'it' : 'each'} first with \`provisioner destroy cluster --dir <its install directory>\` (the directory whose create cluster ran with --management-kubeconfig ${kubeconfig}), or move ${others.length === 1 ? 'it' : 'them'} to another management cluster, then run destroy cluster --dir ${dir} again.`,
+      },
+    );
+  } finally {
+    client.close();
+  }
 }
 
 /**
