@@ -23,7 +23,7 @@ import { ConfigError, EnvironmentError, ExternalError, InfrastructureError, Usag
 import { log, type EventSink } from '../events.js';
 import { KubeApiError, KubeClient, describeRef, type KubeObject } from '../kube/client.js';
 import { ensureWebhookCertificates } from './certificates.js';
-import { ensureProviderImage, type ProviderImage } from './images.js';
+import { ensureProviderImage, providerImageRef, type ProviderImage } from './images.js';
 import {
   allObjects,
   conflictingProviders,
@@ -145,7 +145,15 @@ export async function installManagement(request: ManagementInstallRequest): Prom
     const deployments: InstalledDeployment[] = providers.map((p) => ({ provider: p.provider, namespace: p.namespace, name: objects.deployments.find((d) => d.provider === p.provider)!.name, version: p.version, image: p.image }));
 
     if (request.dryRun) {
-      const images = [...new Set(providers.map((p) => p.image))].map((ref) => ({ ref, file: '', loaded: false }));
+      // The in-cluster artifacts' objects by name: what they serve (the node files) is prepared only when installing.
+      const servedImages = dir && inCluster ? Object.fromEntries(inCluster.binaries.map((b) => [b, providerImageRef(b, catalog.binary(b).version)])) : {};
+      for (const obj of dir && inCluster ? inCluster.render({ images: servedImages, served: [], server: client.server }).objects : []) {
+        const ref = describeRef(obj);
+        const rv = (await client.get(obj as KubeObject))?.metadata.resourceVersion;
+        before.set(ref, rv);
+        if (rv === undefined) created.push(ref);
+      }
+      const images = [...new Set([...providers.map((p) => p.image), ...Object.values(servedImages)])].map((ref) => ({ ref, file: '', loaded: false }));
       return {
         providers: deployments, created, changed: [], unchanged: [...before].filter(([, rv]) => rv !== undefined).map(([ref]) => ref),
         certificatesIssued: certs.issued, images, dryRun: true, timings: { imagesMs: 0, availableMs: 0, totalMs: performance.now() - started },
