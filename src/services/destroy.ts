@@ -27,7 +27,7 @@ import { controlPlaneLayout } from '../controlplane/layout.js';
 import { removeRecordedControlPlane, stopRecordedControlPlane } from '../controlplane/local-controlplane.js';
 import { EnvironmentError, MachinesError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
-import { KubeClient, type KubeObject } from '../kube/client.js';
+import type { KubeClient, KubeObject } from '../kube/client.js';
 import { Journal } from '../lifecycle/journal.js';
 import { stageSteps, type StageStep } from '../lifecycle/stages.js';
 import { pivotJournalPath } from '../pivot/journal.js';
@@ -36,10 +36,10 @@ import { capiCoreApiVersion } from '../capi.js';
 import { clusterDeleted, clusterKinds, stallError } from '../wait/capi.js';
 import { waitFor } from '../wait/waiter.js';
 import { readInstallConfigOrProblem, type InstallConfigRead } from '../assets/index.js';
-import { desiredSetSelector, installConfigOwner, objectSetHashKey, objectSetOwnerNameKey, type InstallConfig } from '../config/index.js';
+import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
 import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
 import { attachManagement, type AttachedControlPlane } from '../management/attach.js';
-import { pivotBack } from '../pivot/back.js';
+import { pivotBack, refuseWhileManagingOthers } from '../pivot/back.js';
 import { forgetExternalManagement, recordedExternalManagement } from '../installdir/management.js';
 import { recordPath } from '../installdir/paths.js';
 import { removeRancherRegistration } from '../handoff/rancher/register.js';
@@ -195,38 +195,6 @@ async function moveBack(dir: string, config: InstallConfig | undefined, phase: S
     throw error;
   }
   return controlPlane;
-}
-
-/**
- * Refuses to destroy the self-managed cluster of `dir` while it holds Clusters that are not its
- * own (another install's, made with `--management-kubeconfig` its kubeconfig): the move back would
- * take them into the temporary local control plane, which destroy removes, so they would be left
- * with no management and their objects lost. Each is named with the install config it came from
- * (its desired-set owner annotation). No flag overrides this: delete them first, or move them.
- */
-async function refuseWhileManagingOthers(dir: string, kubeconfig: string, config: InstallConfig | undefined): Promise<void> {
-  if (!config) return;
-  const client = KubeClient.fromFile(kubeconfig);
-  try {
-    const own = desiredSetSelector(installConfigOwner(config));
-    const others = (await client.list<KubeObject>(capiCoreApiVersion, 'Cluster')).filter((c) => {
-      const labels = c.metadata.labels ?? {};
-      return `${objectSetHashKey}=${labels[objectSetHashKey] ?? ''}` !== own;
-    });
-    if (others.length === 0) return;
-    const named = others.map((c) => {
-      const owner = c.metadata.annotations?.[objectSetOwnerNameKey];
-      return `Cluster ${c.metadata.namespace}/${c.metadata.name}${owner ? ` (install config ${owner})` : ''}`;
-    });
-    throw new EnvironmentError(
-      `The cluster of ${dir} manages ${others.length === 1 ? 'another cluster' : `${others.length} other clusters`} too: ${named.join(', ')}; destroying it would leave ${others.length === 1 ? 'that cluster' : 'them'} with no management`,
-      {
-        hint: `Delete ${others.length === 1 ? 'it' : 'each'} first with \`provisioner destroy cluster --dir <its install directory>\` (the directory whose create cluster ran with --management-kubeconfig ${kubeconfig}), or move ${others.length === 1 ? 'it' : 'them'} to another management cluster, then run destroy cluster --dir ${dir} again.`,
-      },
-    );
-  } finally {
-    client.close();
-  }
 }
 
 /**
