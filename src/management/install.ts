@@ -27,13 +27,13 @@ import { ensureProviderImage, providerImageRef, type ProviderImage } from './ima
 import {
   allObjects,
   conflictingProviders,
+  managerRules,
   renderManagement,
   webhookCaSecretName,
   webhookSecretName,
   type InstalledProvider,
   type ManagedProvider,
 } from './manifests.js';
-import { upstreamRules } from './upstream-rbac.js';
 import { agentController, coreControllers, type ControllerRequirement, type InClusterArtifacts } from '../platforms/platform.js';
 import { platformFor } from '../platforms/index.js';
 import type { CertificateAndKey } from '../pki/index.js';
@@ -106,6 +106,13 @@ export async function installManagement(request: ManagementInstallRequest): Prom
       binary: controller.binary,
       image: `provisioner.local/${controller.binary}:${binary.version}`,
       featureGates: controller.featureGates,
+    });
+  }
+  // The providers whose pods need no credentials or platform settings of their own: the bundle carries their managers' rules.
+  const unsupported = providers.filter((p) => managerRules(p.components) === undefined);
+  if (unsupported.length > 0) {
+    throw new UsageError(`management install does not yet run the ${config ? platformFor(config).name : 'bundled'} platform's ${unsupported.map((p) => p.provider).join(', ')} as pods`, {
+      hint: 'It installs the core, kubeadm and hosts providers; use a hosts install directory, or none.',
     });
   }
 
@@ -227,13 +234,6 @@ function wantedControllers(config: InstallConfig | undefined): { controllers: Co
   if (config === undefined) return { controllers: [...coreControllers(), agentController()] };
   const platform = platformFor(config);
   const controllers = platform.controllers.filter((c) => c.bundled);
-  // The providers whose pods need no credentials or platform settings of their own, and whose RBAC we carry.
-  const unsupported = controllers.filter((c) => upstreamRules[c.provider] === undefined);
-  if (unsupported.length > 0) {
-    throw new UsageError(`management install does not yet run the ${platform.name} platform's ${unsupported.map((c) => c.provider).join(', ')} as pods`, {
-      hint: 'It installs the core, kubeadm and hosts providers; use a hosts install directory, or none.',
-    });
-  }
   return { controllers, ...(platform.inClusterArtifacts ? { inCluster: platform.inClusterArtifacts } : {}) };
 }
 
