@@ -4,7 +4,10 @@
  * kustomization's labels and conversion-webhook patches applied — the small subset of
  * kustomize these files use), its webhook configurations, its namespace and the
  * clusterctl Provider inventory entry, so `clusterctl describe` and `clusterctl move`
- * recognise our control planes.
+ * recognise our control planes; and, for the providers `management install` runs as pods, the
+ * manager's ClusterRole from its own config/rbac/role.yaml (named `<provider>-manager-role`), whose
+ * rules the install binds to the provider's ServiceAccount (the local control plane skips it:
+ * its controllers use the admin kubeconfig).
  */
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -18,6 +21,11 @@ export const providerLabel = 'cluster.x-k8s.io/provider';
 export const clusterctlLabel = 'clusterctl.cluster.x-k8s.io';
 /** Name the webhook configurations and conversion clientConfigs refer to before the rewrite to loopback. */
 export const webhookServiceName = 'webhook-service';
+
+/** The name of a provider's manager ClusterRole in its components (src/management reads its rules by kind). */
+function managerRoleName(provider: string): string {
+  return `${provider}-manager-role`;
+}
 
 export interface AssembledComponents {
   yaml: string;
@@ -69,6 +77,13 @@ export async function assembleComponents(recipe: ComponentsRecipe, moduleDir: st
     }
   }
 
+  const managerRoles: Json[] = [];
+  if (recipe.managerRole) {
+    const role = (await loadDocuments(path.join(moduleDir, recipe.managerRole))).find((d) => d.kind === 'ClusterRole');
+    if (!role) throw new Error(`${recipe.provider}: no ClusterRole in ${recipe.managerRole}`);
+    managerRoles.push({ apiVersion: role.apiVersion, kind: 'ClusterRole', metadata: { name: managerRoleName(recipe.provider), labels }, rules: role.rules });
+  }
+
   const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: recipe.namespace, labels } };
   const inventory = {
     apiVersion: 'clusterctl.cluster.x-k8s.io/v1alpha3',
@@ -78,7 +93,7 @@ export async function assembleComponents(recipe: ComponentsRecipe, moduleDir: st
     type: recipe.type,
     version,
   };
-  const docs = [namespace, ...crds, ...webhookConfigs, inventory];
+  const docs = [namespace, ...crds, ...managerRoles, ...webhookConfigs, inventory];
   const source = 'ownModule' in recipe ? `this repository's ${recipe.ownModule}/` : `${recipe.module}@${version}`;
   const header = `# ${recipe.provider} ${version} (${recipe.type}), assembled by provisioner from ${source}\n`;
   return {

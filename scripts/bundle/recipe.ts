@@ -172,6 +172,12 @@ interface ComponentsRecipeCommon {
   webhookManifests: readonly string[];
   /** Binary serving this provider's controllers and webhooks; absent for CRD-only components. */
   binary?: string;
+  /**
+   * The manager's ClusterRole inside the module (controller-gen output of its kubebuilder
+   * markers), carried in the components for `management install`, which runs the provider as a
+   * pod with exactly these rules. Only for the providers it runs as pods.
+   */
+  managerRole?: string;
 }
 
 /** A third-party provider's components, read from its module as a wrapper pins it. */
@@ -196,18 +202,21 @@ export const componentRecipes: readonly ComponentsRecipe[] = [
     crdKustomizations: ['core/config/crd', 'cmd/clusterctl/config/crd'],
     webhookManifests: ['core/config/webhook/manifests.yaml'],
     binary: 'capi-manager',
+    managerRole: 'core/config/rbac/role.yaml',
   },
   {
     provider: 'bootstrap-kubeadm', type: 'BootstrapProvider', namespace: 'capi-kubeadm-bootstrap-system', wrapper: 'capi', module: 'sigs.k8s.io/cluster-api',
     crdKustomizations: ['bootstrap/kubeadm/config/crd'],
     webhookManifests: ['bootstrap/kubeadm/config/webhook/manifests.yaml'],
     binary: 'capi-manager',
+    managerRole: 'bootstrap/kubeadm/config/rbac/role.yaml',
   },
   {
     provider: 'control-plane-kubeadm', type: 'ControlPlaneProvider', namespace: 'capi-kubeadm-control-plane-system', wrapper: 'capi', module: 'sigs.k8s.io/cluster-api',
     crdKustomizations: ['controlplane/kubeadm/config/crd'],
     webhookManifests: ['controlplane/kubeadm/config/webhook/manifests.yaml'],
     binary: 'capi-manager',
+    managerRole: 'controlplane/kubeadm/config/rbac/role.yaml',
   },
   {
     provider: 'infrastructure-docker', type: 'InfrastructureProvider', namespace: 'capd-system', wrapper: 'capi', module: 'sigs.k8s.io/cluster-api/test',
@@ -236,5 +245,6 @@ export const componentRecipes: readonly ComponentsRecipe[] = [
     crdKustomizations: ['config/crd'],
     webhookManifests: ['config/webhook/manifests.yaml'],
     binary: 'provisioner-agent-manager',
+    managerRole: 'config/rbac/role.yaml',
   },
 ];

@@ -101,7 +101,8 @@ export async function installCrds(
   options: { signal?: AbortSignal; sink?: EventSink; /** Default `crdNoProgressTimeoutMs`. */ noProgressTimeoutMs?: number } = {},
 ): Promise<string[]> {
   // CRDs go in without their schemas' documentation: crds.ts says what that saves and costs.
-  const early = components.flatMap((c) => c.objects.filter((o) => !isLate(o)).map((o) => lightenCrd(rewriteWebhooks(o, endpoints, caPem))));
+  // A provider's manager ClusterRole is `management install`'s (its pods' rules); the local controllers use the admin kubeconfig.
+  const early = components.flatMap((c) => c.objects.filter((o) => !isLate(o) && o.kind !== 'ClusterRole').map((o) => lightenCrd(rewriteWebhooks(o, endpoints, caPem))));
   const namespaces = early.filter((o) => o.kind === 'Namespace');
   const rest = early.filter((o) => o.kind !== 'Namespace');
   await applyAll(client, namespaces, options.signal);

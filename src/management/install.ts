@@ -23,17 +23,17 @@ import { ConfigError, EnvironmentError, ExternalError, InfrastructureError, Usag
 import { log, type EventSink } from '../events.js';
 import { KubeApiError, KubeClient, describeRef, type KubeObject } from '../kube/client.js';
 import { ensureWebhookCertificates } from './certificates.js';
-import { ensureProviderImage, type ProviderImage } from './images.js';
+import { ensureProviderImage, providerImageRef, type ProviderImage } from './images.js';
 import {
   allObjects,
   conflictingProviders,
+  managerRules,
   renderManagement,
   webhookCaSecretName,
   webhookSecretName,
   type InstalledProvider,
   type ManagedProvider,
 } from './manifests.js';
-import { upstreamRules } from './upstream-rbac.js';
 import { agentController, coreControllers, type ControllerRequirement, type InClusterArtifacts } from '../platforms/platform.js';
 import { platformFor } from '../platforms/index.js';
 import type { CertificateAndKey } from '../pki/index.js';
@@ -108,6 +108,13 @@ export async function installManagement(request: ManagementInstallRequest): Prom
       featureGates: controller.featureGates,
     });
   }
+  // The providers whose pods need no credentials or platform settings of their own: the bundle carries their managers' rules.
+  const unsupported = providers.filter((p) => managerRules(p.components) === undefined);
+  if (unsupported.length > 0) {
+    throw new UsageError(`management install does not yet run the ${config ? platformFor(config).name : 'bundled'} platform's ${unsupported.map((p) => p.provider).join(', ')} as pods`, {
+      hint: 'It installs the core, kubeadm and hosts providers; use a hosts install directory, or none.',
+    });
+  }
 
   let client: KubeClient;
   try {
@@ -145,7 +152,15 @@ export async function installManagement(request: ManagementInstallRequest): Prom
     const deployments: InstalledDeployment[] = providers.map((p) => ({ provider: p.provider, namespace: p.namespace, name: objects.deployments.find((d) => d.provider === p.provider)!.name, version: p.version, image: p.image }));
 
     if (request.dryRun) {
-      const images = [...new Set(providers.map((p) => p.image))].map((ref) => ({ ref, file: '', loaded: false }));
+      // The in-cluster artifacts' objects by name: what they serve (the node files) is prepared only when installing.
+      const servedImages = dir && inCluster ? Object.fromEntries(inCluster.binaries.map((b) => [b, providerImageRef(b, catalog.binary(b).version)])) : {};
+      for (const obj of dir && inCluster ? inCluster.render({ images: servedImages, served: [], server: client.server }).objects : []) {
+        const ref = describeRef(obj);
+        const rv = (await client.get(obj as KubeObject))?.metadata.resourceVersion;
+        before.set(ref, rv);
+        if (rv === undefined) created.push(ref);
+      }
+      const images = [...new Set([...providers.map((p) => p.image), ...Object.values(servedImages)])].map((ref) => ({ ref, file: '', loaded: false }));
       return {
         providers: deployments, created, changed: [], unchanged: [...before].filter(([, rv]) => rv !== undefined).map(([ref]) => ref),
         certificatesIssued: certs.issued, images, dryRun: true, timings: { imagesMs: 0, availableMs: 0, totalMs: performance.now() - started },
@@ -219,13 +234,6 @@ function wantedControllers(config: InstallConfig | undefined): { controllers: Co
   if (config === undefined) return { controllers: [...coreControllers(), agentController()] };
   const platform = platformFor(config);
   const controllers = platform.controllers.filter((c) => c.bundled);
-  // The providers whose pods need no credentials or platform settings of their own, and whose RBAC we carry.
-  const unsupported = controllers.filter((c) => upstreamRules[c.provider] === undefined);
-  if (unsupported.length > 0) {
-    throw new UsageError(`management install does not yet run the ${platform.name} platform's ${unsupported.map((c) => c.provider).join(', ')} as pods`, {
-      hint: 'It installs the core, kubeadm and hosts providers; use a hosts install directory, or none.',
-    });
-  }
   return { controllers, ...(platform.inClusterArtifacts ? { inCluster: platform.inClusterArtifacts } : {}) };
 }
 

@@ -1,7 +1,3 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import path from 'node:path';
-import { parseAllDocuments } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../kube/client.js';
 import { createCertificateAuthority, issueCertificate, type CertificateAndKey } from '../pki/index.js';
@@ -9,6 +5,7 @@ import { ensureWebhookCertificates } from './certificates.js';
 import {
   allObjects,
   conflictingProviders,
+  managerRules,
   renderManagement,
   serviceWebhooks,
   UnservedWebhookError,
@@ -16,7 +13,6 @@ import {
   type ManagedProvider,
   type WebhookCertificates,
 } from './manifests.js';
-import { upstreamRules } from './upstream-rbac.js';
 
 const ns = (provider: string) =>
   ({ 'cluster-api': 'capi-system', 'bootstrap-kubeadm': 'capi-kubeadm-bootstrap-system', 'control-plane-kubeadm': 'capi-kubeadm-control-plane-system', 'agent-provisioner': 'provisioner-agent-system' })[provider]!;
@@ -33,6 +29,8 @@ function components(provider: string, type: string, group: string, version: stri
       apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: `${provider}-validating` },
       webhooks: [{ name: `v.${group}`, clientConfig: { service: { name: 'webhook-service', namespace, path: '/validate' } } }],
     },
+    // The manager's rules from its role.yaml, as the bundle build carries them (scripts/bundle/components.ts).
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: `${provider}-manager-role` }, rules: [{ apiGroups: [group], resources: ['things'], verbs: ['get', 'list', 'watch'] }] },
     {
       apiVersion: 'clusterctl.cluster.x-k8s.io/v1alpha3', kind: 'Provider', metadata: { name: provider, namespace, labels: { 'clusterctl.cluster.x-k8s.io': 'inventory' } },
       providerName: provider.replace(/^(bootstrap|control-plane|infrastructure)-/, ''), type, version,
@@ -99,7 +97,10 @@ describe('renderManagement', () => {
   it('binds each manager to the rules its source declares, with upstream\'s aggregation for core and KCP and our kinds aggregated to them', () => {
     const out = renderManagement(providers, certs);
     const role = find(out.workloads, 'ClusterRole', 'capi-kubeadm-bootstrap-manager-role') as KubeObject & { rules: unknown[] };
-    expect(role.rules).toEqual(upstreamRules['bootstrap-kubeadm']);
+    expect(role.rules).toEqual([{ apiGroups: ['bootstrap.cluster.x-k8s.io'], resources: ['things'], verbs: ['get', 'list', 'watch'] }]);
+    // The components' own ClusterRole is not applied as it is: its rules are bound under upstream's names.
+    expect(find(out.workloads, 'ClusterRole', 'bootstrap-kubeadm-manager-role')).toBeUndefined();
+    expect(managerRules(providers[1]!.components.filter((o) => o.kind !== 'ClusterRole'))).toBeUndefined();
     const binding = find(out.workloads, 'ClusterRoleBinding', 'capi-kubeadm-bootstrap-manager-rolebinding') as KubeObject & { subjects: unknown[] };
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'capi-kubeadm-bootstrap-manager', namespace: 'capi-kubeadm-bootstrap-system' }]);
     expect(find(out.workloads, 'ClusterRole', 'capi-aggregated-manager-role')).toMatchObject({ aggregationRule: { clusterRoleSelectors: [{ matchLabels: { 'cluster.x-k8s.io/aggregate-to-manager': 'true' } }] } });
@@ -188,22 +189,3 @@ describe('ensureWebhookCertificates', () => {
   }, 120_000);
 });
 
-describe('upstream RBAC rules', () => {
-  it('are the agent provider\'s role.yaml of this repository', () => {
-    const file = path.join(import.meta.dirname, '../../provider/config/rbac/role.yaml');
-    const role = parseAllDocuments(readFileSync(file, 'utf8')).map((d) => d.toJSON() as { rules?: unknown[] }).find((d) => d?.rules);
-    expect(upstreamRules['agent-provisioner']).toEqual(role!.rules);
-  });
-
-  it("are Cluster API's role.yaml files where the Go module cache has the bundled version", () => {
-    const root = path.join(execFileSync('go', ['env', 'GOMODCACHE'], { encoding: 'utf8' }).trim(), 'sigs.k8s.io');
-    const module = existsSync(root) ? readdirSync(root).find((d) => d === 'cluster-api@v1.14.2') : undefined;
-    // CI builds the bundle from that module, so there it is always in the cache: a missing one fails there.
-    expect(module !== undefined || !process.env.CI, `${root}/cluster-api@v1.14.2 is missing; npm run setup builds from it`).toBe(true);
-    if (!module) return; // a machine that never built the bundle: nothing to compare with
-    for (const [provider, file] of [['cluster-api', 'core/config/rbac/role.yaml'], ['bootstrap-kubeadm', 'bootstrap/kubeadm/config/rbac/role.yaml'], ['control-plane-kubeadm', 'controlplane/kubeadm/config/rbac/role.yaml']] as const) {
-      const role = parseAllDocuments(readFileSync(path.join(root, module, file), 'utf8')).map((d) => d.toJSON() as { rules?: unknown[] }).find((d) => d?.rules);
-      expect(upstreamRules[provider], provider).toEqual(role!.rules);
-    }
-  });
-});

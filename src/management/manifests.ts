@@ -5,7 +5,8 @@
  * control plane installs (bundle/components/*.yaml, scripts/bundle/components.ts):
  *
  *  - per provider namespace: the Namespace, a ServiceAccount, a ClusterRole with the rules its
- *    own source declares (upstream-rbac.ts) and its binding, a leader-election Role and its
+ *    own source declares (its config/rbac/role.yaml, carried in its components by the bundle
+ *    build: `managerRules`) and its binding, a leader-election Role and its
  *    binding, the webhook serving certificate as a `kubernetes.io/tls` Secret, the
  *    `webhook-service` Service (443 → the pod's 9443) and one Deployment of the manager;
  *  - the CRDs with their conversion webhooks calling that Service (a caBundle from our CA);
@@ -25,7 +26,6 @@
  */
 import type { KubeObject } from '../kube/client.js';
 import type { CertificateAndKey } from '../pki/index.js';
-import { upstreamRules } from './upstream-rbac.js';
 
 export interface PolicyRule {
   apiGroups?: string[];
@@ -180,10 +180,20 @@ function managerEnv(p: ManagedProvider): { name: string; value?: string; valueFr
   return env;
 }
 
+/**
+ * The rules of a provider's manager ClusterRole as its own source declares them (controller-gen
+ * output of its kubebuilder markers, config/rbac/role.yaml), which the bundle build carries in
+ * its components (scripts/bundle/components.ts); undefined for a provider whose components carry
+ * none (one `management install` does not run as a pod).
+ */
+export function managerRules(components: readonly KubeObject[]): PolicyRule[] | undefined {
+  return (components.find((o) => o.kind === 'ClusterRole') as (KubeObject & { rules?: PolicyRule[] }) | undefined)?.rules;
+}
+
 function rbacObjects(p: ManagedProvider, serviceAccount: string, labels: Record<string, string>): KubeObject[] {
   const prefix = namePrefix(p.provider);
-  const rules = upstreamRules[p.provider];
-  if (!rules) throw new Error(`no RBAC rules are known for provider ${p.provider}`);
+  const rules = managerRules(p.components);
+  if (!rules) throw new Error(`the components of provider ${p.provider} carry no manager ClusterRole`);
   const subject = [{ kind: 'ServiceAccount', name: serviceAccount, namespace: p.namespace }];
   const objects: KubeObject[] = [
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: serviceAccount, namespace: p.namespace, labels } },
@@ -315,6 +325,7 @@ export function renderManagement(providers: readonly ManagedProvider[], certs: W
         // clusterctl's inventory CRD carries the core label (inventory.go, createObj).
         out.crds.push(crd.metadata.name === 'providers.clusterctl.cluster.x-k8s.io' ? withLabels(crd, { [clusterctlCoreLabel]: 'inventory' }) : crd);
       } else if (isWebhookConfiguration(obj)) out.webhooks.push(withLabels(serviceWebhooks(obj, namespaces, certs.ca.certPem), labels));
+      else if (obj.kind === 'ClusterRole') continue; // the manager's rules, bound under upstream's names (rbacObjects)
       else if (obj.kind === 'Provider') {
         // clusterctl's own labels on an inventory entry (repository/components.go, InventoryObject).
         out.inventory.push({ ...obj, metadata: { ...obj.metadata, labels: { ...labels, [clusterctlCoreLabel]: 'inventory' } }, version: p.version });

@@ -10,8 +10,12 @@
  * with clusterctl's `delete-for-move` annotation and no finalizers; the target is the local
  * control plane the caller attached. The hosts' agents follow back to the local agent manager
  * at the local control plane's listen address (its forwarder), as they reached it before the pivot.
+ * It moves every Cluster the cluster holds, so `destroy cluster` first refuses a cluster that
+ * manages another install's (`refuseWhileManagingOthers`).
  */
-import { ExternalError, ProvisionerError, UsageError } from '../errors.js';
+import { capiCoreApiVersion } from '../capi.js';
+import { desiredSetSelector, installConfigOwner, objectSetHashKey, objectSetOwnerNameKey, type InstallConfig } from '../config/index.js';
+import { EnvironmentError, ExternalError, ProvisionerError, UsageError } from '../errors.js';
 import { recordRelativePath } from '../installdir/paths.js';
 import { log, type EventSink } from '../events.js';
 import { hostPort } from '../controlplane/listen-address.js';
@@ -152,6 +156,38 @@ export async function pivotBack(request: PivotBackRequest): Promise<PivotResult>
     throw asMoveBackError(error, dir);
   } finally {
     source.close();
+  }
+}
+
+/**
+ * Refuses to destroy the self-managed cluster of `dir` while it holds Clusters that are not its
+ * own (another install's, made with `--management-kubeconfig` its kubeconfig): the move back would
+ * take them into the temporary local control plane, which destroy removes, so they would be left
+ * with no management and their objects lost. Each is named with the install config it came from
+ * (its desired-set owner annotation). No flag overrides this: delete them first, or move them.
+ */
+export async function refuseWhileManagingOthers(dir: string, kubeconfig: string, config: InstallConfig | undefined): Promise<void> {
+  if (!config) return;
+  const client = KubeClient.fromFile(kubeconfig);
+  try {
+    const own = desiredSetSelector(installConfigOwner(config));
+    const others = (await client.list<KubeObject>(capiCoreApiVersion, 'Cluster')).filter((c) => {
+      const labels = c.metadata.labels ?? {};
+      return `${objectSetHashKey}=${labels[objectSetHashKey] ?? ''}` !== own;
+    });
+    if (others.length === 0) return;
+    const named = others.map((c) => {
+      const owner = c.metadata.annotations?.[objectSetOwnerNameKey];
+      return `Cluster ${c.metadata.namespace}/${c.metadata.name}${owner ? ` (install config ${owner})` : ''}`;
+    });
+    throw new EnvironmentError(
+      `The cluster of ${dir} manages ${others.length === 1 ? 'another cluster' : `${others.length} other clusters`} too: ${named.join(', ')}; destroying it would leave ${others.length === 1 ? 'that cluster' : 'them'} with no management`,
+      {
+        hint: `Delete ${others.length === 1 ? 'it' : 'each'} first with \`provisioner destroy cluster --dir <its install directory>\` (the directory whose create cluster ran with --management-kubeconfig ${kubeconfig}), or move ${others.length === 1 ? 'it' : 'them'} to another management cluster, then run destroy cluster --dir ${dir} again.`,
+      },
+    );
+  } finally {
+    client.close();
   }
 }
 

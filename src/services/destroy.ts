@@ -8,7 +8,10 @@
  * gone, stops the control plane and removes the local state. It works after a failed or
  * interrupted create, since it only needs the control plane's data. A cluster that manages
  * itself (`--pivot-to self`) is first moved back into a temporary local control plane
- * (`moveBack`, pivot/back.ts), then deleted from there like any local install.
+ * (`moveBack`, pivot/back.ts), then deleted from there like any local install; while it
+ * manages other installs' clusters (made with `--management-kubeconfig` its kubeconfig), it is
+ * refused before anything changes, naming them: the move back would take their objects into a
+ * control plane that destroy then removes, leaving them with no management.
  *
  * destroy bootstrap: removes what exists only for bootstrapping — the local control plane
  * and its data, and whatever else the platform made only for the bootstrap
@@ -36,7 +39,7 @@ import { readInstallConfigOrProblem, type InstallConfigRead } from '../assets/in
 import { desiredSetSelector, installConfigOwner, objectSetHashKey, type InstallConfig } from '../config/index.js';
 import { platformFor, type Platform, type ProviderObject, type ReleasedObject } from '../platforms/index.js';
 import { attachManagement, type AttachedControlPlane } from '../management/attach.js';
-import { pivotBack } from '../pivot/back.js';
+import { pivotBack, refuseWhileManagingOthers } from '../pivot/back.js';
 import { forgetExternalManagement, recordedExternalManagement } from '../installdir/management.js';
 import { recordPath } from '../installdir/paths.js';
 import { removeRancherRegistration } from '../handoff/rancher/register.js';
@@ -68,16 +71,19 @@ export async function destroyCluster(request: DestroyRequest): Promise<{ deleted
   const lock = await acquireDirLock(dir, { command: 'destroy cluster', events: sink });
   const phase = destroyPhases(sink, signal);
   try {
-    // Rancher's cluster first, by its labels (ADR 0008's custom deletion): no owner reference removes it for us.
-    await removeRancherRegistration(dir, { sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
-    // The Fleet Cluster and its kubeconfig Secret, by their labels, while the manager is still recorded.
-    await deregisterFleet({ dir, sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
     // Read once for the whole command, when first needed (a destroy with nothing to delete reads none).
     let read: Promise<InstallConfigRead> | undefined;
     const installConfig = (): Promise<InstallConfigRead> => (read ??= readInstallConfigOrProblem({ dir, sink }));
     let external = await recordedExternalManagement(dir);
+    const selfManaged = external !== undefined && isSelfManaged(dir, external);
+    // Before anything changes: a self-managed cluster that manages other installs' clusters stays.
+    if (selfManaged) await refuseWhileManagingOthers(dir, external!, ownConfig(await installConfig(), sink, true));
+    // Rancher's cluster first, by its labels (ADR 0008's custom deletion): no owner reference removes it for us.
+    await removeRancherRegistration(dir, { sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
+    // The Fleet Cluster and its kubeconfig Secret, by their labels, while the manager is still recorded.
+    await deregisterFleet({ dir, sink, signal, ...(request.noProgressTimeoutMs ? { noProgressTimeoutMs: request.noProgressTimeoutMs } : {}) });
     // A cluster that manages itself cannot be deleted from inside (it would remove its own controllers): it moves back first.
-    const movedBack = external && isSelfManaged(dir, external) ? await moveBack(dir, ownConfig(await installConfig(), sink, true), phase, sink, signal) : undefined;
+    const movedBack = selfManaged ? await moveBack(dir, ownConfig(await installConfig(), sink, true), phase, sink, signal) : undefined;
     if (movedBack) external = undefined;
     if (!external && !(await exists(layout.etcdDataDir))) {
       log(sink, 'info', `No local control plane data in ${dir}: nothing was created, or it was destroyed already`);

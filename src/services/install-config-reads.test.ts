@@ -61,7 +61,7 @@ vi.mock('../management/attach.js', async (importOriginal) => {
     },
   };
 });
-vi.mock('../pivot/back.js', async (importOriginal) => ({ ...(await importOriginal<typeof import('../pivot/back.js')>()), pivotBack: async () => undefined }));
+vi.mock('../pivot/back.js', async (importOriginal) => ({ ...(await importOriginal<typeof import('../pivot/back.js')>()), pivotBack: async () => undefined, refuseWhileManagingOthers: async () => undefined }));
 /** The self pivot's `management install` (which read the file again for its controllers) is intercepted: what it is handed counts. */
 const installs: unknown[] = [];
 vi.mock('../management/install.js', async (importOriginal) => {

@@ -15,7 +15,9 @@ export function registerDestroy(program: Command, run: Runner): void {
         'runs it, where the hosts reach it), moves the cluster back into it with the journaled\n' +
         'move of `provisioner pivot` (the hosts\' agents follow back), then deletes it there and\n' +
         'resets its hosts, and removes the temporary control plane. Killed at any point, run it\n' +
-        'again: it resumes the move from its pivot journal.\n' +
+        'again: it resumes the move from its pivot journal. While such a cluster manages another\n' +
+        'install\'s cluster (created with --management-kubeconfig its kubeconfig), it is refused\n' +
+        '(exit 4), naming that Cluster: destroy that one first, from its own install directory.\n' +
         '\nExamples:\n  provisioner destroy cluster --dir ./demo\n  provisioner destroy cluster --dir ./demo --no-progress-timeout 20',
     )
     .addOption(dirOption())
