@@ -107,17 +107,6 @@ export interface EventSink {
 /** A sink that drops everything; for callers that do not care. */
 export const nullSink: EventSink = { emit() {} };
 
-/** A sink that records events, for tests. */
-export class RecordingSink implements EventSink {
-  readonly events: ProvisionerEvent[] = [];
-  emit(event: ProvisionerEvent): void {
-    this.events.push(event);
-  }
-  ofType<T extends ProvisionerEvent['type']>(type: T): Extract<ProvisionerEvent, { type: T }>[] {
-    return this.events.filter((e): e is Extract<ProvisionerEvent, { type: T }> => e.type === type);
-  }
-}
-
 /** Shorthand for log events. */
 export function log(sink: EventSink, level: LogLevel, message: string, fields?: LogEvent['fields']): void {
   sink.emit(fields ? { type: 'log', level, message, fields } : { type: 'log', level, message });

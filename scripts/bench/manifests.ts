@@ -51,7 +51,7 @@ type Mode = 'create' | 'rerun' | 'floor';
 
 /** Runs in the child: does one measured operation and prints its figures as JSON. */
 async function child(mode: Mode, dir: string): Promise<ChildResult> {
-  const { RecordingSink } = await import('../../src/events.js');
+  const { RecordingSink } = await import('../../test/support/recording-sink.js');
   if (mode === 'floor') {
     const count = Number(process.env.BENCH_OBJECTS ?? '0');
     const start = performance.now();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ownershipMetadata, type DesiredSetOwner } from '../config/ownership.js';
 import { ConfigError, InfrastructureError, InterruptedError } from '../errors.js';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { KubeApiError, type KubeObject } from '../kube/client.js';
 import type { Sleep } from '../concurrency.js';
 import {

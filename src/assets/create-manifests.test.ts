@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../errors.js';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { createManifests } from './create-manifests.js';
 
 const config = `apiVersion: provisioner.dev/v1alpha1

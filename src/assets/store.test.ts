@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, EnvironmentError, InternalError, UsageError } from '../errors.js';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import type { Asset } from './asset.js';
 import { sha256 } from './files.js';
 import { clusterApiManifestsAsset } from './manifests.js';

@@ -4,7 +4,7 @@
  * each announced and timed.
  */
 import { describe, expect, it } from 'vitest';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { StageRunner } from '../lifecycle/stages.js';
 import { controlPlaneStartStages, type ControlPlaneStartStage } from './local-controlplane.js';
 

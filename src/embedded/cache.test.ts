@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EnvironmentError } from '../errors.js';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { processStartTime } from '../process/proc.js';
 import {
   binariesDirEnv,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import * as tar from 'tar';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InternalError } from '../errors.js';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
 import { gatherBundle, gatherStages, verifyArchive } from './collect.js';
 

@@ -4,7 +4,7 @@
  * find: which stages run, are skipped (and why) or left out, for each situation.
  */
 import { describe, expect, it } from 'vitest';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { StageRunner, type Stage } from '../lifecycle/stages.js';
 import { fleetStages, type FleetFindings, type FleetStageName } from './fleet/register.js';
 import { rancherStages, type RancherFindings, type RancherStageName } from './rancher/register.js';

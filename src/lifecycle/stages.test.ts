@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { Journal } from './journal.js';
 import { StageRunner } from './stages.js';
 

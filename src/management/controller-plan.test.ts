@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BundledComponents } from '../embedded/manifest.js';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { platforms, type ControllerRequirement, type CredentialFileReference } from '../platforms/index.js';
 import { credentialsArgs, credentialsEnv, planProviders } from './attach.js';
 

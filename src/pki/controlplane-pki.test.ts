@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { createCertificateAuthority, issueCertificate } from './certificates.js';
 import { ensureControlPlanePki, type ControlPlanePki } from './controlplane-pki.js';
 import { writeKeyPair, type CertKeyFiles } from './files.js';

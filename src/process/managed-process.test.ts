@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EnvironmentError, InterruptedError } from '../errors.js';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { ProcessError } from './errors.js';
 import { rotatedPath } from './log-file.js';
 import { defaultPdeathsigWrapper, ManagedProcess, type ManagedProcessOptions } from './managed-process.js';

@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { findStale, isAlive, pidfilePath, pidsDir, readPidfiles, removePidfile, stopStale, writePidfile, type PidfileEntry } from './pidfile.js';
 import { isPidRunning, isSameProcess, processStartTime } from './proc.js';
 import { sleep } from '../concurrency.js';

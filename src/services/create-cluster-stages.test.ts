@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { Journal } from '../lifecycle/journal.js';
 import { StageRunner } from '../lifecycle/stages.js';
 import { createClusterStages, type CreateClusterBodies, type CreateClusterSituation } from './create-cluster.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../errors.js';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { explain } from './explain.js';
 
 const run = (target: string, recursive = false) => explain({ target, recursive, sink: new RecordingSink() });

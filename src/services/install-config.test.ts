@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { validateInstallConfigText, type NewInstallConfigAnswers } from '../config/index.js';
 import { ConfigError } from '../errors.js';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { installConfigSchema } from '../platforms/index.js';
 import { createInstallConfig } from './install-config.js';
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EnvironmentError } from '../errors.js';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { ensureBinaries } from '../embedded/cache.js';
 import type { BundleManifest } from '../embedded/manifest.js';
 import { cliVersion } from '../version.js';

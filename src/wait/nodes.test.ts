@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MachinesError } from '../errors.js';
-import { RecordingSink } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import { KubeClient } from '../kube/client.js';
 import { createCertificateAuthority, issueCertificate } from '../pki/certificates.js';
 import { writeKubeconfig } from '../pki/kubeconfig.js';

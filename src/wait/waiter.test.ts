@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { InterruptedError, MachinesError, InfrastructureError, type ProvisionerError } from '../errors.js';
-import { RecordingSink, type ObjectEvent } from '../events.js';
+import { type ObjectEvent } from '../events.js';
+import { RecordingSink } from '../../test/support/recording-sink.js';
 import type { KubeClient, KubeObject, WatchPhase } from '../kube/client.js';
 import { waitFor, type Snapshot, type Verdict, type WaitOptions } from './waiter.js';
 

@@ -22,7 +22,7 @@ import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
-import { RecordingSink } from '../../src/events.js';
+import { RecordingSink } from '../support/recording-sink.js';
 import { installCrds, loadCrds } from '../../src/handoff/crds.js';
 import { KubeClient, type KubeObject } from '../../src/kube/client.js';
 import { prepareLocalControlPlane } from '../../src/management/attach.js';

@@ -19,7 +19,7 @@ import {
 import { defaultKubernetesVersion, desiredSetSelector, newInstallConfigDocument, validateInstallConfigDocument } from '../../src/config/index.js';
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
 import { ConfigError } from '../../src/errors.js';
-import { RecordingSink } from '../../src/events.js';
+import { RecordingSink } from '../support/recording-sink.js';
 import type { KubeObject } from '../../src/kube/client.js';
 import { generateManifests, type GeneratedManifest } from '../../src/platforms/generate.js';
 import { defaultPlatform, installConfigSchema } from '../../src/platforms/registry.js';

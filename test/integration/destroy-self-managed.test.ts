@@ -21,7 +21,7 @@ import { controlPlaneLayout } from '../../src/controlplane/layout.js';
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
 import { ExitCode } from '../../src/errors.js';
-import { RecordingSink } from '../../src/events.js';
+import { RecordingSink } from '../support/recording-sink.js';
 import { externalManagementFile, recordExternalManagement } from '../../src/installdir/management.js';
 import type { KubeObject } from '../../src/kube/client.js';
 import { prepareLocalControlPlane } from '../../src/management/attach.js';

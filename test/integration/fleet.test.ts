@@ -15,7 +15,7 @@ import { defaultKubernetesVersion } from '../../src/config/index.js';
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
 import { ConfigError, ExternalError, ProvisionerError, requestField } from '../../src/errors.js';
-import { RecordingSink } from '../../src/events.js';
+import { RecordingSink } from '../support/recording-sink.js';
 import { installCrds, loadCrds } from '../../src/handoff/crds.js';
 import type { FleetCluster, SecretObject } from '../../src/handoff/fleet/objects.js';
 import type { KubeClient, KubeObject } from '../../src/kube/client.js';

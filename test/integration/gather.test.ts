@@ -13,7 +13,7 @@ import path from 'node:path';
 import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlPlaneStatus, type LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
-import { RecordingSink } from '../../src/events.js';
+import { RecordingSink } from '../support/recording-sink.js';
 import { gatherBundle } from '../../src/gather/collect.js';
 import type { KubeObject } from '../../src/kube/client.js';
 import { destroyBootstrap } from '../../src/services/destroy.js';

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateInstallConfigText } from '../../src/config/index.js';
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
-import { RecordingSink } from '../../src/events.js';
+import { RecordingSink } from '../support/recording-sink.js';
 import type { KubeObject } from '../../src/kube/client.js';
 import { prepareLocalControlPlane } from '../../src/management/attach.js';
 import { describePlan, installManagement } from '../../src/management/install.js';

@@ -15,7 +15,7 @@ import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
 import { InterruptedError } from '../../src/errors.js';
-import { RecordingSink } from '../../src/events.js';
+import { RecordingSink } from '../support/recording-sink.js';
 import { externalManagementFile } from '../../src/installdir/management.js';
 import type { KubeObject } from '../../src/kube/client.js';
 import { prepareLocalControlPlane } from '../../src/management/attach.js';

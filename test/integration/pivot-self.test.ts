@@ -23,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlPlaneLayout } from '../../src/controlplane/layout.js';
 import { controlPlaneStatus, type LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
-import { RecordingSink } from '../../src/events.js';
+import { RecordingSink } from '../support/recording-sink.js';
 import { recordedExternalManagement } from '../../src/installdir/management.js';
 import { KubeClient, type KubeObject } from '../../src/kube/client.js';
 import { prepareLocalControlPlane } from '../../src/management/attach.js';

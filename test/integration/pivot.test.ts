@@ -20,7 +20,7 @@ import { controlPlaneStatus, type LocalControlPlane } from '../../src/controlpla
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
 import { ExternalError, InterruptedError } from '../../src/errors.js';
-import { RecordingSink } from '../../src/events.js';
+import { RecordingSink } from '../support/recording-sink.js';
 import { KubeClient, type KubeObject } from '../../src/kube/client.js';
 import { handOverAgents } from '../../src/pivot/agents.js';
 import { contentDifference } from '../../src/pivot/graph.js';

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installConfigOwner, validateInstallConfigText } from '../../src/config/index.js';
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
-import { RecordingSink } from '../../src/events.js';
+import { RecordingSink } from '../support/recording-sink.js';
 import type { KubeObject } from '../../src/kube/client.js';
 import { generateManifests } from '../../src/platforms/generate.js';
 import { installConfigSchema, platformFor, platforms, prunableKinds } from '../../src/platforms/registry.js';

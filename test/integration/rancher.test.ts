@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
 import { ExternalError } from '../../src/errors.js';
-import { RecordingSink } from '../../src/events.js';
+import { RecordingSink } from '../support/recording-sink.js';
 import { installCrds, loadCrds } from '../../src/handoff/crds.js';
 import { readRancherRecord, rancherRecordPath } from '../../src/handoff/rancher/journal.js';
 import type { KubeClient, KubeObject } from '../../src/kube/client.js';

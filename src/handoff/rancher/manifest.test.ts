@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExternalError } from '../../errors.js';
-import { RecordingSink } from '../../events.js';
+import { RecordingSink } from '../../../test/support/recording-sink.js';
 import { answerStatus, TestApiServer } from '../../../test/support/test-api-server.js';
 import { createManifestObjects, parseManifest, redactUrl } from './manifest.js';
 

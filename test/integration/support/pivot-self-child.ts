@@ -7,7 +7,7 @@
  *   (services/pivot.ts, what `pivotToSelf` runs once the providers are installed), which SIGKILLs
  *   its own process right after the journal records that phase: a real kill at a chosen point.
  */
-import { RecordingSink } from '../../../src/events.js';
+import { RecordingSink } from '../../support/recording-sink.js';
 import { prepareLocalControlPlane } from '../../../src/management/attach.js';
 import { pivotTargetKubeconfig, selfTarget } from '../../../src/pivot/target.js';
 import { allControllers } from '../../../src/platforms/index.js';
