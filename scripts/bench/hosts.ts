@@ -227,6 +227,65 @@ interface NodeObject {
   status: { conditions?: { type: string; status: string; lastTransitionTime: string }[] };
 }
 
+interface TimedObject {
+  metadata: { name: string; creationTimestamp: string; namespace?: string; ownerReferences?: { name: string }[] };
+  spec?: { nodeName?: string };
+  status?: { conditions?: { type: string; status: string; lastTransitionTime?: string }[]; startTime?: string };
+}
+
+/**
+ * The first Ready node's way there, each event from an object's own time (ms from create's
+ * start; whole seconds): the control-plane Machine and HostMachine from the
+ * KubeadmControlPlane to the claim; the Cluster's ControlPlaneInitialized (Cluster API, management side),
+ * the ClusterResourceSetBinding (the add-ons applied), the Node's creation (the kubelet
+ * registered), the pod network's DaemonSet and its pod on that node (created, scheduled,
+ * initialized: the CNI config copied), the Node's Ready.
+ */
+async function firstReadyPath(lab: HostsLab, dir: string, started: number): Promise<[string, number][]> {
+  const get = async (kubeconfig: string, args: string[]): Promise<TimedObject[]> => {
+    const run = await lab.kubectlWith(path.join(dir, 'auth', kubeconfig), ['get', ...args, '-o', 'json']);
+    return run.exitCode === 0 ? (JSON.parse(run.stdout) as { items: TimedObject[] }).items : [];
+  };
+  const t = (value: string | undefined) => (value === undefined ? undefined : Date.parse(value) - started);
+  const condition = (o: TimedObject | undefined, type: string) => t(o?.status?.conditions?.find((c) => c.type === type && c.status === 'True')?.lastTransitionTime);
+  const nodes = await get('kubeconfig', ['nodes']);
+  const node = nodes.map((n) => ({ n, ready: condition(n, 'Ready') })).filter((x) => x.ready !== undefined).sort((a, b) => a.ready! - b.ready!)[0]?.n;
+  const clusters = await get('management.kubeconfig', ['clusters.cluster.x-k8s.io', '-A']);
+  const bindings = await get('management.kubeconfig', ['clusterresourcesetbindings', '-A']);
+  const daemonSets = await get('kubeconfig', ['daemonsets', '-A']);
+  const pods = await get('kubeconfig', ['pods', '-A']);
+  const onNode = (prefix: string) => pods.find((p) => p.metadata.name.startsWith(prefix) && p.spec?.nodeName === node?.metadata.name);
+  const flannel = onNode('kube-flannel-ds-');
+  const proxy = onNode('kube-proxy-');
+  // The control-plane Machine's way to its prepare plan (the HostMachine claims its Host once the Machine owns it).
+  const machines = await get('management.kubeconfig', ['machines.cluster.x-k8s.io', '-A', '-l', 'cluster.x-k8s.io/control-plane']);
+  const cpMachine = machines.sort((a, b) => Date.parse(a.metadata.creationTimestamp) - Date.parse(b.metadata.creationTimestamp))[0];
+  const hostMachines = await get('management.kubeconfig', ['hostmachines', '-A']);
+  const cpHostMachine = hostMachines.find((h) => h.metadata.ownerReferences?.some((o) => o.name === cpMachine?.metadata.name));
+  const kcps = await get('management.kubeconfig', ['kubeadmcontrolplanes', '-A']);
+  const rows: [string, number | undefined][] = [
+    ['KubeadmControlPlane created', t(kcps[0]?.metadata.creationTimestamp)],
+    ['Cluster InfrastructureReady', condition(clusters[0], 'InfrastructureReady')],
+    ['control-plane HostMachine created', t(cpHostMachine?.metadata.creationTimestamp)],
+    ['control-plane Machine created', t(cpMachine?.metadata.creationTimestamp)],
+    ['control-plane HostMachine HostClaimed', condition(cpHostMachine, 'HostClaimed')],
+    ['control-plane HostMachine PreparePlanApplied', condition(cpHostMachine, 'PreparePlanApplied')],
+    ['control-plane Machine BootstrapConfigReady', condition(cpMachine, 'BootstrapConfigReady')],
+    ['Cluster ControlPlaneInitialized', condition(clusters[0], 'ControlPlaneInitialized')],
+    ['ClusterResourceSetBinding created (add-ons applied)', t(bindings[0]?.metadata.creationTimestamp)],
+    [`Node ${node?.metadata.name ?? '?'} created (kubelet registered)`, t(node?.metadata.creationTimestamp)],
+    ['kube-proxy pod created', t(proxy?.metadata.creationTimestamp)],
+    ['kube-proxy pod Ready', condition(proxy, 'Ready')],
+    ['pod network DaemonSet created', t(daemonSets.find((d) => d.metadata.name === 'kube-flannel-ds')?.metadata.creationTimestamp)],
+    ['pod network pod created', t(flannel?.metadata.creationTimestamp)],
+    ['pod network pod scheduled', condition(flannel, 'PodScheduled')],
+    ['pod network pod initialized (CNI config copied)', condition(flannel, 'Initialized')],
+    ['pod network pod Ready', condition(flannel, 'Ready')],
+    ['Node Ready', condition(node, 'Ready')],
+  ];
+  return rows.filter((r): r is [string, number] => r[1] !== undefined).sort((a, b) => a[1] - b[1]);
+}
+
 /** The bundle's node binaries (raw: the extracted file; gzipped: the bundle's archive), and the whole shipped bundle. */
 async function bundleSizes() {
   const catalog = await loadCatalog();
@@ -449,6 +508,8 @@ export async function run(): Promise<BenchRecord> {
     // The last node Ready (with one worker, the second): named secondReady as the 1 + 1 figures are.
     const secondReady = readyAt[readyAt.length - 1]!;
 
+    // The first node's way to Ready, from objects' own times (whole seconds): what the gap after the control-plane bootstrap plan holds.
+    const readyPath = await firstReadyPath(lab, dir, started);
     // Plans: their final objects, split by the watch and by their own status times.
     const plansRun = await lab.kubectlWith(path.join(dir, 'auth', 'management.kubeconfig'), ['get', 'nodeplans', '-A', '-o', 'json']);
     if (plansRun.exitCode !== 0) throw new Error(`kubectl get nodeplans: ${plansRun.stderr}`);
@@ -590,6 +651,12 @@ export async function run(): Promise<BenchRecord> {
         rows: planRows,
       },
     ];
+    tables.push({
+      title: 'the first node\'s way to Ready (objects\' own times, whole seconds: Cluster API\'s objects and conditions in the management cluster, the workload\'s Node, the pod network\'s DaemonSet and its pod on that node)',
+      columns: ['event', 'at'],
+      rows: readyPath.map(([label, at]) => [label, s(at)]),
+    });
+    for (const [label, at] of readyPath) figures[`readyPath:${label}Ms`] = at;
     const machine = `${os.availableParallelism()} cores, ${formatNumber(os.totalmem() / 2 ** 30)} GiB, load ${loadAfter.toFixed(2)} after create, ${loadBaseline.toFixed(2)} at the floor`;
     const x = (ours: number | undefined, floor: number | undefined) => (ours === undefined || !floor ? '-' : `${formatNumber(ours / floor)} x`);
     if (baseline) {

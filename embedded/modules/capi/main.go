@@ -61,6 +61,7 @@ type options struct {
 	restConfigBurst   int
 	clusterCacheQPS   float32
 	clusterCacheBurst int
+	clusterCacheRetry time.Duration
 	webhookPort       int
 	webhookCertDir    string
 	webhookCertName   string
@@ -89,6 +90,11 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"Queries per second to each workload cluster's API server.")
 	fs.IntVar(&o.clusterCacheBurst, "clustercache-client-burst", 30,
 		"Burst of queries to each workload cluster's API server.")
+	fs.DurationVar(&o.clusterCacheRetry, "clustercache-connection-retry-interval", 2*time.Second,
+		"How soon the cluster cache tries again to connect to a workload cluster's API server after a "+
+			"failed attempt (upstream: 30s). It first tries once the Cluster's infrastructure is provisioned, "+
+			"before the API server runs; everything that reads the workload cluster (add-ons, node refs, "+
+			"the control plane's initialization) waits for that connection.")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server (every provider's webhooks).")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs/", "Directory of the webhook server's certificate and key.")
 	fs.StringVar(&o.webhookCertName, "webhook-cert-name", "tls.crt", "Webhook certificate file name.")
@@ -257,6 +263,12 @@ func newSharedParts(ctx context.Context, mgr ctrl.Manager, opts *options) (*shar
 	if err != nil {
 		return nil, fmt.Errorf("creating the cluster cache: %w", err)
 	}
+	// Not part of the ClusterCache interface: upstream sets it in its own tests only.
+	retry, ok := clusterCache.(interface{ SetConnectionCreationRetryInterval(time.Duration) })
+	if !ok {
+		return nil, errors.New("this Cluster API version's cluster cache has no SetConnectionCreationRetryInterval: --clustercache-connection-retry-interval cannot be applied")
+	}
+	retry.SetConnectionCreationRetryInterval(opts.clusterCacheRetry)
 	return &sharedParts{secretCachingClient: secretCachingClient, clusterCache: clusterCache}, nil
 }
 

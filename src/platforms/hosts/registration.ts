@@ -173,11 +173,13 @@ function registerFlags(demand: PoolDemand): string {
  * what each pool still lacks.
  */
 export async function waitForHosts(context: PlatformHookContext): Promise<void> {
-  await offerArtifacts(context);
-  await waitForRegisteredHosts(context);
+  // The node files are published while the manager issues the tokens; the commands print once both are done.
+  const offered = offerArtifacts(context);
+  offered.catch(() => undefined); // awaited below; a failure is reported there, not as an unhandled rejection
+  await waitForRegisteredHosts(context, offered);
 }
 
-/** Publishes what the hosts download before kubeadm (./artifacts.ts); first, so that a problem with it shows before anyone sets up hosts. */
+/** Publishes what the hosts download before kubeadm (./artifacts.ts); before the commands print, so that a problem with it shows before anyone sets up hosts. */
 export async function offerArtifacts(context: PlatformHookContext): Promise<void> {
   if (!context.nodeArtifacts) {
     // An external management cluster: a self-managed hosts cluster lists the node files it serves itself (in-cluster-artifacts.ts).
@@ -198,8 +200,8 @@ export async function offerArtifacts(context: PlatformHookContext): Promise<void
   context.log(`The hosts download ${artifacts.length} node files from the control plane (${artifactsConfigMap.namespace}/${artifactsConfigMap.name})`);
 }
 
-/** The wait of `waitForHosts`, without the artifacts. */
-async function waitForRegisteredHosts(context: PlatformHookContext): Promise<void> {
+/** The wait of `waitForHosts`: `published` (the node files) is awaited before the commands print or the wait ends. */
+async function waitForRegisteredHosts(context: PlatformHookContext, published: Promise<void>): Promise<void> {
   const { config, signal } = context;
   const clusterName = config.metadata.name;
   const cluster = { name: clusterName, namespace: config.metadata.namespace };
@@ -209,8 +211,8 @@ async function waitForRegisteredHosts(context: PlatformHookContext): Promise<voi
   try {
     let supply = assignHosts(demands, await listHostViews(client), cluster);
     report(context, supply);
-    if (supply.every((s) => s.missing === 0)) return;
-    await printCommands(client, context, supply);
+    if (supply.every((s) => s.missing === 0)) return await published;
+    await printCommands(client, context, supply, published);
 
     // A newly filled place in a pool is progress: the timeout counts from the last one.
     let filled = filledCount(supply);
@@ -262,21 +264,26 @@ function report(context: PlatformHookContext, supply: readonly PoolSupply[]): vo
   }
 }
 
-/** One registration command per missing host, as a secret result (the tokens are credentials). */
-async function printCommands(client: KubeClient, context: PlatformHookContext, supply: readonly PoolSupply[]): Promise<void> {
+/**
+ * One registration command per missing host, as a secret result (the tokens are credentials).
+ * Every token is issued at once (the manager issues them in parallel); the commands print once
+ * they all are and `published` (the node files) is done.
+ */
+async function printCommands(client: KubeClient, context: PlatformHookContext, supply: readonly PoolSupply[], published: Promise<void>): Promise<void> {
   const lines: string[] = [];
   const commands: { pool: string; role: HostRole; command: string }[] = [];
   let expiresAt = '';
   let loopbackOnly = false;
-  for (const s of supply) {
-    for (let i = 0; i < s.missing; i++) {
-      const issued = await issueRegistrationCommand(client, { dir: context.dir, signal: context.signal, ttl: registrationTtl });
-      const command = `${issued.command}${registerFlags(s.demand)}`;
-      lines.push(`# a ${s.demand.role} host for pool ${s.demand.pool}:`, `${command} && provisioner-agent run`);
-      commands.push({ pool: s.demand.pool, role: s.demand.role, command });
-      expiresAt = issued.expiresAt;
-      loopbackOnly ||= !issued.reachableFromHosts;
-    }
+  const slots = supply.flatMap((s) => Array.from({ length: s.missing }, () => s.demand));
+  const issuedAll = await Promise.all(slots.map(() => issueRegistrationCommand(client, { dir: context.dir, signal: context.signal, ttl: registrationTtl })));
+  await published;
+  for (const [i, demand] of slots.entries()) {
+    const issued = issuedAll[i]!;
+    const command = `${issued.command}${registerFlags(demand)}`;
+    lines.push(`# a ${demand.role} host for pool ${demand.pool}:`, `${command} && provisioner-agent run`);
+    commands.push({ pool: demand.pool, role: demand.role, command });
+    expiresAt = issued.expiresAt;
+    loopbackOnly ||= !issued.reachableFromHosts;
   }
   if (loopbackOnly) lines.push('# the server is the loopback API server: only an agent on this machine reaches it (bootstrap.listenAddress names one hosts reach)');
   context.events.emit({
