@@ -117,7 +117,7 @@ export async function run(): Promise<BenchRecord> {
     const pidOf = (name: string) => processes.find((p) => p.name === name)?.pid ?? Number.NaN;
     const idle = await measureIdle({
       ...Object.fromEntries(agents.map((a, i) => [`agent${i}`, a.process.pid!])),
-      manager: pidOf('provisioner-agent-manager'),
+      manager: pidOf('capi-manager'),
       forwarder: pidOf('provisioner-forwarder'),
     });
     const agentIdle = agents.map((_, i) => idle[`agent${i}`]!);
@@ -208,7 +208,7 @@ export async function run(): Promise<BenchRecord> {
           columns: ['process', 'VmRSS', 'CPU'],
           rows: [
             [`provisioner-agent (median of ${fleetSize})`, `${formatNumber(agentRss)} MB`, `${formatNumber(agentCpu)} %`],
-            ['provisioner-agent-manager (reference)', `${formatNumber(manager.rssMB)} MB`, `${formatNumber(manager.cpuPercent)} %`],
+            ['capi-manager, the agent provider\'s process (reference)', `${formatNumber(manager.rssMB)} MB`, `${formatNumber(manager.cpuPercent)} %`],
             ['provisioner-forwarder', `${formatNumber(forwarder.rssMB)} MB`, `${formatNumber(forwarder.cpuPercent)} %`],
           ],
         },

@@ -174,8 +174,9 @@ const footprintSets = {
     forwarder: true,
   },
   'management-hosts': {
-    title: '`management start --platform hosts --listen-address`: the core and kubeadm providers, the agent manager (the hosts provider), and the forwarder',
-    openshift: { etcd: openshiftMB.etcd, 'kube-apiserver': openshiftMB['kube-apiserver'], 'capi-manager': openshiftMB.core, 'provisioner-agent-manager': openshiftMB.infrastructure },
+    title: '`management start --platform hosts --listen-address`: the core and kubeadm providers and the agent provider (the hosts provider) in capi-manager, and the forwarder',
+    // capi-manager serves both openshift's core and infrastructure processes here.
+    openshift: { etcd: openshiftMB.etcd, 'kube-apiserver': openshiftMB['kube-apiserver'], 'capi-manager': openshiftMB.core + openshiftMB.infrastructure },
     controllers: () => managementControllers('hosts'),
     forwarder: true,
   },

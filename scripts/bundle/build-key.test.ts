@@ -1,9 +1,9 @@
-import { cp, mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { buildKey, patchedReplace, readModuleInputs, readWrapperInputs, type BuildKeyParts } from './build-key.js';
+import { buildKey, localReplaces, patchedReplace, readModuleInputs, readWrapperInputs, type BuildKeyParts } from './build-key.js';
 
 const etcdWrapper = fileURLToPath(new URL('../../embedded/modules/etcd', import.meta.url));
 
@@ -62,6 +62,20 @@ describe('buildKey', () => {
     expect(await keyOf(dir)).not.toBe(base);
   });
 
+  it('changes with a Go source of a module of this repository the wrapper replaces to (capi\'s provider/), named by its directory', async () => {
+    const dir = path.join(root, 'modules', 'etcd');
+    await mkdir(path.dirname(dir), { recursive: true });
+    await cp(etcdWrapper, dir, { recursive: true });
+    await mkdir(path.join(root, 'own', 'setup'), { recursive: true });
+    await writeFile(path.join(root, 'own', 'go.mod'), 'module example.test/own\n');
+    await writeFile(path.join(root, 'own', 'setup', 'setup.go'), 'package setup\n');
+    await writeFile(path.join(dir, 'go.mod'), `${await readFile(path.join(dir, 'go.mod'), 'utf8')}\nreplace example.test/own => ../../own\n`);
+    expect((await readWrapperInputs(dir)).map((i) => i.name)).toEqual(expect.arrayContaining(['go.mod', '../../own/go.mod', '../../own/setup/setup.go']));
+    const base = await keyOf(dir);
+    await writeFile(path.join(root, 'own', 'setup', 'setup.go'), 'package setup\n\nconst X = 1\n');
+    expect(await keyOf(dir)).not.toBe(base);
+  });
+
   it('ignores files that are not part of the build', async () => {
     const dir = path.join(root, 'etcd');
     await cp(etcdWrapper, dir, { recursive: true });
@@ -112,5 +126,15 @@ describe('patchedReplace', () => {
     const cache = path.join(os.tmpdir(), 'any-cache');
     const target = line.split(' => ')[1]!;
     expect(path.resolve(cache, 'wrappers', 'capi-0123', target)).toBe(path.join(cache, 'patched', 'sigs.k8s.io_controller-runtime@v0.24.1-0c0a7212a80c5098'));
+  });
+});
+
+describe('localReplaces', () => {
+  it('finds the replaces to a relative directory, with or without a version, and no other', () => {
+    const goMod = 'module m\n\nreplace a.test/x => ../../../provider\nreplace b.test/y v1.2.3 => ./local/\nreplace c.test/z => c.test/z v1.0.0\n';
+    expect(localReplaces(goMod)).toEqual([
+      { line: 'replace a.test/x => ../../../provider', module: 'a.test/x', dir: '../../../provider' },
+      { line: 'replace b.test/y v1.2.3 => ./local/', module: 'b.test/y', dir: './local' },
+    ]);
   });
 });

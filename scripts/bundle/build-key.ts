@@ -21,10 +21,35 @@ export interface WrapperInput {
 /**
  * Files that define a wrapper module's build: go.mod, go.sum and its Go sources (its own
  * mains too, e.g. the kubernetes wrapper's cmd/kube), sorted by relative name: the same
- * selection as one of our own modules'.
+ * selection as one of our own modules'; then those of every module of this repository its
+ * go.mod replaces to a directory (capi's `provisioner.dev/provider => ../../../provider`),
+ * named by that directory (`../../../provider/go.mod`), so an edit there changes the key too.
  */
-export function readWrapperInputs(wrapperDir: string): Promise<WrapperInput[]> {
-  return readModuleInputs(wrapperDir);
+export async function readWrapperInputs(wrapperDir: string): Promise<WrapperInput[]> {
+  const inputs = await readModuleInputs(wrapperDir);
+  const goMod = inputs.find((input) => input.name === 'go.mod');
+  for (const local of goMod ? localReplaces(goMod.content.toString('utf8')) : []) {
+    for (const input of await readModuleInputs(path.join(wrapperDir, local.dir))) inputs.push({ name: `${local.dir}/${input.name}`, content: input.content });
+  }
+  return inputs;
+}
+
+/** A go.mod `replace` of a module by a directory of this repository (a relative path). */
+export interface LocalReplace {
+  /** The replace line as written. */
+  line: string;
+  module: string;
+  /** The directory, relative to the go.mod's, with `/`, e.g. `../../../provider`. */
+  dir: string;
+}
+
+/** The replace lines of a go.mod that point a module at a relative directory. */
+export function localReplaces(goMod: string): LocalReplace[] {
+  const found: LocalReplace[] = [];
+  for (const match of goMod.matchAll(/^replace\s+(\S+)(?:\s+\S+)?\s+=>\s+(\.\.?\/\S*)\s*$/gm)) {
+    found.push({ line: match[0], module: match[1]!, dir: match[2]!.replace(/\/+$/, '') });
+  }
+  return found;
 }
 
 /**

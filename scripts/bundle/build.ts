@@ -31,7 +31,7 @@ import { createGzip } from 'node:zlib';
 import { execa } from 'execa';
 import { exists, writeFileAtomic } from '../../src/files.js';
 import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type BundledComponents, type BundledLayer } from '../../src/embedded/manifest.js';
-import { buildKey, patchedReplace, readModuleInputs, readWrapperInputs, type WrapperInput } from './build-key.js';
+import { buildKey, localReplaces, patchedReplace, readModuleInputs, readWrapperInputs, type WrapperInput } from './build-key.js';
 import { assembleComponents } from './components.js';
 import { addedFiles, sourcePatches } from './patches.js';
 import { binaryRecipes, builtFor, componentRecipes, hostTarget, parseTarget, targetPlatform, type BinaryRecipe, type ComponentsRecipe, type Target } from './recipe.js';
@@ -469,8 +469,12 @@ function preparePatchedWrapper(wrapper: string, cacheRoot: string): Promise<stri
       const dir = path.join(cacheRoot, 'wrappers', `${wrapper}-${hash.digest('hex').slice(0, 16)}`);
       await mkdir(dir, { recursive: true });
       for (const input of inputs) {
+        if (input.name.startsWith('../')) continue; // a module of this repository the wrapper replaces to: copied below
         let text = input.content.toString('utf8');
-        if (input.name === 'go.mod') text += `\n// Added by scripts/bundle/build.ts: source patches (scripts/bundle/patches.ts).\n${replaces.join('\n')}\n`;
+        if (input.name === 'go.mod') {
+          text = await copyLocalReplaces(text, inputs, cacheRoot);
+          text += `\n// Added by scripts/bundle/build.ts: source patches (scripts/bundle/patches.ts).\n${replaces.join('\n')}\n`;
+        }
         await mkdir(path.dirname(path.join(dir, input.name)), { recursive: true });
         await writeFile(path.join(dir, input.name), text);
       }
@@ -479,6 +483,35 @@ function preparePatchedWrapper(wrapper: string, cacheRoot: string): Promise<stri
     patchedWrappers.set(wrapper, pending);
   }
   return pending;
+}
+
+/**
+ * A patched wrapper is a copy in the build cache, where the relative directory of a module of
+ * this repository that its go.mod replaces to (capi's `../../../provider`) leads nowhere: each
+ * such module's inputs (go.mod, go.sum, Go sources; `readWrapperInputs`) are copied to
+ * `<build cache>/own/<name>-<hash of them>` and the line rewritten to it, relative again so
+ * that no path of this machine reaches the binary. Returns the rewritten go.mod.
+ */
+async function copyLocalReplaces(goMod: string, inputs: readonly WrapperInput[], cacheRoot: string): Promise<string> {
+  let text = goMod;
+  for (const local of localReplaces(goMod)) {
+    const prefix = `${local.dir}/`;
+    const files = inputs.filter((input) => input.name.startsWith(prefix)).map((input) => ({ name: input.name.slice(prefix.length), content: input.content }));
+    const hash = createHash('sha256');
+    for (const file of files) hash.update(`\0${file.name}\0${file.content.length}\0`).update(file.content);
+    const name = `${path.posix.basename(local.dir)}-${hash.digest('hex').slice(0, 16)}`;
+    const copy = path.join(cacheRoot, 'own', name);
+    if (!(await exists(path.join(copy, '.complete')))) {
+      await rm(copy, { recursive: true, force: true });
+      for (const file of files) {
+        await mkdir(path.dirname(path.join(copy, file.name)), { recursive: true });
+        await writeFile(path.join(copy, file.name), file.content);
+      }
+      await writeFile(path.join(copy, '.complete'), '');
+    }
+    text = text.replace(local.line, `replace ${local.module} => ../../own/${name}`);
+  }
+  return text;
 }
 
 async function sha256File(file: string): Promise<string> {

@@ -130,13 +130,14 @@ export const binaryRecipes: readonly BinaryRecipe[] = [
   { name: 'coredns', wrapper: 'coredns', package: '.', versionModule: 'github.com/coredns/coredns', versionPackages: stamps.none, versionVariables: ['github.com/coredns/coredns/coremain.GitCommit'], shipped: true },
   { name: 'flanneld', wrapper: 'flannel', package: '.', versionModule: 'github.com/flannel-io/flannel', versionPackages: stamps.none, versionVariables: ['github.com/flannel-io/flannel/pkg/version.Version'], shipped: true, oses: ['linux'] },
   { name: 'flannel', wrapper: 'flannel-cni', package: 'github.com/containernetworking/plugins/plugins/meta/flannel', versionModule: 'github.com/containernetworking/plugins', versionPackages: stamps.none, versionVariables: ['github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion'], shipped: true, oses: ['linux'] },
-  // Cluster API's core, kubeadm bootstrap, kubeadm control-plane and development (in-memory) providers in one
-  // process: the wrapper's own main (embedded/modules/capi/main.go), run with --providers naming those installed.
+  // Cluster API's core, kubeadm bootstrap, kubeadm control-plane and development (in-memory) providers and our agent
+  // provider (provider/setup, through the wrapper's replace of provisioner.dev/provider) in one process: the wrapper's
+  // own main (embedded/modules/capi/main.go), run with --providers naming those installed.
   { name: 'capi-manager', wrapper: 'capi', package: '.', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
   { name: 'capa-manager', wrapper: 'capa', package: 'sigs.k8s.io/cluster-api-provider-aws/v2', versionModule: 'sigs.k8s.io/cluster-api-provider-aws/v2', versionPackages: stamps.aws, shipped: true },
   { name: 'capv-manager', wrapper: 'capv', package: 'sigs.k8s.io/cluster-api-provider-vsphere', versionModule: 'sigs.k8s.io/cluster-api-provider-vsphere', versionPackages: stamps.vsphere, shipped: true },
-  // Ours: the node agent's manager (registration, NodePlan webhooks) and the agent users copy to their hosts.
-  { name: 'provisioner-agent-manager', package: './cmd/manager', ...agentProvider, shipped: true },
+  // Ours: the agent users copy to their hosts. Its manager's provider runs in capi-manager (above); provider/cmd/manager,
+  // the same provider alone, is built by provider's own tests, not bundled.
   { name: 'provisioner-agent', package: './cmd/agent', ...agentProvider, shipped: true },
   // Ours: the local control plane's second listener, on the one address a user names for hosts (kube-apiserver binds one).
   { name: 'provisioner-forwarder', package: './cmd/forwarder', ...agentProvider, shipped: true },
@@ -244,7 +245,7 @@ export const componentRecipes: readonly ComponentsRecipe[] = [
     provider: 'agent-provisioner', type: 'InfrastructureProvider', namespace: 'provisioner-agent-system', ownModule: 'provider',
     crdKustomizations: ['config/crd'],
     webhookManifests: ['config/webhook/manifests.yaml'],
-    binary: 'provisioner-agent-manager',
+    binary: 'capi-manager',
     managerRole: 'config/rbac/role.yaml',
   },
 ];

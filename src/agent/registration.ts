@@ -88,7 +88,7 @@ export async function issueRegistrationCommand(client: KubeClient, request: { di
     signal: request.signal,
     onStall: (last) =>
       new InfrastructureError(`RegistrationToken ${registrationNamespace}/${tokenName} was not issued within ${tokenIssueTimeoutMs / 1000} s (phase ${last?.value.phase ?? 'none'})`, {
-        hint: `Check that provisioner-agent-manager runs (\`provisioner management status --dir ${request.dir}\`) and read its log.`,
+        hint: `Check that capi-manager, which serves the agent provider, runs (\`provisioner management status --dir ${request.dir}\`) and read its log.`,
       }),
   });
   const secret = await client.get<KubeObject & { data?: Record<string, string> }>({ apiVersion: 'v1', kind: 'Secret', metadata: { name: status.secretName, namespace: registrationNamespace } });
@@ -97,7 +97,7 @@ export async function issueRegistrationCommand(client: KubeClient, request: { di
   const caPem = ca?.data?.['ca.crt'];
   if (!token || !caPem) {
     throw new InfrastructureError(`The manager issued RegistrationToken ${registrationNamespace}/${tokenName} but ${!token ? `Secret ${status.secretName} holds no token` : `ConfigMap ${serverCaConfigMap} holds no ca.crt`}`, {
-      hint: 'Read provisioner-agent-manager\'s log in the install directory\'s logs/.',
+      hint: 'Read capi-manager\'s log (the agent provider\'s process) in the install directory\'s logs/.',
     });
   }
   const listen = await reachableServer(request.dir);

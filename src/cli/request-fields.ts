@@ -9,6 +9,7 @@ import type { EventSink } from '../events.js';
 /** Request field → flag. A field that is not here is shown by its name. */
 export const flagOfRequestField: Readonly<Record<string, string>> = {
   listenAddress: '--listen-address',
+  platform: '--platform',
   managementKubeconfig: '--management-kubeconfig',
   pivotTo: '--pivot-to',
   registerRancher: '--register-rancher',

@@ -109,7 +109,7 @@ async function agentServerOf(target: KubeClient): Promise<{ server: string; caCh
   const caPem = ca?.data?.['ca.crt'];
   if (!caPem) {
     throw new ExternalError(`The target publishes no CA for agents (ConfigMap ${registrationNamespace}/${serverCaConfigMap})`, {
-      hint: 'The target must run provisioner-agent-manager (`provisioner management start` does).',
+      hint: 'The target must run the agent provider (capi-manager with agent-provisioner; `provisioner management start` does).',
     });
   }
   return { server: published?.data?.['server'] ?? target.server, caChecksum: caChecksum(caPem) };
@@ -277,7 +277,7 @@ async function issueFollowToken(target: KubeClient, host: string, signal?: Abort
     ...(signal ? { signal } : {}),
     onStall: (last) =>
       new ExternalError(`The target's agent manager did not issue RegistrationToken ${registrationNamespace}/${ref.metadata.name} within ${followTokenIssueTimeoutMs / 1000} s (phase ${last?.value.phase ?? 'none'})`, {
-        hint: 'Check that provisioner-agent-manager runs in the target, then run the same command again.',
+        hint: 'Check that the agent provider (capi-manager) runs in the target, then run the same command again.',
       }),
   });
   return issued.token;

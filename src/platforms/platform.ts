@@ -341,14 +341,14 @@ export const clusterTopologyGate = { ClusterTopology: true } as const;
 const clusterTopology = clusterTopologyGate;
 
 /**
- * The node agent's manager (provider/: registration, NodePlans, and the infrastructure
- * provider of machines on registered hosts). Not one platform's alone: `provisioner
- * hosts` and `plan` use it on any management cluster, so a platform that needs it
- * declares it through this function, and the rule that nothing outside src/platforms
- * names a platform leaves its names alone.
+ * The node agent's provider (provider/: registration, NodePlans, and the infrastructure
+ * provider of machines on registered hosts), served by capi-manager beside Cluster API's
+ * own. Not one platform's alone: `provisioner hosts` and `plan` use it on any management
+ * cluster, so a platform that needs it declares it through this function, and the rule
+ * that nothing outside src/platforms names a platform leaves its names alone.
  */
 export function agentController(): ControllerRequirement {
-  return { binary: 'provisioner-agent-manager', provider: 'agent-provisioner', featureGates: {}, bundled: true };
+  return { binary: 'capi-manager', provider: 'agent-provisioner', featureGates: {}, bundled: true };
 }
 
 /**
@@ -370,7 +370,7 @@ export function sharedControllers(): ControllerRequirement[] {
   return [agentController()];
 }
 
-/** The core, bootstrap and control-plane providers every platform needs, all served by one process (capi-manager). */
+/** The core, bootstrap and control-plane providers every platform needs, all served by one process (capi-manager, which serves the agent provider too). */
 export function coreControllers(): ControllerRequirement[] {
   return [
     { binary: 'capi-manager', provider: 'cluster-api', featureGates: { ...clusterTopology }, bundled: true },

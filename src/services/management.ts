@@ -14,6 +14,8 @@ import { acquireDirLock } from '../process/lock.js';
 import { findStale } from '../process/pidfile.js';
 import { platformNamed, sharedControllers, type ControllerRequirement } from '../platforms/index.js';
 import { checkListenAddress, checkRunningListenAddress, prepareLocalControlPlane } from '../management/attach.js';
+import { readInstallConfigOrProblem } from '../assets/install-config.js';
+import { platformNameOf } from '../config/platform-section.js';
 
 export interface ManagementRequest {
   dir: string;
@@ -26,13 +28,15 @@ export interface ManagementStartRequest extends ManagementRequest {
   listenAddress?: string;
   /**
    * `--platform`: run only the providers that platform's clusters need (its controllers, and
-   * the agent manager, which registration, address pools and a pivot's agent hand-over share),
-   * and install only their CRDs. Default none: every bundled provider.
+   * the agent provider, which registration, address pools and a pivot's agent hand-over share),
+   * and install only their CRDs. Default: the platform of the install config in `dir`; without
+   * a valid one, every bundled provider.
    */
   platform?: string;
 }
 
 const listenAddressFlag = requestField('listenAddress');
+const platformFlag = requestField('platform');
 
 export interface ManagementStartResult {
   kubeconfig: string;
@@ -43,7 +47,8 @@ export interface ManagementStartResult {
 export async function startManagement(request: ManagementStartRequest): Promise<ManagementStartResult> {
   const started = performance.now();
   if (request.listenAddress) checkListenAddress(request.listenAddress, { flag: listenAddressFlag });
-  const controllers = request.platform ? managementControllers(request.platform) : undefined;
+  const platform = request.platform ?? (await installPlatform(request));
+  const controllers = platform ? managementControllers(platform) : undefined;
   const lock = await acquireDirLock(request.dir, { command: 'management start', events: request.sink });
   try {
     const layout = controlPlaneLayout(request.dir);
@@ -64,6 +69,23 @@ export async function startManagement(request: ManagementStartRequest): Promise<
   } finally {
     await lock.release();
   }
+}
+
+/**
+ * The platform of the install config in `dir`, whose providers `management start` runs when
+ * not told a platform; undefined (every bundled provider) without a valid install config.
+ */
+async function installPlatform(request: ManagementStartRequest): Promise<string | undefined> {
+  const read = await readInstallConfigOrProblem({ dir: request.dir, sink: request.sink });
+  if ('config' in read) {
+    const name = platformNameOf(read.config);
+    log(request.sink, 'info', `Running the providers of platform ${name}, the install config's (${platformFlag} names another)`);
+    return name;
+  }
+  if (read.document !== undefined || read.unparsable) {
+    log(request.sink, 'warn', `The install config in ${request.dir} is not valid, so every bundled provider runs (${platformFlag} names one platform): ${read.problem instanceof Error ? read.problem.message : String(read.problem)}`);
+  }
+  return undefined;
 }
 
 /** The controllers `management start --platform <name>` runs: the platform's, and the shared ones (the agent manager), each once. */

@@ -134,16 +134,16 @@ describe('issue 28 item 1: management install into a hosts cluster', () => {
     figures['clusterctl move --dry-run'] = `exit ${move.exitCode}: ${`${move.stdout}\n${move.stderr}`.split('\n').slice(-3).join(' | ')}`;
     expect(move.exitCode, `${move.stdout}\n${move.stderr}`).toBe(0);
 
-    const processes = await lab.processesOf(['capi-manager', 'provisioner-agent-manager'], dir);
+    const processes = await lab.processesOf(['capi-manager'], dir);
     const kib = (list: { rssKiB: number }[]) => list.reduce((sum, p) => sum + p.rssKiB, 0);
     const rss = { pods: kib(processes.pods), local: kib(processes.local), podCount: processes.pods.length, localCount: processes.local.length };
     figures['RSS as pods (MiB)'] = Math.round(rss.pods / 1024);
     figures['pod processes'] = rss.podCount;
     figures['RSS as local processes (MiB)'] = Math.round(rss.local / 1024);
     figures['local processes'] = rss.localCount;
-    // Three capi-managers (one per provider namespace) and the agent manager as pods; one of each locally (docs/architecture.md).
+    // Four capi-managers as pods (one per provider namespace, the agent provider's included); one locally, serving all four (docs/architecture.md).
     expect(rss.podCount).toBe(4);
-    expect(rss.localCount).toBe(2);
+    expect(rss.localCount).toBe(1);
   }, 1_200_000);
 
   it('a second run changes nothing', async () => {

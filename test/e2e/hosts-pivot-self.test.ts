@@ -195,11 +195,11 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
     expect(hosts.items.map((h) => h.metadata.name).sort()).toEqual(clusterHosts().map((h) => h.name).sort());
 
     // No process of ours runs on the machine any more (only the pods in the hosts), and the local control plane's data is gone.
-    const after = await lab.processesOf(['capi-manager', 'provisioner-agent-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder', 'kube-controller-manager', 'node'], dir);
+    const after = await lab.processesOf(['capi-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder', 'kube-controller-manager', 'node'], dir);
     expect(after.local, 'local provider and control-plane processes').toEqual([]);
     expect(existsSync(path.join(dir, '.provisioner', 'controlplane')), 'the local control plane data').toBe(false);
     expect(existsSync(path.join(dir, 'auth', 'management.kubeconfig')), 'the local control plane kubeconfig').toBe(false);
-    const pods = (await lab.processesOf(['capi-manager', 'provisioner-agent-manager'], dir)).pods;
+    const pods = (await lab.processesOf(['capi-manager'], dir)).pods;
     figures['provider pods RSS (MiB)'] = Math.round(pods.reduce((sum, p) => sum + p.rssKiB, 0) / 1024);
     figures['provider pod processes'] = pods.length;
 
@@ -370,7 +370,7 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
     expect(machines.items.map((m) => m.status?.phase)).toEqual(['Running', 'Running']);
     const claimed = await json<{ items: { status?: { hostRef?: { name: string } } }[] }>(['get', 'hostmachines.infrastructure.provisioner.dev', '-n', secondName]);
     expect(claimed.items.map((m) => m.status?.hostRef?.name).sort()).toEqual(secondHosts().map((h) => h.name).sort());
-    const local = await lab.processesOf(['capi-manager', 'provisioner-agent-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder'], secondDir);
+    const local = await lab.processesOf(['capi-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder'], secondDir);
     expect(local.local, 'local provider and control-plane processes of the second install').toEqual([]);
     expect(existsSync(path.join(secondDir, '.provisioner', 'controlplane')), 'a local control plane of the second install').toBe(false);
 
@@ -462,7 +462,7 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
 
     for (const host of lab.hosts) await expectReset(host);
     // Nothing of the temporary local control plane runs or stays.
-    const local = await lab.processesOf(['capi-manager', 'provisioner-agent-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder'], dir);
+    const local = await lab.processesOf(['capi-manager', 'kube-apiserver', 'etcd', 'provisioner-forwarder'], dir);
     expect(local.local, 'local provider and control-plane processes').toEqual([]);
     expect(existsSync(path.join(dir, '.provisioner', 'controlplane')), 'the local control plane data').toBe(false);
     expect(existsSync(externalManagementFile(dir)), 'the management record').toBe(false);

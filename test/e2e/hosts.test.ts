@@ -55,7 +55,7 @@ describe('hosts: a real agent registers with the printed command and runs plans'
   const start = step(async () => {
     const run = await cli(['management', 'start', '--dir', mgmt], commandTimeoutMs);
     expect(run.exitCode, run.stderr).toBe(0);
-    expect(run.stderr).toMatch(/provisioner-agent-manager ready/);
+    expect(run.stderr).toMatch(/capi-manager ready/); // the agent provider's process
   });
 
   const register = step(async () => {

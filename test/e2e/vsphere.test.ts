@@ -228,7 +228,7 @@ describe('create cluster on vsphere against vcsim (1 + 1), addresses from a pool
     expect(bundles).toHaveLength(1);
     const listing = await execa('tar', ['-tzf', path.join(dir, bundles[0]!)]);
     expect(listing.stdout).toMatch(/capv-manager\.log/);
-    expect(listing.stdout).toMatch(/provisioner-agent-manager\.log/);
+    expect(listing.stdout).toMatch(/capi-manager\.log/); // the agent provider's (the address pool's) log
     const content = await execa('tar', ['-xzOf', path.join(dir, bundles[0]!)], { encoding: 'utf8', maxBuffer: 512 * 2 ** 20 });
     expect(content.stdout).not.toContain(vcenterUser.password);
 

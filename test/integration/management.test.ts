@@ -5,7 +5,7 @@
  * SIGKILL of the CLI in the middle of a start. dist/ is rebuilt first when it is older than
  * src/. Fails (never skips) when the bundle is missing: `management start` exits 4 with the hint.
  */
-import { stat, readdir } from 'node:fs/promises';
+import { stat, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,6 +31,20 @@ const cliPath = path.join(packageRoot, 'bin', 'provisioner.js');
 const bootTimeoutMs = 240_000;
 /** "Fast": a command that boots nothing. Node alone takes seconds to start on a loaded 2-core machine; a boot takes 20 s or more. */
 const fastMs = 15_000;
+/** An install config of the hosts platform (its listen address is not used by `management start`). */
+const hostsInstallConfig = `apiVersion: provisioner.dev/v1alpha1
+kind: InstallConfig
+metadata:
+  name: demo
+machinePools:
+  - name: control-plane
+    quantity: 1
+    roles: [etcd, controlPlane]
+platform:
+  hosts: {}
+bootstrap:
+  listenAddress: 198.19.0.1
+`;
 
 /** Newest mtime of the compiled sources under `dir` (tests excluded). */
 async function newestSource(dir: string): Promise<number> {
@@ -208,9 +222,21 @@ describe('provisioner management, as a user runs it', () => {
   });
 
   describe('start --platform hosts', () => {
-    it('runs only the hosts providers (capi-manager and the agent manager) and installs only their CRDs', async () => {
+    it('runs only the hosts providers (one capi-manager: core, kubeadm and agent) and installs only their CRDs', async () => {
       const dir = await newDir('mgmt-hosts');
-      const run = await cli(['management', 'start', '--dir', dir, '--platform', 'hosts']);
+      await expectHostsProvidersOnly(dir, ['--platform', 'hosts']);
+    });
+
+    it("without --platform, runs only the providers of the install config's platform", async () => {
+      const dir = await newDir('mgmt-install');
+      await writeFile(path.join(dir, 'install-config.yaml'), hostsInstallConfig, { mode: 0o600 });
+      const stderr = await expectHostsProvidersOnly(dir, []);
+      expect(stderr).toContain("Running the providers of platform hosts, the install config's (--platform names another)");
+    });
+
+    /** Starts `management start --dir dir ...args`, checks that only the hosts platform's providers run and their CRDs alone are served, stops it; returns start's stderr. */
+    async function expectHostsProvidersOnly(dir: string, args: string[]): Promise<string> {
+      const run = await cli(['management', 'start', '--dir', dir, ...args]);
       expect(run.exitCode, run.stderr).toBe(0);
       const catalog = await loadCatalog();
       const wanted = new Set(managementControllers('hosts').map((c) => c.provider));
@@ -239,7 +265,8 @@ describe('provisioner management, as a user runs it', () => {
       }
       const stopped = await cli(['management', 'stop', '--dir', dir], 120_000);
       expect(stopped.exitCode, stopped.stderr).toBe(0);
-    });
+      return run.stderr;
+    }
 
     it('refuses an unknown platform with a usage error naming the choices', async () => {
       const dir = await newDir('mgmt-unknown');

@@ -35,7 +35,7 @@ describe('the move back of a self-managed cluster into a temporary local control
   let target: LocalControlPlane;
   const abort = new AbortController();
   // Cluster API's core, kubeadm and in-memory providers (the seeded kinds) and our agent manager, in both.
-  const controllers = allControllers().filter((c) => c.binary === 'capi-manager' || c.binary === 'provisioner-agent-manager');
+  const controllers = allControllers().filter((c) => c.binary === 'capi-manager');
   // Interrupted after each phase but the last (`done`: nothing left to resume).
   const killPoints = pivotPhases.filter((p) => p !== 'done');
   const seeded = new Map<PivotPhase, Seeded>();

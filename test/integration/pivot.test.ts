@@ -113,7 +113,7 @@ describe('pivot between two real control planes', () => {
    * NodePlan move too). Each move fences the source and the next test starts it again: about
    * half the time of a start with every provider (14.5 against 29 s on this machine).
    */
-  const sourceControllers = allControllers().filter((c) => c.binary === 'capi-manager' || c.binary === 'provisioner-agent-manager');
+  const sourceControllers = allControllers().filter((c) => c.binary === 'capi-manager');
   const sourceRequest = () => ({ dir: sourceDir, detached: false, sink: new RecordingSink(), signal: abort.signal, controllers: sourceControllers });
 
   beforeAll(async () => {

@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/controllers/clustercache"
 	"sigs.k8s.io/cluster-api/controllers/crdmigrator"
 	"sigs.k8s.io/cluster-api/controllers/remote"
@@ -110,6 +111,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 func main() {
 	opts := &options{logOptions: logs.NewOptions()}
 	opts.addFlags(pflag.CommandLine)
+	agentOptions.AddFlags(flag.CommandLine)
 	pflag.CommandLine.SetNormalizeFunc(cliflag.WordSepNormalizeFunc)
 	pflag.CommandLine.AddGoFlagSet(flag.CommandLine) // --kubeconfig, registered by controller-runtime
 	// Cluster API's managers log at level 2 unless told otherwise.
@@ -183,9 +185,7 @@ func run(ctx context.Context, opts *options) error {
 		PprofBindAddress:           opts.profilerAddress,
 		Metrics:                    *metricsOptions,
 		Cache:                      sharedCacheOptions(scheme, opts.syncPeriod),
-		// The core manager's client options: Secrets and ConfigMaps always read live,
-		// unstructured objects (the providers' kinds) from the cache.
-		Client: setup.ManagerClientOptions(),
+		Client:                     clientOptions(selected),
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Port:     opts.webhookPort,
 			CertDir:  opts.webhookCertDir,
@@ -204,9 +204,11 @@ func run(ctx context.Context, opts *options) error {
 		return err
 	}
 
-	shared, err := newSharedParts(ctx, mgr, opts)
-	if err != nil {
-		return err
+	var shared *sharedParts
+	if slices.ContainsFunc(selected, func(p *provider) bool { return p.usesClusterAPI }) {
+		if shared, err = newSharedParts(ctx, mgr, opts); err != nil {
+			return err
+		}
 	}
 	// One CRD migrator for every selected provider's kinds: a manager runs one controller of a name.
 	migrations := map[client.Object]crdmigrator.ByObjectConfig{}
@@ -215,6 +217,34 @@ func run(ctx context.Context, opts *options) error {
 			migrations[obj] = cfg
 		}
 	}
+	if len(migrations) > 0 {
+		if err := setupCRDMigrator(ctx, mgr, opts, migrations); err != nil {
+			return err
+		}
+	}
+	for _, p := range selected {
+		if err := p.setupControllers(ctx, mgr, shared); err != nil {
+			return fmt.Errorf("%s: controllers: %w", p.name, err)
+		}
+		if err := p.setupWebhooks(mgr); err != nil {
+			return fmt.Errorf("%s: webhooks: %w", p.name, err)
+		}
+	}
+	for _, p := range selected {
+		if p.beforeStart == nil {
+			continue
+		}
+		if err := p.beforeStart(ctx, mgr); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+	}
+	setupLog.Info("Starting manager")
+	return mgr.Start(ctx)
+}
+
+// setupCRDMigrator runs one CRD migrator for every selected provider's kinds: a manager runs
+// one controller of a name.
+func setupCRDMigrator(ctx context.Context, mgr ctrl.Manager, opts *options, migrations map[client.Object]crdmigrator.ByObjectConfig) error {
 	skip := make([]crdmigrator.Phase, 0, len(opts.skipCRDMigration))
 	for _, phase := range opts.skipCRDMigration {
 		skip = append(skip, crdmigrator.Phase(phase))
@@ -227,16 +257,24 @@ func run(ctx context.Context, opts *options) error {
 	}).SetupWithManager(ctx, mgr, concurrency(1)); err != nil { // one at a time, as upstream: never a burst of patches
 		return fmt.Errorf("setting up the CRD migrator: %w", err)
 	}
+	return nil
+}
+
+// clientOptions are the core manager's client options (Secrets and ConfigMaps always read
+// live, unstructured objects, the providers' kinds, from the cache) plus what the selected
+// providers read live. A manager that runs no Cluster API controller reads Clusters and
+// Machines live too, so it starts where Cluster API's CRDs are not installed.
+func clientOptions(selected []*provider) client.Options {
+	options := setup.ManagerClientOptions()
+	usesClusterAPI := false
 	for _, p := range selected {
-		if err := p.setupControllers(ctx, mgr, shared); err != nil {
-			return fmt.Errorf("%s: controllers: %w", p.name, err)
-		}
-		if err := p.setupWebhooks(mgr); err != nil {
-			return fmt.Errorf("%s: webhooks: %w", p.name, err)
-		}
+		options.Cache.DisableFor = append(options.Cache.DisableFor, p.uncached...)
+		usesClusterAPI = usesClusterAPI || p.usesClusterAPI
 	}
-	setupLog.Info("Starting manager")
-	return mgr.Start(ctx)
+	if !usesClusterAPI {
+		options.Cache.DisableFor = append(options.Cache.DisableFor, &clusterv1.Cluster{}, &clusterv1.Machine{})
+	}
+	return options
 }
 
 // sharedParts are what upstream's managers each build for themselves and this one builds

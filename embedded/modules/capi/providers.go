@@ -64,6 +64,8 @@ import (
 	capicontrollerutil "sigs.k8s.io/cluster-api/util/controller"
 	"sigs.k8s.io/cluster-api/util/index"
 	"sigs.k8s.io/cluster-api/util/secret"
+
+	agentsetup "provisioner.dev/provider/setup"
 )
 
 // provider is one Cluster API provider this manager can run: its kinds, the CRDs its
@@ -75,6 +77,14 @@ type provider struct {
 	crdMigration     func() map[client.Object]crdmigrator.ByObjectConfig
 	setupControllers func(ctx context.Context, mgr ctrl.Manager, shared *sharedParts) error
 	setupWebhooks    func(mgr ctrl.Manager) error
+	// usesClusterAPI: its controllers read Cluster API's objects through the shared parts
+	// (the workload clusters' cache, the secret caching client) and the cache of Clusters
+	// and Machines. Only a manager running such a provider builds those.
+	usesClusterAPI bool
+	// beforeStart runs once the manager is set up, before it starts (nil: nothing).
+	beforeStart func(ctx context.Context, mgr ctrl.Manager) error
+	// uncached are kinds its client reads live rather than from the shared cache.
+	uncached []client.Object
 }
 
 // Upstream's defaults of the settings its managers take as flags and this one fixes: the
@@ -86,7 +96,7 @@ const (
 )
 
 func allProviders() []*provider {
-	return []*provider{coreProvider(), kubeadmBootstrapProvider(), kubeadmControlPlaneProvider(), devInfrastructureProvider()}
+	return []*provider{coreProvider(), kubeadmBootstrapProvider(), kubeadmControlPlaneProvider(), devInfrastructureProvider(), agentProvider()}
 }
 
 func providerNames() []string {
@@ -145,7 +155,8 @@ func sharedCacheOptions(scheme *runtime.Scheme, syncPeriod time.Duration) ctrlca
 // ClusterClass topologies, health checks and ClusterResourceSets.
 func coreProvider() *provider {
 	return &provider{
-		name: "cluster-api",
+		name:           "cluster-api",
+		usesClusterAPI: true,
 		addToScheme: []func(*runtime.Scheme) error{storagev1.AddToScheme, clusterv1beta1.AddToScheme,
 			addonsv1beta1.AddToScheme, addonsv1.AddToScheme, runtimev1alpha1.AddToScheme, runtimev1.AddToScheme,
 			ipamv1alpha1.AddToScheme, ipamv1beta1.AddToScheme, ipamv1.AddToScheme},
@@ -272,8 +283,9 @@ func setupCoreControllers(ctx context.Context, mgr ctrl.Manager, shared *sharedP
 // kubeadmBootstrapProvider turns KubeadmConfigs into the bootstrap data of machines.
 func kubeadmBootstrapProvider() *provider {
 	return &provider{
-		name:        "bootstrap-kubeadm",
-		addToScheme: []func(*runtime.Scheme) error{bootstrapv1beta1.AddToScheme, bootstrapv1.AddToScheme},
+		name:           "bootstrap-kubeadm",
+		usesClusterAPI: true,
+		addToScheme:    []func(*runtime.Scheme) error{bootstrapv1beta1.AddToScheme, bootstrapv1.AddToScheme},
 		crdMigration: func() map[client.Object]crdmigrator.ByObjectConfig {
 			return map[client.Object]crdmigrator.ByObjectConfig{
 				&bootstrapv1.KubeadmConfig{}:         {UseCache: false, UseStatusForStorageVersionMigration: true},
@@ -298,8 +310,9 @@ func kubeadmBootstrapProvider() *provider {
 // kubeadmControlPlaneProvider runs KubeadmControlPlanes: control-plane machines and their etcd.
 func kubeadmControlPlaneProvider() *provider {
 	return &provider{
-		name:        "control-plane-kubeadm",
-		addToScheme: []func(*runtime.Scheme) error{controlplanev1beta1.AddToScheme, controlplanev1.AddToScheme, bootstrapv1.AddToScheme, runtimev1.AddToScheme},
+		name:           "control-plane-kubeadm",
+		usesClusterAPI: true,
+		addToScheme:    []func(*runtime.Scheme) error{controlplanev1beta1.AddToScheme, controlplanev1.AddToScheme, bootstrapv1.AddToScheme, runtimev1.AddToScheme},
 		crdMigration: func() map[client.Object]crdmigrator.ByObjectConfig {
 			return map[client.Object]crdmigrator.ByObjectConfig{
 				&controlplanev1.KubeadmControlPlane{}:         {UseCache: false, UseStatusForStorageVersionMigration: true},
@@ -341,8 +354,9 @@ func kubeadmControlPlaneProvider() *provider {
 // which simulates machines, nodes and their API servers inside this process.
 func devInfrastructureProvider() *provider {
 	return &provider{
-		name:        "infrastructure-docker",
-		addToScheme: []func(*runtime.Scheme) error{devv1beta1.AddToScheme, devv1.AddToScheme},
+		name:           "infrastructure-docker",
+		usesClusterAPI: true,
+		addToScheme:    []func(*runtime.Scheme) error{devv1beta1.AddToScheme, devv1.AddToScheme},
 		crdMigration: func() map[client.Object]crdmigrator.ByObjectConfig {
 			cached := crdmigrator.ByObjectConfig{UseCache: true, UseStatusForStorageVersionMigration: true}
 			uncached := crdmigrator.ByObjectConfig{UseCache: false}
@@ -447,4 +461,27 @@ func setupAll(mgr ctrl.Manager, webhooks ...webhookSetup) error {
 		}
 	}
 	return nil
+}
+
+// agentOptions are the agent provider's flags (provider/setup declares them and their defaults).
+var agentOptions agentsetup.Options
+
+// agentProvider is provisioner's own provider (provider/ in this repository): host
+// registration, NodePlans, and the infrastructure kinds of machines on registered hosts
+// (HostCluster, HostMachine), with their webhooks. Its CRDs serve one version, so it has
+// nothing to migrate; it publishes the API server's CA for agents before the manager starts.
+func agentProvider() *provider {
+	return &provider{
+		name:         agentsetup.ProviderName,
+		addToScheme:  []func(*runtime.Scheme) error{agentsetup.AddToScheme},
+		crdMigration: func() map[client.Object]crdmigrator.ByObjectConfig { return nil },
+		setupControllers: func(_ context.Context, mgr ctrl.Manager, _ *sharedParts) error {
+			return agentsetup.SetupWithManager(mgr, agentOptions)
+		},
+		setupWebhooks: func(ctrl.Manager) error { return nil }, // SetupWithManager sets up its webhooks too
+		beforeStart: func(ctx context.Context, mgr ctrl.Manager) error {
+			return agentsetup.PublishServerCA(ctx, mgr.GetConfig(), mgr.GetScheme(), agentOptions)
+		},
+		uncached: agentsetup.Uncached(),
+	}
 }

@@ -23,14 +23,14 @@ export function registerManagement(program: Command, run: Runner): void {
     .addOption(listenAddressOption())
     .addOption(
       // No .choices(): the platform registry is imported only when the command runs (startup.test.ts); an unknown name is a usage error naming the choices.
-      new Option('--platform <platform>', "run only the providers this platform's clusters need (and the agent manager), installing only their CRDs; one of `create install-config --platform`'s choices; default: every bundled provider")
+      new Option('--platform <platform>', "run only the providers this platform's clusters need (and the agent provider), installing only their CRDs; one of `create install-config --platform`'s choices; default: the platform of --dir's install-config.yaml, else every bundled provider")
         .env('PROVISIONER_PLATFORM'),
     )
     .addHelpText(
       'after',
-      '\nWith --platform hosts it runs etcd, kube-apiserver, capi-manager (core and kubeadm providers)\n' +
-        'and provisioner-agent-manager: no other infrastructure provider, and no CRDs of one. Give the\n' +
-        'same --platform again when starting after a stop; a start without it adds every provider.\n',
+      '\nWith --platform hosts (or, without the flag, an install config of the hosts platform in --dir)\n' +
+        'it runs etcd, kube-apiserver and one capi-manager (the core, kubeadm and agent providers):\n' +
+        'no other infrastructure provider, and no CRDs of one. With neither, every bundled provider runs.\n',
     )
     .action(
       run<{ dir: string; listenAddress?: string; platform?: string }>(async (options, ctx) => {

@@ -2,7 +2,7 @@
  * The hosts platform: real kubeadm clusters on machines that already exist (bare metal,
  * VMs from anywhere, or the namespace test hosts of test/support/netns.ts), each running
  * the node agent (`provisioner hosts registration-command`). Our own infrastructure
- * provider (provider/api/infrastructure, in provisioner-agent-manager) claims a registered
+ * provider (provider/api/infrastructure, served by capi-manager) claims a registered
  * Host for each HostMachine by its pool's selector and role, and turns the Machine's
  * kubeadm bootstrap data (cloud-config) into a NodePlan the host's agent runs; deleting a
  * HostMachine runs a reset plan and frees the host.

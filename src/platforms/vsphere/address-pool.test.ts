@@ -60,7 +60,7 @@ describe('releaseClusterAddresses', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(2_200);
     expect(logs).toEqual([
       'Addresses of vs/vs released to their pool: vs-a (198.19.250.10)',
-      'IPAddressClaims of vs/vs still held, none released for 2 s: vs-b (198.19.250.11) (is provisioner-agent-manager running? its log says why)',
+      'IPAddressClaims of vs/vs still held, none released for 2 s: vs-b (198.19.250.11) (is capi-manager, which serves the address pools, running? its log says why)',
     ]);
   });
 

@@ -150,6 +150,6 @@ export async function releaseClusterAddresses(context: PlatformHookContext & { c
     const released = before.filter((c) => !left.some((l) => l.metadata.name === c.metadata.name));
     const describe = (c: ClaimObject) => `${c.metadata.name} (${addresses.get(c.status?.addressRef?.name ?? '') ?? 'no address'})`;
     if (released.length > 0) context.log(`Addresses of ${context.namespace}/${context.clusterName} released to their pool: ${released.map(describe).join(', ')}`);
-    if (left.length > 0) context.log(`IPAddressClaims of ${context.namespace}/${context.clusterName} still held, none released for ${Math.round(timeoutMs / 1000)} s: ${left.map(describe).join(', ')} (is provisioner-agent-manager running? its log says why)`);
+    if (left.length > 0) context.log(`IPAddressClaims of ${context.namespace}/${context.clusterName} still held, none released for ${Math.round(timeoutMs / 1000)} s: ${left.map(describe).join(', ')} (is capi-manager, which serves the address pools, running? its log says why)`);
   };
 }

@@ -69,7 +69,7 @@ describe('vsphere address pool', () => {
     const { config: cfg } = load(config('    network:\n      name: VM Network'));
     expect(devices(cfg).flat()).toEqual([{ networkName: 'VM Network', dhcp4: true, dhcp6: false }, { networkName: 'VM Network', dhcp4: true, dhcp6: false }]);
     expect(generateManifests(cfg).manifests.some((m) => m.object.kind === 'AddressPool')).toBe(false);
-    expect(platformControllers(platformFor(cfg), cfg).map((c) => c.binary)).not.toContain('provisioner-agent-manager');
+    expect(platformControllers(platformFor(cfg), cfg).map((c) => c.provider)).not.toContain('agent-provisioner');
   });
 
   it('with a pool: the AddressPool named like the cluster, every template claims from it, and its manager runs', () => {
@@ -89,7 +89,7 @@ describe('vsphere address pool', () => {
       networkName: 'VM Network', dhcp4: false, dhcp6: false,
       addressesFromPools: [{ apiGroup: 'ipam.provisioner.dev', kind: 'AddressPool', name: 'vs' }], nameservers: ['10.0.0.2'],
     }));
-    expect(platformControllers(platformFor(cfg), cfg).map((c) => c.binary)).toEqual(['capi-manager', 'capi-manager', 'capi-manager', 'capv-manager', 'provisioner-agent-manager']);
+    expect(platformControllers(platformFor(cfg), cfg).map((c) => c.binary)).toEqual(['capi-manager', 'capi-manager', 'capi-manager', 'capv-manager', 'capi-manager']);
     // nameservers defaults to none, written where declared.
     expect(load(pool('[10.0.0.20-10.0.0.29]')).config.platform.vsphere).toMatchObject({ network: { addressPool: { nameservers: [] } } });
   });
