@@ -138,7 +138,7 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
     expect(started.run.ended(), `create cluster ended before its provider install:\n${started.run.output()}`).toBe(false);
     expect(started.run.output()).toContain('stage management-install started');
     // The same providers as the install's local processes, managing the cluster (against the pods after the pivot).
-    const local = (await lab.processesOf(['capi-manager', 'provisioner-agent-manager'], dir)).local;
+    const local = (await lab.processesOf(['capi-manager'], dir)).local;
     figures['providers as local processes before the pivot, RSS (MiB)'] = Math.round(local.reduce((sum, p) => sum + p.rssKiB, 0) / 1024);
     figures['local provider processes'] = local.length;
     started.run.child.kill('SIGKILL');

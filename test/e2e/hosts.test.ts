@@ -1,6 +1,6 @@
 /**
  * Hosts and the node agent, end to end on loopback: `management start` (which runs
- * provisioner-agent-manager), `hosts registration-command`, the bundled provisioner-agent
+ * capi-manager with the agent provider), `hosts registration-command`, the bundled provisioner-agent
  * registering with exactly the printed line and then running, `hosts list`, and
  * `plan apply|status|cancel` with the plan executed by the real agent. The agent runs on
  * this machine against the loopback API server (no --listen-address); hosts in network

@@ -87,7 +87,6 @@ const probes: VersionProbe[] = [
     fromBuildInfo: true,
   })),
   // Ours (provider/): each prints package.json's version, which the bundle stamps.
-  { what: 'agent manager', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/manager', args: () => ['--version'], pattern: /^(v\S+)$/m },
   { what: 'node agent', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/agent', args: () => ['version'], pattern: /^(v\S+)$/m },
   { what: 'API server forwarder', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/forwarder', args: () => ['--version'], pattern: /^(v\S+)$/m },
   { what: 'pod sandbox (pause)', matches: (b) => b.module === 'provisioner.dev/provider' && b.package === './cmd/pause', args: () => ['--version'], pattern: /^(v\S+)$/m },

@@ -180,12 +180,12 @@ describe('local control plane with the real binaries', () => {
     await removeInstallDir(dir);
   });
 
-  it('boots etcd, kube-apiserver and one manager per bundled binary (capi-manager for four providers), each listening on 127.0.0.1 only', async () => {
+  it('boots etcd, kube-apiserver and one manager per bundled binary (capi-manager for the Cluster API providers and the agent provider), each listening on 127.0.0.1 only', async () => {
     const succeeded = sink.ofType('stage').filter((s) => s.state === 'succeeded' && s.stage.startsWith('controlplane/')).map((s) => s.stage);
     expect(succeeded).toEqual(controlPlaneStages.map((s) => `controlplane/${s}`));
     const names = (await recordedProcesses(dir)).map((e) => e.name).sort();
     const components = (await loadCatalog()).components;
-    expect(components.filter((c) => c.binary === 'capi-manager').map((c) => c.provider).sort()).toEqual(['bootstrap-kubeadm', 'cluster-api', 'control-plane-kubeadm', 'infrastructure-docker']);
+    expect(components.filter((c) => c.binary === 'capi-manager').map((c) => c.provider).sort()).toEqual(['agent-provisioner', 'bootstrap-kubeadm', 'cluster-api', 'control-plane-kubeadm', 'infrastructure-docker']);
     const managers = [...new Set(components.flatMap((c) => (c.binary ? [c.binary] : [])))];
     expect(names).toEqual(['etcd', 'kube-apiserver', ...managers].sort());
     await expectLoopbackOnly(dir);

@@ -1,6 +1,6 @@
 /**
  * The hosts platform's wait for hosts (src/platforms/hosts/registration.ts) against a real
- * local control plane running the platform's controllers (provisioner-agent-manager with
+ * local control plane running the platform's controllers (capi-manager serving the agent provider with
  * Cluster API's), with real provisioner-agents
  * registering through the printed commands. The control plane listens on loopback only
  * here, so the agents run on this machine (test/e2e covers hosts in network namespaces);

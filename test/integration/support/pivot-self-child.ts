@@ -14,7 +14,7 @@ import { allControllers } from '../../../src/platforms/index.js';
 import { pivot } from '../../../src/services/pivot.js';
 
 /** Cluster API's core, kubeadm and in-memory providers (the seeded kinds) and our agent manager. */
-export const pivotSelfControllers = allControllers().filter((c) => c.binary === 'capi-manager' || c.binary === 'provisioner-agent-manager');
+export const pivotSelfControllers = allControllers().filter((c) => c.binary === 'capi-manager');
 
 // Run as a script only (the test imports pivotSelfControllers from here).
 const [mode, dir] = process.argv[1]?.endsWith('pivot-self-child.ts') ? process.argv.slice(2) : [];
