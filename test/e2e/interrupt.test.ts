@@ -255,7 +255,12 @@ describe('Ctrl-C (SIGINT to the CLI process group) during create cluster with a 
     it('destroy cluster on that install exits 0 after releasing the AWSCluster CAPA never created in AWS, saying why, and leaves nothing', async () => {
       await stalledCreate();
       const destroyed = await cli(['destroy', 'cluster', '--dir', dir, '--no-progress-timeout', '1'], bootTimeoutMs + stallExitMs);
-      expect(destroyed.exitCode, destroyed.stderr).toBe(0);
+      // On a failure, what Cluster API's controllers said about the Cluster's deletion (the ledger's open entry for this
+      // test: which descendant or control-plane object held the Cluster once its AWSCluster was gone); the afterAll
+      // removes the install dir and these logs with it.
+      const managerLog = destroyed.exitCode === 0 ? '' : await readFile(path.join(dir, 'logs', 'capi-manager.log'), 'utf8').catch((error: unknown) => `(no capi-manager.log: ${String(error)})`);
+      const aboutSigint = managerLog.split('\n').filter((line) => line.includes('sigint')).slice(-80).join('\n');
+      expect(destroyed.exitCode, `${destroyed.stderr}\ncapi-manager.log, the lines naming sigint (last 80):\n${aboutSigint}`).toBe(0);
       expect(destroyed.stderr).toMatch(/Released AWSCluster sigint\/sigint \(its finalizers removed\): CAPA recorded no VPC, subnet, security group, load balancer or instance of it in AWS, and its \w+ condition shows AWS was never reached/);
       expect(destroyed.stderr).toMatch(/Every Cluster API object of sigint\/sigint is gone/);
       expect((await aliveRecorded(dir)).map((e) => e.name)).toEqual([]);
