@@ -196,6 +196,11 @@ export async function ensureLayer(catalog: BinaryCatalog, name: string, options:
   return { path: file, layer };
 }
 
+/** The sha256 of each named binary as `catalog` records it: what `ensureBinaries` checks the cached file against. */
+export async function binaryDigests(catalog: BinaryCatalog, names: readonly string[]): Promise<Record<string, string>> {
+  return Object.fromEntries((await catalogSources(catalog, names)).map((source) => [source.name, source.sha256]));
+}
+
 /** The source of every named binary in `catalog`. */
 async function catalogSources(catalog: BinaryCatalog, names: readonly string[]): Promise<BinarySource[]> {
   if (catalog.kind === 'bundle') return names.map((name) => bundleSource(catalog, catalog.binary(name)));

@@ -5,7 +5,7 @@
  * control plane's artifacts directory, which its forwarder serves read-only on the
  * listen address; each comes back with the URL and sha256 a NodePlan contentRef names.
  */
-import { resolveCacheDir, ensureBinaries, ensureLayer, type CacheOptions } from '../embedded/cache.js';
+import { binaryDigests, resolveCacheDir, ensureBinaries, ensureLayer, type CacheOptions } from '../embedded/cache.js';
 import { loadBinaryCatalog } from '../embedded/catalog.js';
 import { EnvironmentError } from '../errors.js';
 import { controlPlaneLayout } from '../controlplane/layout.js';
@@ -49,15 +49,8 @@ export async function prepareNodeArtifactsFor(request: NodeArtifactsRequest): Pr
   const paths = await ensureBinaries([...nodeBinaryNames, ...imageBinaries], { ...request, catalog });
   // The catalog's sha256 is the extracted file's (the cache checked it at extraction and keys the file by it): hashing
   // the binaries again here cost about 2 s of CPU at every create (the 149 MB multi-call kube six times, 0.3 s each).
-  const sha256Of = (name: string): string | undefined => {
-    const found = catalog.binary(name);
-    if ('sha256' in found) return found.sha256;
-    return 'platform' in catalog ? found.platforms[catalog.platform as keyof typeof found.platforms]?.sha256 : undefined;
-  };
-  const binary = (name: string): NodeBinary => {
-    const sha256 = sha256Of(name);
-    return { path: paths[name]!, version: catalog.binary(name).version, ...(sha256 === undefined ? {} : { sha256 }) };
-  };
+  const digests = await binaryDigests(catalog, [...nodeBinaryNames, ...imageBinaries]);
+  const binary = (name: string): NodeBinary => ({ path: paths[name]!, version: catalog.binary(name).version, sha256: digests[name]! });
   // MissingLayerError (exit as an EnvironmentError) for a bundle or release without it: kube-proxy needs iptables.
   const userland = await ensureLayer(catalog, userlandLayerName, { ...request, catalog });
   const images = await ensureNodeImages(Object.fromEntries(imageBinaries.map((n) => [n, binary(n)])), {
