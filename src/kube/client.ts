@@ -293,20 +293,33 @@ export class KubeClient {
   }
 
   async list<T extends KubeObject>(apiVersion: string, kind: string, options: ListOptions = {}): Promise<T[]> {
+    return (await this.listVersioned<T>(apiVersion, kind, options)).items;
+  }
+
+  /**
+   * A list with the collection's resourceVersion at the time of the read: a watch started
+   * from it (`resourceVersion` in `watch`'s query) sees every change after the list,
+   * deletions included. A watch started without one begins "now" and misses what happened
+   * between the list and its start.
+   */
+  async listVersioned<T extends KubeObject>(apiVersion: string, kind: string, options: ListOptions = {}): Promise<{ items: T[]; resourceVersion: string }> {
     const path = await this.collectionPath(apiVersion, kind, options.namespace);
     const items: T[] = [];
     let continueToken: string | undefined;
+    let resourceVersion = '';
     do {
       const page = (await this.request({
         method: 'GET',
         path,
         query: { labelSelector: options.labelSelector, limit: 500, continue: continueToken, resourceVersion: options.fromCache ? '0' : undefined },
         object: `${kind} list`,
-      })) as { items: T[]; metadata?: { continue?: string } };
+      })) as { items: T[]; metadata?: { continue?: string; resourceVersion?: string } };
       for (const item of page.items) items.push({ ...item, apiVersion, kind });
       continueToken = page.metadata?.continue || undefined;
+      // Every page of one paginated list is read at the first page's resourceVersion.
+      resourceVersion ||= page.metadata?.resourceVersion ?? '';
     } while (continueToken);
-    return items;
+    return { items, resourceVersion };
   }
 
   /** Deletes; a missing object is not an error. Returns false when it was already gone. */

@@ -10,6 +10,7 @@ const kind = 'Thing';
 
 interface FakeWatch {
   path: string;
+  query: Record<string, unknown>;
   onEvent: (phase: WatchPhase, obj: KubeObject) => void;
   onDone: (error?: Error) => void;
   stopped: boolean;
@@ -19,18 +20,20 @@ interface FakeWatch {
 class FakeClient {
   /** What the next list returns. */
   listed: KubeObject[] = [];
+  /** The collection's resourceVersion the next list reports. */
+  listedVersion = '1';
   lists = 0;
   readonly watches: FakeWatch[] = [];
 
-  list(): Promise<KubeObject[]> {
+  listVersioned(): Promise<{ items: KubeObject[]; resourceVersion: string }> {
     this.lists += 1;
-    return Promise.resolve(this.listed.map((o) => structuredClone(o)));
+    return Promise.resolve({ items: this.listed.map((o) => structuredClone(o)), resourceVersion: this.listedVersion });
   }
   collectionPath(api: string, k: string, namespace?: string): Promise<string> {
     return Promise.resolve(`/apis/${api}/namespaces/${namespace ?? ''}/${k.toLowerCase()}s`);
   }
-  watch(path: string, _query: unknown, onEvent: FakeWatch['onEvent'], onDone: FakeWatch['onDone']): Promise<() => void> {
-    const watch: FakeWatch = { path, onEvent, onDone, stopped: false };
+  watch(path: string, query: Record<string, unknown>, onEvent: FakeWatch['onEvent'], onDone: FakeWatch['onDone']): Promise<() => void> {
+    const watch: FakeWatch = { path, query, onEvent, onDone, stopped: false };
     this.watches.push(watch);
     return Promise.resolve(() => {
       watch.stopped = true;
@@ -41,7 +44,7 @@ class FakeClient {
     await vi.waitFor(() => expect(this.watches.length).toBeGreaterThanOrEqual(count), { timeout: 5_000 });
     return this.watches[this.watches.length - 1]!;
   }
-  /** waitFor only uses list/collectionPath/watch; a full KubeClient needs a server, so this fake stands in. */
+  /** waitFor only uses listVersioned/collectionPath/watch; a full KubeClient needs a server, so this fake stands in. */
   asKubeClient(): KubeClient {
     return this as unknown as KubeClient;
   }
@@ -187,6 +190,34 @@ describe('waitFor', () => {
     }
   });
 
+  it('watches from the resourceVersion of its list, so a deletion between the two is seen (the destroy wait that stalled on a gone Cluster)', async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending')];
+    client.listedVersion = '41';
+    const gone = (snapshot: Snapshot): Verdict => ({ state: (snapshot.get(`${apiVersion}/${kind}`)?.size ?? 0) === 0 ? 'done' : 'waiting', objects: [] });
+    const wait = waitFor(client.asKubeClient(), options(new RecordingSink(), { evaluate: gone }));
+    const watch = await client.current();
+    expect(watch.query).toMatchObject({ resourceVersion: '41' });
+    // The server replays what happened after 41: here the deletion made while the watch was being set up.
+    watch.onEvent('DELETED', thing('a', 'Pending', '42'));
+    await expect(wait).resolves.toMatchObject({ state: 'done' });
+  });
+
+  it('after a watch ends, lists again and watches from the new resourceVersion', async () => {
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending')];
+    client.listedVersion = '7';
+    const wait = waitFor(client.asKubeClient(), options(new RecordingSink()));
+    const first = await client.current();
+    expect(first.query).toMatchObject({ resourceVersion: '7' });
+    client.listed = [thing('a', 'Done', '9')];
+    client.listedVersion = '9';
+    first.onDone(new Error('too old resource version: 7 (9)'));
+    const second = await client.current(2);
+    expect(second.query).toMatchObject({ resourceVersion: '9' });
+    await expect(wait).resolves.toMatchObject({ state: 'done' });
+  });
+
   it('a watch the server ends and restarts, with nothing changed, does not move the deadline', async () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     try {
@@ -265,7 +296,7 @@ describe('waitFor', () => {
     client.listed = [thing('a', 'Pending')];
     const wait = waitFor(client.asKubeClient(), options(new RecordingSink()));
     const watch = await client.current();
-    client.list = () => Promise.reject(new InfrastructureError('api server gone'));
+    client.listVersioned = () => Promise.reject(new InfrastructureError('api server gone'));
     watch.onDone();
     await expect(wait).rejects.toThrow('api server gone');
   });

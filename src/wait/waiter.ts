@@ -99,14 +99,17 @@ export function watching<T>(client: KubeClient, kinds: readonly WatchedKind[], j
       const key = `${kind.apiVersion}/${kind.kind}`;
       const objects = snapshot.get(key) ?? new Map<string, KubeObject>();
       snapshot.set(key, objects);
-      // List first (the watch then starts from the list's resourceVersion, losing nothing).
-      const listed = await client.list(kind.apiVersion, kind.kind, kind.namespace ? { namespace: kind.namespace } : {});
+      // List first, then watch from the list's resourceVersion: a deletion between the two is
+      // still seen. (A watch without one starts "now": an object deleted in that gap stayed in
+      // the snapshot until the next re-list, minutes later, and a destroy's wait stalled on it.)
+      // A resourceVersion the server no longer has ends the watch (410), and this lists again.
+      const listed = await client.listVersioned(kind.apiVersion, kind.kind, kind.namespace ? { namespace: kind.namespace } : {});
       objects.clear();
-      for (const obj of listed) objects.set(snapshotKey(obj), obj);
+      for (const obj of listed.items) objects.set(snapshotKey(obj), obj);
       const path = await client.collectionPath(kind.apiVersion, kind.kind, kind.namespace);
       const stop = await client.watch(
         path,
-        { allowWatchBookmarks: true },
+        { allowWatchBookmarks: true, ...(listed.resourceVersion ? { resourceVersion: listed.resourceVersion } : {}) },
         (phase, obj) => {
           if (phase === 'BOOKMARK' || phase === 'ERROR') return;
           const full = { ...obj, apiVersion: kind.apiVersion, kind: kind.kind };
