@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, ExitCode, exitCodeOf } from '../errors.js';
 import { installConfigSchema } from '../platforms/index.js';
 import type { AwsMachine, AwsPlatform } from '../platforms/aws/config.js';
+import { awsPlatform } from '../platforms/aws/index.js';
 import { loadInstallConfigText, validateInstallConfigText } from './load.js';
 
 const base = `apiVersion: provisioner.dev/v1alpha1
@@ -89,6 +90,7 @@ const cases: Case[] = [
   { name: 'aws subnets without a VPC', text: `${awsBase}    subnets: [subnet-0123456789abcdef0]\n`, paths: ['platform.aws.vpcID'], says: 'vpcID' },
   { name: 'aws pool subnet not listed', text: awsBase.replace('roles: [worker]', 'roles: [worker]\n    platform: {aws: {subnet: subnet-0000000000000000f}}') + '    vpcID: vpc-0123456789abcdef0\n    subnets: [subnet-0123456789abcdef0]\n', paths: ['machinePools[1].platform.aws.subnet'] },
   { name: 'aws VPC overlapping services', text: `${awsBase}    vpcCIDR: 10.128.0.0/16\n`, paths: ['platform.aws.vpcCIDR'], says: 'overlaps' },
+  { name: 'aws endpoint without a scheme', text: `${awsBase}    endpointURL: aws-proxy.example.com\n`, paths: ['platform.aws.endpointURL'], says: 'http(s) URL' },
   { name: 'aws keys written inline', text: `${awsBase}    credentials:\n      secretAccessKey: abc\n`, paths: ['platform.aws.credentials.secretAccessKey'], says: 'credentials file' },
   { name: 'aws settings on an inmemory cluster', text: base.replace('roles: [worker]', 'roles: [worker]\n    platform: {aws: {instanceType: m5.large}}'), paths: ['machinePools[1].platform.aws'], says: 'inmemory' },
   { name: 'aws root volume too small', text: awsBase.replace('roles: [worker]', 'roles: [worker]\n    platform: {aws: {rootVolumeSize: 4}}'), paths: ['machinePools[1].platform.aws.rootVolumeSize'] },
@@ -170,6 +172,13 @@ describe('valid install configs', () => {
     expect(config.machinePools[0]?.platform.aws).toEqual({ instanceType: 'm6i.large', rootVolumeSize: 80, ami: 'ami-0123456789abcdef0', iamInstanceProfile: 'control-plane.cluster-api-provider-aws.sigs.k8s.io' });
     expect((config.machinePools[1]?.platform.aws as AwsMachine | undefined)?.iamInstanceProfile).toBe('nodes.cluster-api-provider-aws.sigs.k8s.io');
     expect((config.platform.aws as AwsPlatform | undefined)?.credentials).toEqual({ file: '~/.aws/credentials', profile: 'default' });
+  });
+
+  it('gives the provider platform.aws.endpointURL as AWS_ENDPOINT_URL, beside the profile and region, and nothing when unset', () => {
+    const withEndpoint = validateInstallConfigText(`${awsBase}    endpointURL: http://127.0.0.1:4566\n`, { schema: installConfigSchema }).config;
+    expect(awsPlatform.credentialFiles(withEndpoint, '/install')[0]?.settings).toEqual({ AWS_PROFILE: 'default', AWS_REGION: 'us-east-1', AWS_ENDPOINT_URL: 'http://127.0.0.1:4566' });
+    const without = validateInstallConfigText(awsBase, { schema: installConfigSchema }).config;
+    expect(awsPlatform.credentialFiles(without, '/install')[0]?.settings).toEqual({ AWS_PROFILE: 'default', AWS_REGION: 'us-east-1' });
   });
 
   it('warns, without failing, about a control plane without high availability and pools that run nothing', () => {

@@ -11,8 +11,9 @@
  * The same install then shows the no-progress deadline, on a platform whose infrastructure
  * never becomes ready here: fake but well-formed AWS credentials, so the platform's offline
  * check passes, CAPA runs with the file by path, its webhooks default and validate our
- * objects, and it tries to reach AWS, which this machine cannot: nothing the user sees
- * changes after its first error. Resumed a third time with `--no-progress-timeout 1`, the
+ * objects, and it tries to reach AWS at `platform.aws.endpointURL`, a loopback port that
+ * refuses every connection (so no query, not even a DNS lookup of AWS's names, leaves the
+ * machine): nothing the user sees changes after its first error. Resumed a third time with `--no-progress-timeout 1`, the
  * wait must fail about a minute later — exit 5, naming the Cluster and the condition that
  * blocks it — instead of sitting in wait-infrastructure (it sat there for minutes when the
  * flag was silently ignored). The log bundle has CAPA's log and no credential value.
@@ -27,6 +28,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { chmod, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,6 +72,15 @@ afterAll(async () => {
   await killRecorded(dir).catch(() => undefined);
   await rm(dir, { recursive: true, force: true });
 });
+
+/** A loopback port nothing listens on (bound, read and closed). */
+async function closedLoopbackPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 /** `create cluster --output json` as a terminal's foreground job: the leader of its own process group. */
 function startCreate(): BackgroundCli {
@@ -136,6 +147,11 @@ describe('Ctrl-C (SIGINT to the CLI process group) during create cluster with a 
     expect(config.exitCode, config.stderr).toBe(0);
     // The platform's own pre-provision check runs first and needs a well-formed credentials file.
     await useFakeAwsCredentials(dir);
+    // Every AWS call goes to a loopback port nothing listens on: refused at once, never resolved or sent elsewhere.
+    const refusing = await closedLoopbackPort();
+    await editInstallConfig(dir, (doc) => {
+      (doc.platform as { aws: Record<string, unknown> }).aws.endpointURL = `http://127.0.0.1:${refusing}`;
+    });
     // A hook whose child ignores nothing and holds the hook's output pipe.
     await writeFile(
       path.join(dir, 'hold.sh'),

@@ -65,6 +65,14 @@ export const awsPlatformSchema = s.object(
       ),
       {},
     ),
+    endpointURL: optional(
+      s.string({
+        doc: 'Base URL of every AWS API the provider calls, given to it as AWS_ENDPOINT_URL: a proxy, a private endpoint or an AWS API simulator. Default: AWS\'s public endpoints of the region.',
+        pattern: /^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/,
+        patternHint: 'an http(s) URL such as https://aws-proxy.example.com',
+        examples: ['https://aws-proxy.example.com'],
+      }),
+    ),
     additionalTags: optional(s.map(s.string({ doc: 'Tag value.', maxLength: 256 }), { doc: 'Tags added to every AWS resource the provider creates.' })),
   },
   {

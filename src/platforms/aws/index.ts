@@ -169,8 +169,9 @@ export const awsPlatform: Platform = {
   controllers: [...coreControllers(), capa],
 
   credentialFiles(config: InstallConfig, installDir: string) {
-    const credentials = awsSection(config).credentials;
-    const settings = { AWS_PROFILE: credentials.profile, AWS_REGION: awsSection(config).region };
+    const aws = awsSection(config);
+    const credentials = aws.credentials;
+    const settings: Record<string, string> = { AWS_PROFILE: credentials.profile, AWS_REGION: aws.region, ...(aws.endpointURL ? { AWS_ENDPOINT_URL: aws.endpointURL } : {}) };
     return [{ path: resolveConfigPath(installDir, credentials.file), fileEnv: 'AWS_SHARED_CREDENTIALS_FILE', settings, controllers: [capa.binary] }];
   },
 
