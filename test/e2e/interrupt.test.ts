@@ -260,6 +260,9 @@ describe('Ctrl-C (SIGINT to the CLI process group) during create cluster with a 
       expect((await execa('tar', ['-tzf', path.join(dir, bundles[0]!)])).stdout).toMatch(/capa-manager\.log/);
       const content = await execa('tar', ['-xzOf', path.join(dir, bundles[0]!)], { encoding: 'utf8', maxBuffer: 512 * 2 ** 20 });
       expect(content.stdout).toMatch(/capa-manager|cluster-api-provider-aws/);
+      // Every AWS call CAPA made went to the loopback endpoint, and it never looked up one of AWS's names.
+      expect(content.stdout).toMatch(/dial tcp 127\.0\.0\.1:\d+: connect: connection refused/);
+      expect(content.stdout).not.toMatch(/lookup [a-z0-9.-]*amazonaws\.com/);
       expect(content.stdout).not.toContain(fakeAwsKeys.secret);
       expect(content.stdout).not.toContain(fakeAwsKeys.id);
     });
