@@ -10,7 +10,7 @@
  * archive holds), every blob; the Deployments name the registry. A second install uploads no
  * blob (the registry's access log shows no upload). A registry that requires credentials
  * answers 401, and the install fails naming it and --image-registry-auth-file; with the file,
- * the same push goes through.
+ * the same push goes through. `--dry-run` prints the pushes and sends the registry nothing.
  * Fails (never skips) when the bundle has not been built: run `npm run setup` first.
  */
 import { createHash } from 'node:crypto';
@@ -27,7 +27,7 @@ import { pushArchiveImage } from '../../src/imageregistry/push.js';
 import { parseImageRegistry } from '../../src/imageregistry/reference.js';
 import type { KubeObject } from '../../src/kube/client.js';
 import { ensureProviderImage, type ProviderImage } from '../../src/management/images.js';
-import { installManagement } from '../../src/management/install.js';
+import { describePlan, installManagement } from '../../src/management/install.js';
 import { RecordingSink } from '../support/recording-sink.js';
 import { removeInstallDir, tempInstallDir } from './support/controlplane.js';
 import { startOciRegistry, type OciRegistry } from './support/oci-registry.js';
@@ -95,6 +95,15 @@ describe('management install --image-registry against the distribution registry'
   async function registryGet(pathname: string, accept?: string): Promise<Response> {
     return fetch(`http://${registry.host}${pathname}`, accept ? { headers: { accept } } : {});
   }
+
+  it('--dry-run prints the pushes it would make and sends the registry nothing', async () => {
+    const before = registry.log().length;
+    const result = await installManagement({ kubeconfig: cluster.kubeconfig, imageRegistry: `${registry.host}/provisioner`, dryRun: true, sink: new RecordingSink(), signal: abort.signal });
+    const version = (await loadBinaryCatalog({})).binary('capi-manager').version;
+    expect(describePlan(result).split('\n')).toContain(`push provisioner.local/capi-manager:${version} to ${registry.host}/provisioner/capi-manager:${version}`);
+    expect(result.providers.map((p) => p.image)).toEqual(deployments.map(() => `${registry.host}/provisioner/capi-manager:${version}`));
+    expect(registry.log().slice(before)).not.toMatch(/"(GET|HEAD|POST|PUT) \/v2\//);
+  }, 300_000);
 
   it('pushes every image, names it by digest in the Deployments, and the registry serves what was pushed; a second run uploads nothing', async () => {
     const started = performance.now();
