@@ -7,12 +7,14 @@
 import { createHash } from 'node:crypto';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, ExternalError, UsageError } from '../errors.js';
 import { writeImageArchive } from '../nodeartifacts/oci-image.js';
+import { createCertificateAuthority, issueCertificate } from '../pki/index.js';
 import { readRegistryAuth } from './auth.js';
 import { RegistryClient } from './client.js';
 import { pushArchiveImage } from './push.js';
@@ -196,6 +198,34 @@ describe('pushing an archive', () => {
     client.close();
     expect((error as Error).message).toMatch(new RegExp(`Registry 127\\.0\\.0\\.1:${closed.port} could not be reached for the API check .*ECONNREFUSED`));
     expect((error as ExternalError).hint).toContain('\u2039imageRegistry\u203a');
+  });
+});
+
+describe('a registry over HTTPS', () => {
+  it('trusts a private CA given by file, and without it names the CA file option', async () => {
+    const ca = await createCertificateAuthority({ commonName: 'registry test CA' });
+    const serving = await issueCertificate(ca, { commonName: 'registry', ipAddresses: ['127.0.0.1'], usages: 'server' });
+    const server = https.createServer({ cert: serving.certPem, key: serving.keyPem }, (_req, res) => res.writeHead(200).end('{}'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-ca-'));
+    try {
+      const caFile = path.join(dir, 'ca.pem');
+      await writeFile(caFile, ca.certPem);
+      const target = parseImageRegistry(`https://127.0.0.1:${(server.address() as AddressInfo).port}`);
+      const trusting = await RegistryClient.open({ target, caFile });
+      await expect(trusting.check()).resolves.toBeUndefined();
+      trusting.close();
+      const untrusting = await RegistryClient.open({ target });
+      const error = await untrusting.check().catch((e: unknown) => e);
+      untrusting.close();
+      expect(error).toBeInstanceOf(ExternalError);
+      expect((error as ExternalError).message).toMatch(/could not be reached for the API check/);
+      expect((error as ExternalError).hint).toMatch(/certificate is not trusted: give the CA that signed it with \u2039imageRegistryCaFile\u203a/);
+      await expect(RegistryClient.open({ target, caFile: path.join(dir, 'absent.pem') })).rejects.toThrow(ConfigError);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
