@@ -6,7 +6,7 @@
  * the host, never a value.
  */
 import { stat } from 'node:fs/promises';
-import { ConfigError } from '../errors.js';
+import { ConfigError, requestField } from '../errors.js';
 import { readJsonFile, type FileKind } from '../input-files.js';
 
 export interface RegistryCredentials {
@@ -32,7 +32,7 @@ function authsKey(key: string): string {
  */
 export async function readRegistryAuth(file: string, host: string): Promise<{ credentials: RegistryCredentials; warnings: string[] }> {
   const fail = (message: string, hint: string): never => {
-    throw new ConfigError(`The registry auth file cannot be used: ${message}`, [], { hint });
+    throw new ConfigError(`The registry auth file (${requestField('imageRegistryAuthFile')}) cannot be used: ${message}`, [], { hint });
   };
   const warnings: string[] = [];
   const info = await stat(file).catch(() => undefined);

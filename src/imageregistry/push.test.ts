@@ -253,7 +253,7 @@ describe('readRegistryAuth', () => {
     await writeFile(file, JSON.stringify({ credsStore: 'desktop', auths: { 'x.example': { auth: Buffer.from('u:secret').toString('base64') } } }), { mode: 0o600 });
     const error = await readRegistryAuth(file, 'registry.example').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConfigError);
-    expect((error as Error).message).toBe(`The registry auth file cannot be used: ${file} has no auths entry for registry.example (it has: x.example)`);
+    expect((error as Error).message).toBe(`The registry auth file (\u2039imageRegistryAuthFile\u203a) cannot be used: ${file} has no auths entry for registry.example (it has: x.example)`);
     expect((error as ConfigError).hint).toMatch(/credential helper/);
     expect(JSON.stringify(error)).not.toContain('secret');
   });
