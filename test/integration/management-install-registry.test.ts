@@ -10,7 +10,8 @@
  * archive holds), every blob; the Deployments name the registry. A second install uploads no
  * blob (the registry's access log shows no upload). A registry that requires credentials
  * answers 401, and the install fails naming it and --image-registry-auth-file; with the file,
- * the same push goes through. `--dry-run` prints the pushes and sends the registry nothing.
+ * the same push goes through. `--dry-run` prints the pushes (with a hosts install directory, its
+ * in-cluster artifacts' image too) and sends the registry nothing.
  * Fails (never skips) when the bundle has not been built: run `npm run setup` first.
  */
 import { createHash } from 'node:crypto';
@@ -18,6 +19,8 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withFlagNames } from '../../src/cli/request-fields.js';
+import { validateInstallConfigText } from '../../src/config/index.js';
+import { installConfigSchema } from '../../src/platforms/registry.js';
 import { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
 import { ensureBinaries, resolveCacheDir } from '../../src/embedded/cache.js';
 import { loadBinaryCatalog } from '../../src/embedded/catalog.js';
@@ -31,6 +34,23 @@ import { describePlan, installManagement } from '../../src/management/install.js
 import { RecordingSink } from '../support/recording-sink.js';
 import { removeInstallDir, tempInstallDir } from './support/controlplane.js';
 import { startOciRegistry, type OciRegistry } from './support/oci-registry.js';
+
+const hostsConfig = validateInstallConfigText(
+  `apiVersion: provisioner.dev/v1alpha1
+kind: InstallConfig
+metadata:
+  name: pushed
+machinePools:
+  - name: control-plane
+    quantity: 1
+    roles: [etcd, controlPlane]
+platform:
+  hosts: {}
+bootstrap:
+  listenAddress: 198.19.0.1
+`,
+  { schema: installConfigSchema },
+).config;
 
 const deployments = [
   'capi-system/capi-controller-manager',
@@ -102,6 +122,18 @@ describe('management install --image-registry against the distribution registry'
     const version = (await loadBinaryCatalog({})).binary('capi-manager').version;
     expect(describePlan(result).split('\n')).toContain(`push provisioner.local/capi-manager:${version} to ${registry.host}/provisioner/capi-manager:${version}`);
     expect(result.providers.map((p) => p.image)).toEqual(deployments.map(() => `${registry.host}/provisioner/capi-manager:${version}`));
+    expect(registry.log().slice(before)).not.toMatch(/"(GET|HEAD|POST|PUT) \/v2\//);
+
+    // With a hosts install directory, the image of its in-cluster artifacts (provisioner-forwarder) is pushed too, not loaded.
+    const dir = await tempInstallDir('registry-dry-run');
+    try {
+      const withDir = await installManagement({ kubeconfig: cluster.kubeconfig, dir, config: hostsConfig, imageRegistry: `${registry.host}/provisioner`, dryRun: true, sink: new RecordingSink(), signal: abort.signal });
+      const forwarder = (await loadBinaryCatalog({})).binary('provisioner-forwarder').version;
+      expect(describePlan(withDir).split('\n')).toContain(`push provisioner.local/provisioner-forwarder:${forwarder} to ${registry.host}/provisioner/provisioner-forwarder:${forwarder}`);
+      expect(withDir.images.every((i) => i.pushedAs?.startsWith(`${registry.host}/provisioner/`) && !i.loaded)).toBe(true);
+    } finally {
+      await removeInstallDir(dir);
+    }
     expect(registry.log().slice(before)).not.toMatch(/"(GET|HEAD|POST|PUT) \/v2\//);
   }, 300_000);
 
