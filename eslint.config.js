@@ -41,7 +41,7 @@ const noTimerPromises = [
 // (management/attach.ts, pivot/from.ts, handoff/*/register.ts, apply/objects.ts, ...), never in a service.
 const noOtherServices = { regex: '^\\./|(^|/)services/', message: 'A service never imports another service: move what both need into a domain module (docs/architecture.md, "Layers").' };
 
-const domainModules = ['addons', 'config', 'assets', 'pki', 'controlplane', 'apply', 'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms', 'progress', 'handoff', 'nodeartifacts', 'agent', 'installdir', 'management'];
+const domainModules = ['imageregistry', 'addons', 'config', 'assets', 'pki', 'controlplane', 'apply', 'lifecycle', 'wait', 'pivot', 'gather', 'embedded', 'platforms', 'progress', 'handoff', 'nodeartifacts', 'agent', 'installdir', 'management'];
 // Every block refuses timers/promises too, but for the two modules that own waiting (`timersAllowed`).
 const restrict = (patterns, { timersAllowed = false } = {}) => ({ 'no-restricted-imports': ['error', { paths: timersAllowed ? [] : noTimerPromises, patterns }] });
 

@@ -147,6 +147,9 @@ export const binaryRecipes: readonly BinaryRecipe[] = [
   { name: 'vcsim', wrapper: 'vcsim', package: '.', versionModule: 'github.com/vmware/govmomi', versionPackages: ['main'], shipped: false },
   // govmomi's vSphere CLI from the same govmomi as vcsim, for the vsphere tests' listing of what the simulator holds; its version lives in cli/flags.
   { name: 'govc', wrapper: 'govc', package: '.', versionModule: 'github.com/vmware/govmomi', versionPackages: stamps.none, versionVariables: ['github.com/vmware/govmomi/cli/flags.BuildVersion'], shipped: false },
+  // The CNCF distribution registry (an OCI distribution API server) for the tests of `management install --image-registry`:
+  // embedded/modules/distribution/main.go links only its filesystem and inmemory storage and htpasswd auth.
+  { name: 'registry', wrapper: 'distribution', package: '.', versionModule: 'github.com/distribution/distribution/v3', versionPackages: stamps.none, versionVariables: ['github.com/distribution/distribution/v3/version.version'], shipped: false },
   { name: 'clusterctl', wrapper: 'capi', package: 'sigs.k8s.io/cluster-api/cmd/clusterctl', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: false },
   { name: 'kubectl', wrapper: 'kubernetes', package: 'k8s.io/kubernetes/cmd/kubectl', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: false },
   // Kubernetes' e2e test server (DNS, HTTP, netexec...), for tests of Services and DNS on hosts-platform clusters.

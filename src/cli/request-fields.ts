@@ -18,6 +18,9 @@ export const flagOfRequestField: Readonly<Record<string, string>> = {
   to: '--to',
   apiServerUrl: '--api-server-url',
   mode: '--mode',
+  imageRegistry: '--image-registry',
+  imageRegistryAuthFile: '--image-registry-auth-file',
+  imageRegistryCaFile: '--image-registry-ca-file',
 };
 
 export function flagOf(field: string): string {

@@ -1,5 +1,9 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describePlan, type ManagementInstallResult } from './install.js';
+import { UsageError } from '../errors.js';
+import { describePlan, installManagement, type ManagementInstallResult } from './install.js';
 
 describe('describePlan (--dry-run)', () => {
   it('names each Deployment and image, the certificates to issue and every object it would create or apply over', () => {
@@ -21,5 +25,28 @@ describe('describePlan (--dry-run)', () => {
       'create Deployment capi-system/capi-controller-manager',
       'apply (exists) CustomResourceDefinition clusters.cluster.x-k8s.io',
     ]);
+  });
+});
+
+describe('installManagement with registry options', () => {
+  const request = { kubeconfig: '/nonexistent/kubeconfig', sink: { emit: () => undefined }, signal: new AbortController().signal };
+
+  it('refuses an auth or CA file without a registry, and a CA file for a plain-HTTP loopback registry, before reading anything', async () => {
+    const error = await installManagement({ ...request, imageRegistryAuthFile: '/x/config.json' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UsageError);
+    expect((error as Error).message).toBe('\u2039imageRegistryAuthFile\u203a is for pushing to a registry, and no \u2039imageRegistry\u203a is given');
+    await expect(installManagement({ ...request, imageRegistry: '127.0.0.1:5000', imageRegistryCaFile: '/x/ca.pem' })).rejects.toThrow(/is for a registry reached over HTTPS; 127\.0\.0\.1:5000 is a loopback registry reached over plain HTTP/);
+    await expect(installManagement({ ...request, imageRegistry: 'registry/x' })).rejects.toThrow(UsageError);
+  });
+
+  it('names the auth file and the host when the file has no entry for it', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'provisioner-install-auth-'));
+    try {
+      const file = path.join(dir, 'config.json');
+      await writeFile(file, JSON.stringify({ auths: {} }), { mode: 0o600 });
+      await expect(installManagement({ ...request, imageRegistry: 'registry.example.com/p', imageRegistryAuthFile: file })).rejects.toThrow(`${file} has no auths entry for registry.example.com`);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,8 +1,9 @@
 /**
- * `management install --kubeconfig K [--dir D] [--dry-run]`: the bundled providers into a
+ * `management install --kubeconfig K [--dir D] [--image-registry R] [--dry-run]`: the bundled providers into a
  * real cluster as Deployments, the way `clusterctl init` lays them out (management/manifests.ts),
  * offline: images built from the bundled binaries (management/images.ts) and, when K is the
- * cluster of a hosts install D, put on its nodes with `images load`'s path (no registry);
+ * cluster of a hosts install D, put on its nodes with `images load`'s path (no registry), or
+ * pushed to the registry R the user names (imageregistry/) and named there, pinned by digest;
  * webhook certificates from our own PKI (management/certificates.ts), no cert-manager.
  *
  * Phases, each idempotent (server-side apply of the same objects changes nothing, certificates
@@ -19,7 +20,7 @@ import type { InstallConfig } from '../config/index.js';
 import { resolveCacheDir, ensureBinaries } from '../embedded/cache.js';
 import { loadBinaryCatalog } from '../embedded/catalog.js';
 import { applyAll, loadComponents, waitForEstablished } from '../controlplane/install.js';
-import { ConfigError, EnvironmentError, ExternalError, InfrastructureError, UsageError } from '../errors.js';
+import { ConfigError, EnvironmentError, ExternalError, InfrastructureError, UsageError, requestField } from '../errors.js';
 import { log, type EventSink } from '../events.js';
 import { KubeApiError, KubeClient, describeRef, type KubeObject } from '../kube/client.js';
 import { ensureWebhookCertificates } from './certificates.js';
@@ -41,6 +42,11 @@ import { until, polling, type Observation } from '../progress/until.js';
 import { loadImagesLocked } from '../nodeartifacts/load.js';
 import { prepareNodeArtifactsFor } from '../nodeartifacts/prepare.js';
 import { acquireDirLock } from '../process/lock.js';
+import { readRegistryAuth, type RegistryCredentials } from '../imageregistry/auth.js';
+import { RegistryClient } from '../imageregistry/client.js';
+import { pushArchiveImage } from '../imageregistry/push.js';
+import { parseImageRegistry, targetImageRef, targetRepository, type RegistryTarget } from '../imageregistry/reference.js';
+import { tagOf } from '../nodeartifacts/oci-image.js';
 
 export interface ManagementInstallRequest {
   /** Kubeconfig of the cluster to install into. */
@@ -56,6 +62,12 @@ export interface ManagementInstallRequest {
   lockHeld?: boolean;
   /** The install config of `dir` as the caller read it. Default: read here, once. */
   config?: InstallConfig;
+  /** Registry (`host[:port][/path]`) to push the images to, instead of loading them onto the nodes. Default: none. */
+  imageRegistry?: string;
+  /** Docker config.json with an `auths` entry for the registry's host. Default: none (anonymous). */
+  imageRegistryAuthFile?: string;
+  /** PEM file of the CA of the registry's certificate, trusted besides the system's. Default: the system's CAs only. */
+  imageRegistryCaFile?: string;
 }
 
 export interface InstalledDeployment {
@@ -64,6 +76,19 @@ export interface InstalledDeployment {
   name: string;
   version: string;
   image: string;
+}
+
+export interface ManagementImage {
+  /** The archive's ref, e.g. `provisioner.local/capi-manager:v1.14.2`. */
+  ref: string;
+  /** The archive (empty in a dry run: nothing is built). */
+  file: string;
+  loaded: boolean;
+  /** With a registry: the ref the Deployments name (pinned by digest once pushed). */
+  pushedAs?: string;
+  /** With a registry, after the push: blobs uploaded and blobs the registry had already. */
+  blobsUploaded?: number;
+  blobsExisting?: number;
 }
 
 export interface ManagementInstallResult {
@@ -76,7 +101,7 @@ export interface ManagementInstallResult {
   unchanged: string[];
   /** Certificates issued now (`CA`, namespaces). */
   certificatesIssued: string[];
-  images: { ref: string; file: string; loaded: boolean }[];
+  images: ManagementImage[];
   dryRun: boolean;
   timings: { imagesMs: number; availableMs: number; totalMs: number };
 }
@@ -90,6 +115,12 @@ export async function installManagement(request: ManagementInstallRequest): Prom
   const dir = request.dir === undefined ? undefined : path.resolve(request.dir);
   const config = dir === undefined ? undefined : (request.config ?? (await readInstallConfig({ dir, sink })));
   const { controllers, inCluster } = wantedControllers(config);
+  if (request.imageRegistry === undefined && (request.imageRegistryAuthFile !== undefined || request.imageRegistryCaFile !== undefined)) {
+    throw new UsageError(`${requestField(request.imageRegistryAuthFile !== undefined ? 'imageRegistryAuthFile' : 'imageRegistryCaFile')} is for pushing to a registry, and no ${requestField('imageRegistry')} is given`, {
+      hint: `Name the registry with ${requestField('imageRegistry')} host[:port][/path], or leave the file out.`,
+    });
+  }
+  const registry = request.imageRegistry === undefined ? undefined : await registryAccess(request, sink);
   const catalog = await loadBinaryCatalog({});
   const binaries = await ensureBinaries([...new Set([...controllers.map((c) => c.binary), ...(inCluster?.binaries ?? [])])], { catalog, sink, signal });
   const providers: ManagedProvider[] = [];
@@ -104,7 +135,7 @@ export async function installManagement(request: ManagementInstallRequest): Prom
       version: component.version,
       components: components.objects,
       binary: controller.binary,
-      image: `provisioner.local/${controller.binary}:${binary.version}`,
+      image: registry ? targetImageRef(registry.target, controller.binary, binary.version) : providerImageRef(controller.binary, binary.version),
       featureGates: controller.featureGates,
     });
   }
@@ -139,42 +170,54 @@ export async function installManagement(request: ManagementInstallRequest): Prom
     const existingServing = new Map<string, CertificateAndKey | undefined>();
     for (const ns of namespaces) existingServing.set(ns, await readTlsSecret(client, ns, webhookSecretName));
     const certs = await ensureWebhookCertificates({ ...(existingCa ? { ca: existingCa } : {}), serving: existingServing }, namespaces);
+
+    const arch = ({ x64: 'amd64', arm64: 'arm64' } as const)[process.arch as 'x64' | 'arm64'];
+    if (process.platform !== 'linux' || arch === undefined) {
+      throw new EnvironmentError(`The providers' images need Linux binaries; this CLI runs on ${process.platform}/${process.arch} and bundles its own platform's`, { hint: 'Run management install on a Linux machine (amd64 or arm64).' });
+    }
+    const imageBinaries = [...new Set([...providers.map((p) => p.binary), ...(dir ? (inCluster?.binaries ?? []) : [])])];
+    // Images: built from the bundled binaries; pushed to the registry now (before anything is applied), so the Deployments name them by digest.
+    const imagesStarted = performance.now();
+    const built: ProviderImage[] = [];
+    const pushed = new Map<string, ManagementImage>();
+    if (!request.dryRun) {
+      for (const name of imageBinaries) {
+        const bundled = catalog.binary(name);
+        built.push(await ensureProviderImage({ name, path: binaries[name]!, version: bundled.version, ...('sha256' in bundled ? { sha256: bundled.sha256 } : {}) }, { cacheDir: resolveCacheDir({}), architecture: arch }));
+      }
+      if (registry) for (const image of await pushImages(registry, built, sink, signal)) pushed.set(image.ref, image);
+      for (const p of providers) {
+        const image = pushed.get(providerImageRef(p.binary, catalog.binary(p.binary).version));
+        if (image?.pushedAs) p.image = image.pushedAs;
+      }
+    }
     const objects = renderManagement(providers, certs);
 
     const before = new Map<string, string | undefined>();
     for (const obj of allObjects(objects)) before.set(describeRef(obj), (await client.get(obj))?.metadata.resourceVersion);
     const created = [...before].filter(([, rv]) => rv === undefined).map(([ref]) => ref);
 
-    const arch = ({ x64: 'amd64', arm64: 'arm64' } as const)[process.arch as 'x64' | 'arm64'];
-    if (process.platform !== 'linux' || arch === undefined) {
-      throw new EnvironmentError(`The providers' images need Linux binaries; this CLI runs on ${process.platform}/${process.arch} and bundles its own platform's`, { hint: 'Run management install on a Linux machine (amd64 or arm64).' });
-    }
     const deployments: InstalledDeployment[] = providers.map((p) => ({ provider: p.provider, namespace: p.namespace, name: objects.deployments.find((d) => d.provider === p.provider)!.name, version: p.version, image: p.image }));
 
     if (request.dryRun) {
       // The in-cluster artifacts' objects by name: what they serve (the node files) is prepared only when installing.
-      const servedImages = dir && inCluster ? Object.fromEntries(inCluster.binaries.map((b) => [b, providerImageRef(b, catalog.binary(b).version)])) : {};
+      const imageRefOf = (b: string): string => (registry ? targetImageRef(registry.target, b, catalog.binary(b).version) : providerImageRef(b, catalog.binary(b).version));
+      const servedImages = dir && inCluster ? Object.fromEntries(inCluster.binaries.map((b) => [b, imageRefOf(b)])) : {};
       for (const obj of dir && inCluster ? inCluster.render({ images: servedImages, served: [], server: client.server }).objects : []) {
         const ref = describeRef(obj);
         const rv = (await client.get(obj as KubeObject))?.metadata.resourceVersion;
         before.set(ref, rv);
         if (rv === undefined) created.push(ref);
       }
-      const images = [...new Set([...providers.map((p) => p.image), ...Object.values(servedImages)])].map((ref) => ({ ref, file: '', loaded: false }));
+      const images = imageBinaries.map((b): ManagementImage => ({ ref: providerImageRef(b, catalog.binary(b).version), file: '', loaded: false, ...(registry ? { pushedAs: imageRefOf(b) } : {}) }));
       return {
         providers: deployments, created, changed: [], unchanged: [...before].filter(([, rv]) => rv !== undefined).map(([ref]) => ref),
         certificatesIssued: certs.issued, images, dryRun: true, timings: { imagesMs: 0, availableMs: 0, totalMs: performance.now() - started },
       };
     }
 
-    // Images: built from the bundled binaries, loaded onto the nodes of a hosts install's cluster.
-    const imagesStarted = performance.now();
-    const built: ProviderImage[] = [];
-    for (const name of [...new Set([...providers.map((p) => p.binary), ...(dir ? (inCluster?.binaries ?? []) : [])])]) {
-      const bundled = catalog.binary(name);
-      built.push(await ensureProviderImage({ name, path: binaries[name]!, version: bundled.version, ...('sha256' in bundled ? { sha256: bundled.sha256 } : {}) }, { cacheDir: resolveCacheDir({}), architecture: arch }));
-    }
-    if (dir) {
+    // Without a registry: loaded onto the nodes of a hosts install's cluster.
+    if (!registry && dir) {
       // As `images load` does it, under the install directory's lock for the load only.
       const lock = request.lockHeld ? undefined : await acquireDirLock(path.resolve(dir), { command: 'images load', events: sink });
       try {
@@ -182,7 +225,7 @@ export async function installManagement(request: ManagementInstallRequest): Prom
       } finally {
         await lock?.release();
       }
-    } else {
+    } else if (!registry) {
       log(sink, 'warn', `No --dir: the images are not loaded onto the cluster's nodes; import them there yourself (ctr -n k8s.io images import): ${built.map((b) => `${b.ref} from ${b.file}`).join(', ')}`);
     }
     const imagesMs = performance.now() - imagesStarted;
@@ -193,7 +236,7 @@ export async function installManagement(request: ManagementInstallRequest): Prom
     client.resetDiscovery();
     await applyAll(client, objects.workloads, signal);
     // What the cluster's machines download, served from inside it (after the load above, so the images just loaded are among it).
-    const served = dir && inCluster ? inCluster.render({ images: Object.fromEntries(built.map((b) => [b.binary, b.ref])), served: await prepareNodeArtifactsFor({ dir, sink, signal }), server: client.server }) : undefined;
+    const served = dir && inCluster ? inCluster.render({ images: Object.fromEntries(built.map((b) => [b.binary, pushed.get(b.ref)?.pushedAs ?? b.ref])), served: await prepareNodeArtifactsFor({ dir, sink, signal }), server: client.server }) : undefined;
     const servedBefore = new Map<string, string | undefined>();
     for (const obj of served?.objects ?? []) servedBefore.set(describeRef(obj), (await client.get(obj as KubeObject))?.metadata.resourceVersion);
     await applyAll(client, (served?.objects ?? []) as KubeObject[], signal);
@@ -218,9 +261,55 @@ export async function installManagement(request: ManagementInstallRequest): Prom
     }
     return {
       providers: deployments, created, changed, unchanged, certificatesIssued: certs.issued,
-      images: built.map((b) => ({ ref: b.ref, file: b.file, loaded: dir !== undefined })), dryRun: false,
+      images: built.map((b) => pushed.get(b.ref) ?? { ref: b.ref, file: b.file, loaded: dir !== undefined }), dryRun: false,
       timings: { imagesMs, availableMs, totalMs: performance.now() - started },
     };
+  } finally {
+    client.close();
+  }
+}
+
+interface RegistryAccess {
+  target: RegistryTarget;
+  credentials?: RegistryCredentials;
+  caFile?: string;
+}
+
+/** The registry the request names, its credentials (from the auth file; warnings as events) and CA file, checked before anything is read from the cluster. */
+async function registryAccess(request: ManagementInstallRequest, sink: EventSink): Promise<RegistryAccess> {
+  const target = parseImageRegistry(request.imageRegistry!);
+  if (request.imageRegistryCaFile !== undefined && target.scheme === 'http') {
+    throw new UsageError(`${requestField('imageRegistryCaFile')} is for a registry reached over HTTPS; ${target.text} is a loopback registry reached over plain HTTP`, {
+      hint: `Write ${requestField('imageRegistry')} as https://${target.text} if it serves HTTPS, or leave the CA file out.`,
+    });
+  }
+  let credentials: RegistryCredentials | undefined;
+  if (request.imageRegistryAuthFile !== undefined) {
+    const auth = await readRegistryAuth(path.resolve(request.imageRegistryAuthFile), target.host);
+    for (const warning of auth.warnings) log(sink, 'warn', warning);
+    credentials = auth.credentials;
+  }
+  return { target, ...(credentials ? { credentials } : {}), ...(request.imageRegistryCaFile !== undefined ? { caFile: path.resolve(request.imageRegistryCaFile) } : {}) };
+}
+
+/** Pushes each archive's image to the registry as `<registry>/<binary>:<tag>`; returns each with the digest-pinned ref the Deployments name. */
+async function pushImages(registry: RegistryAccess, images: readonly ProviderImage[], sink: EventSink, signal: AbortSignal): Promise<ManagementImage[]> {
+  const client = await RegistryClient.open({ target: registry.target, ...(registry.credentials ? { credentials: registry.credentials } : {}), ...(registry.caFile ? { caFile: registry.caFile } : {}), signal });
+  try {
+    await client.check();
+    const result: ManagementImage[] = [];
+    for (const [i, image] of images.entries()) {
+      const repository = targetRepository(registry.target, image.binary);
+      const tag = tagOf(image.ref);
+      sink.emit({ type: 'progress', task: 'management-install:push', label: `Pushing images to ${registry.target.text}`, current: i, total: images.length, unit: 'items' });
+      const pushedImage = await pushArchiveImage(client, image.file, { sourceRef: image.ref, repository, tag });
+      const uploaded = pushedImage.blobs.filter((b) => b.uploaded);
+      const pushedAs = targetImageRef(registry.target, image.binary, tag, pushedImage.digest);
+      log(sink, 'info', `Pushed ${pushedAs}: ${uploaded.length} blob(s) uploaded (${uploaded.reduce((n, b) => n + b.size, 0)} bytes), ${pushedImage.blobs.length - uploaded.length} already there`);
+      result.push({ ref: image.ref, file: image.file, loaded: false, pushedAs, blobsUploaded: uploaded.length, blobsExisting: pushedImage.blobs.length - uploaded.length });
+    }
+    sink.emit({ type: 'progress', task: 'management-install:push', label: `Pushing images to ${registry.target.text}`, current: images.length, total: images.length, unit: 'items', done: true });
+    return result;
   } finally {
     client.close();
   }
@@ -335,7 +424,7 @@ export async function podReasons(client: KubeClient, ref: string): Promise<strin
 export function describePlan(result: ManagementInstallResult): string {
   const lines = [
     ...result.providers.map((p) => `provider ${p.provider} ${p.version}: Deployment ${p.namespace}/${p.name} running ${p.image}`),
-    ...result.images.map((i) => `image ${i.ref}${i.file ? ` (${i.file})` : ''}`),
+    ...result.images.map((i) => (i.pushedAs ? `push ${i.ref} to ${i.pushedAs}` : `image ${i.ref}${i.file ? ` (${i.file})` : ''}`)),
     ...(result.certificatesIssued.length ? [`certificates to issue: ${result.certificatesIssued.join(', ')}`] : []),
     ...result.created.map((ref) => `create ${ref}`),
     ...result.unchanged.map((ref) => `apply (exists) ${ref}`),

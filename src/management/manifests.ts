@@ -66,7 +66,7 @@ export interface ManagedProvider {
   components: readonly KubeObject[];
   /** The bundled binary serving it: `capi-manager` (told which provider by --providers) or its own manager. */
   binary: string;
-  /** The image the Deployment runs, e.g. `provisioner.local/capi-manager:v1.14.2`. */
+  /** The image the Deployment runs, e.g. `provisioner.local/capi-manager:v1.14.2`, or `<registry>/capi-manager:v1.14.2@sha256:…`. */
   image: string;
   featureGates?: Readonly<Record<string, boolean>>;
 }
@@ -287,7 +287,7 @@ function workloadObjects(p: ManagedProvider, cert: CertificateAndKey, caPem: str
               {
                 name: 'manager',
                 image: p.image,
-                // Loaded onto the nodes (`images load`), never pulled: provisioner.local is no registry.
+                // Loaded onto the nodes (`images load`; provisioner.local is no registry), or pushed to the user's registry and pinned by digest.
                 imagePullPolicy: 'IfNotPresent',
                 args: managerArgs(p),
                 env: managerEnv(p),

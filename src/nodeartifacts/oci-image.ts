@@ -431,24 +431,45 @@ export async function sha256OfFile(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** Reads one member of an (uncompressed, ustar) archive written here; for tests and checks. */
-export async function readArchiveMember(archive: string, member: string): Promise<Buffer | undefined> {
+/** Where a member of an archive lies: its content's first byte and its size. */
+export interface ArchiveMember {
+  offset: number;
+  size: number;
+}
+
+/** Every member of an (uncompressed, ustar) archive written here, by normalized name, with where its content lies. */
+export async function archiveMembers(archive: string): Promise<Map<string, ArchiveMember>> {
   const handle = await open(archive, 'r');
+  const members = new Map<string, ArchiveMember>();
   try {
     const header = Buffer.alloc(blockSize);
     let offset = 0;
     for (;;) {
       const { bytesRead } = await handle.read(header, 0, blockSize, offset);
-      if (bytesRead < blockSize || header.every((b) => b === 0)) return undefined;
+      if (bytesRead < blockSize || header.every((b) => b === 0)) return members;
       const name = header.toString('utf8', 0, 100).replace(/\0.*$/s, '');
       const size = parseInt(header.toString('ascii', 124, 136).replace(/\0.*$/s, '').trim() || '0', 8);
-      if (path.posix.normalize(name) === path.posix.normalize(member)) {
-        const content = Buffer.alloc(size);
-        await handle.read(content, 0, size, offset + blockSize);
-        return content;
-      }
+      members.set(path.posix.normalize(name), { offset: offset + blockSize, size });
       offset += blockSize + size + ((blockSize - (size % blockSize)) % blockSize);
     }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Reads one member of an (uncompressed, ustar) archive written here; for tests and checks. */
+export async function readArchiveMember(archive: string, member: string): Promise<Buffer | undefined> {
+  const found = (await archiveMembers(archive)).get(path.posix.normalize(member));
+  return found ? readMemberAt(archive, found) : undefined;
+}
+
+/** The content of a member `archiveMembers` found. */
+export async function readMemberAt(archive: string, member: ArchiveMember): Promise<Buffer> {
+  const handle = await open(archive, 'r');
+  try {
+    const content = Buffer.alloc(member.size);
+    await handle.read(content, 0, member.size, member.offset);
+    return content;
   } finally {
     await handle.close();
   }

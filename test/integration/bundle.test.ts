@@ -70,6 +70,7 @@ const probes: VersionProbe[] = [
     fromBuildInfo: true,
   },
   { what: 'vCenter simulator', matches: (b) => b.name === 'vcsim', args: () => ['-version'], pattern: /^(v\S+)$/m },
+  { what: 'distribution registry', matches: (b) => b.name === 'registry', args: () => ['--version'], pattern: /^\S+ github\.com\/distribution\/distribution\/v3 (v\S+)$/m },
   { what: 'govc', matches: (b) => b.name === 'govc', args: () => ['version'], pattern: /^govc (\S+)$/m },
   // The hosts platform's add-ons and the test images' binaries: Go's build information names the module each was built from.
   ...([

@@ -54,10 +54,13 @@ export function registerManagement(program: Command, run: Runner): void {
 
   management
     .command('install')
-    .description('install the bundled providers into a real cluster as Deployments, the way clusterctl init lays them out, offline (no registry, no cert-manager)')
+    .description('install the bundled providers into a real cluster as Deployments, the way clusterctl init lays them out, offline (no cert-manager; images loaded onto the nodes, or pushed to a registry you name)')
     .addOption(new Option('--kubeconfig <file>', 'kubeconfig of the cluster to install into (required)').env('PROVISIONER_KUBECONFIG').makeOptionMandatory())
     .addOption(new Option('--dir <path>', 'install directory of the hosts cluster the kubeconfig reaches: the images are loaded onto its nodes (`images load`)').env('PROVISIONER_DIR'))
-    .addOption(new Option('--dry-run', 'print what it would create and change nothing').env('PROVISIONER_DRY_RUN').default(false))
+    .addOption(new Option('--image-registry <host[:port][/path]>', 'push the images to this registry (OCI distribution API) and run the Deployments from it, pinned by digest, instead of loading them onto the nodes; HTTPS, or plain HTTP for a loopback registry (127.0.0.1, ::1, localhost); default: none (images loaded with --dir)').env('PROVISIONER_IMAGE_REGISTRY'))
+    .addOption(new Option('--image-registry-auth-file <file>', "Docker config.json whose auths entry for the registry's host holds the credentials (what docker login writes; mode 0600); default: none (anonymous pushes)").env('PROVISIONER_IMAGE_REGISTRY_AUTH_FILE'))
+    .addOption(new Option('--image-registry-ca-file <file>', "PEM file of the CA that signed the registry's certificate, trusted besides the system's; default: none (the system's CAs)").env('PROVISIONER_IMAGE_REGISTRY_CA_FILE'))
+    .addOption(new Option('--dry-run', 'print what it would create (and push, with --image-registry) and change nothing').env('PROVISIONER_DRY_RUN').default(false))
     .addOption(noProgressTimeoutOption())
     .addHelpText(
       'after',
@@ -69,7 +72,10 @@ export function registerManagement(program: Command, run: Runner): void {
         '\nImages are built from the bundled binaries (provisioner.local/capi-manager:<version>, ...). With\n' +
         '--dir D of a hosts install whose cluster the kubeconfig reaches, they are put on every node\n' +
         'without a registry, as `images load` does; without it, import the archives it names on each node.\n' +
-        'Pushing them to a registry (--image-registry) is not built yet.\n' +
+        'With --image-registry R they are pushed to R instead (R/capi-manager:<version>, ...; only the\n' +
+        'blobs R does not have yet) and the Deployments name them there, pinned by digest; the nodes pull\n' +
+        'them, so R must be reachable from them. Credentials come from a file only\n' +
+        '(--image-registry-auth-file, a Docker config.json); a private CA with --image-registry-ca-file.\n' +
         '\nWebhook certificates come from provisioner\'s own CA (Secret capi-system/provisioner-webhook-ca,\n' +
         '10 years); each serving certificate lasts 1 year. Run management install again to renew: it\n' +
         'reissues those with fewer than 90 days left and changes nothing else. It is idempotent and\n' +
@@ -77,14 +83,19 @@ export function registerManagement(program: Command, run: Runner): void {
         'refused, naming them.\n' +
         '\nExamples:\n  provisioner management install --kubeconfig ./demo/auth/kubeconfig --dir ./demo --dry-run\n' +
         '  provisioner management install --kubeconfig ./demo/auth/kubeconfig --dir ./demo\n' +
+        '  provisioner management install --kubeconfig ./k.yaml --image-registry registry.example.com/provisioner \\\n' +
+        '      --image-registry-auth-file ~/.docker/config.json --dry-run      # prints the pushes it would make\n' +
         '  kubectl --kubeconfig ./demo/auth/kubeconfig get providers -A\n',
     )
     .action(
-      run<{ kubeconfig: string; dir?: string; dryRun: boolean; noProgressTimeout?: number }>(async (options, ctx) => {
+      run<{ kubeconfig: string; dir?: string; imageRegistry?: string; imageRegistryAuthFile?: string; imageRegistryCaFile?: string; dryRun: boolean; noProgressTimeout?: number }>(async (options, ctx) => {
         const { installManagement, describePlan } = await import('../../services/management-install.js');
         const result = await installManagement({
           kubeconfig: options.kubeconfig,
           ...(options.dir ? { dir: options.dir } : {}),
+          ...(options.imageRegistry !== undefined ? { imageRegistry: options.imageRegistry } : {}),
+          ...(options.imageRegistryAuthFile !== undefined ? { imageRegistryAuthFile: options.imageRegistryAuthFile } : {}),
+          ...(options.imageRegistryCaFile !== undefined ? { imageRegistryCaFile: options.imageRegistryCaFile } : {}),
           dryRun: options.dryRun,
           sink: ctx.sink,
           signal: ctx.signal,
@@ -94,6 +105,7 @@ export function registerManagement(program: Command, run: Runner): void {
           ? describePlan(result)
           : [
               ...result.providers.map((p) => `${p.namespace}/${p.name} Available (${p.provider} ${p.version})`),
+              ...result.images.filter((i) => i.pushedAs).map((i) => `pushed ${i.pushedAs}: ${i.blobsUploaded ?? 0} blob(s) uploaded, ${i.blobsExisting ?? 0} already there`),
               `${result.created.length} object(s) created, ${result.changed.length} changed, ${result.unchanged.length} unchanged` +
                 (result.certificatesIssued.length ? `; certificates issued: ${result.certificatesIssued.join(', ')}` : ''),
               `images ${formatDuration(result.timings.imagesMs)}, Deployments Available ${formatDuration(result.timings.availableMs)}, in all ${formatDuration(result.timings.totalMs)}`,
