@@ -86,6 +86,20 @@ async function processesOf(host: TestHost): Promise<string[]> {
   return names.filter(Boolean);
 }
 
+/** Sends `signal` to each pid still there; whether any was. */
+function signalAll(pids: readonly number[], signal: NodeJS.Signals): boolean {
+  let sent = false;
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+      sent = true;
+    } catch {
+      // Gone since it was listed.
+    }
+  }
+  return sent;
+}
+
 /** Pids of the `kubeadm join` processes in a host's cgroup (by their command line, not a sleep). */
 async function kubeadmJoins(host: TestHost): Promise<number[]> {
   const found: number[] = [];
@@ -271,9 +285,10 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
       agents.push(first);
 
       // Killed early: the agent SIGKILLed as soon as its bootstrap plan runs `kubeadm join` (the process in the host's cgroup).
+      // Frozen the moment it is seen, so it cannot get further (or finish) between that sight and the kill, whatever the load.
       await waitFor('kubeadm join running on the third host', async () => {
         if (ended()) throw new GiveUp(`create cluster ended before the third host's join:\n${output()}`);
-        return (await kubeadmJoins(h2)).length > 0 || undefined;
+        return signalAll(await kubeadmJoins(h2), 'SIGSTOP') || undefined;
       }, 600_000);
       const early = await killAgent(h2, first);
       expect(early.status?.message).toMatch(/^attempt 1: running cmd-\d+-kubeadm-join$/);
@@ -283,14 +298,24 @@ describe('issue 16 and 29 acceptance: create cluster on hosts, a pod on the work
 
       // Killed late: the retried join frozen (SIGSTOP) once it started the kubelet, and the agent SIGKILLed once the
       // kubelet has done its TLS bootstrap (the Node exists): the join got that far, not to Cluster API's success marker.
+      // The retried join is frozen the moment it is seen, then let run in slices of 50 ms until it has written the
+      // kubelet's flags (and so started the kubelet): its whole run is about 3 s, and a poll that only looked for the
+      // flags under load could miss that window entirely (CI 2026-11-27: the join finished between two looks).
       const kubeletStarted = path.join(h2.rootDir, 'var/lib/kubelet/kubeadm-flags.env');
-      await waitFor('the retried kubeadm join started the kubelet', async () => {
+      await waitFor('the retried kubeadm join', async () => {
         if (ended()) throw new GiveUp(`create cluster ended before the third host's second join:\n${output()}`);
-        const pids = await kubeadmJoins(h2);
-        if (pids.length === 0 || !existsSync(kubeletStarted)) return undefined;
-        for (const pid of pids) process.kill(pid, 'SIGSTOP');
-        return true;
+        return signalAll(await kubeadmJoins(h2), 'SIGSTOP') || undefined;
       }, 300_000);
+      let slices = 0;
+      for (; !existsSync(kubeletStarted); slices++) {
+        const pids = await kubeadmJoins(h2);
+        if (pids.length === 0) throw new Error(`the retried kubeadm join ended before it wrote ${kubeletStarted}:\n${output()}`);
+        if (slices >= 1_200) throw new Error(`the retried kubeadm join did not write ${kubeletStarted} in 1,200 slices of 50 ms`);
+        signalAll(pids, 'SIGCONT');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        signalAll(pids, 'SIGSTOP');
+      }
+      timings['scale: 50 ms slices the retried join ran before it started the kubelet'] = slices;
       await waitFor('the kubelet\'s TLS bootstrap while the join is frozen', () => existsSync(path.join(h2.rootDir, 'etc/kubernetes/kubelet.conf')) || undefined, 120_000);
       expect(await kubeadmJoins(h2), 'the frozen join still there').not.toEqual([]);
       const late = await killAgent(h2, second);
