@@ -354,6 +354,12 @@ export class KubeClient {
     return (await this.request({ method: 'GET', path, timeoutMs, object: path }, true)) as string;
   }
 
+  /** One GET of a raw path, with no retry of a transient answer: a probe that must see a 503 as it is (e.g. `/readyz`). */
+  async probe(path: string, timeoutMs = 2_000): Promise<string> {
+    requestsMade++;
+    return (await this.requestOnce({ method: 'GET', path, timeoutMs, object: path }, true)) as string;
+  }
+
   /**
    * Watches a collection; calls onEvent for each change until the returned stop() is
    * called or the server ends the watch (then onDone runs, with the error if any; not

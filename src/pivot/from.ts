@@ -15,6 +15,7 @@ import { KubeClient, type KubeObject } from '../kube/client.js';
 import type { AttachedControlPlane } from '../management/attach.js';
 import { countByKind } from './graph.js';
 import { phaseIndex, readPivotJournal, writePivotJournal, type PivotJournal, type PivotPhase } from './journal.js';
+import { selfMoveSteadyMs, untilSteady } from './steady.js';
 import { isSelfManaged } from './target.js';
 import { coreKinds, describePlan, discoverMoveKinds, journalFor, planMove, preflight, rollbackPivot, runPivot, type FencedSource, type MovePlan } from './move.js';
 
@@ -48,6 +49,17 @@ export interface PivotResult {
   /** The source control plane was stopped (its controllers ran the machines, and no Cluster is left). */
   sourceStopped: boolean;
   rolledBackObjects?: number;
+}
+
+/**
+ * A move into the install's own cluster begins only once both API servers answered every probe
+ * for 5 s in a row (pivot/steady.ts); other moves go to a cluster that has been serving for a while.
+ */
+async function steadyBeforeSelfMove(dir: string, toKubeconfig: string, source: KubeClient, target: KubeClient, sink: EventSink, signal: AbortSignal): Promise<void> {
+  if (!isSelfManaged(dir, toKubeconfig)) return;
+  const started = performance.now();
+  await untilSteady([{ name: 'the local control plane', client: source }, { name: 'the cluster', client: target }], { steadyMs: selfMoveSteadyMs, signal });
+  log(sink, 'info', `Both API servers answered every probe for ${selfMoveSteadyMs / 1000} s in a row (checked in ${((performance.now() - started) / 1000).toFixed(1)} s): the move begins`);
 }
 
 /** A pivot journal with work left: neither done nor rolled back. */
@@ -142,6 +154,7 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
       if (request.dryRun) {
         return { action: 'planned', phase: journal!.phase, kinds: kindsOf(journal!), clusters: clusterNames(journal!), lines: [`an unfinished pivot is at phase ${journal!.phase}; running pivot resumes it`], resumedFrom, sourceStopped: false };
       }
+      if (phaseIndex(journal!.phase) < phaseIndex('paused')) await steadyBeforeSelfMove(dir, toKubeconfig, source.client, target, sink, signal);
       if (phaseIndex(journal!.phase) < phaseIndex('source-deleted')) await preflight(source.client, target, journal!, await discoverMoveKinds(source.client).then((k) => [...k, ...coreKinds]));
     } else {
       // From the watch cache: what moves is read again, as it is, once the Clusters are paused (replan).
@@ -159,6 +172,7 @@ export async function pivotFrom(request: PivotFromRequest): Promise<PivotResult>
       const lines = describePlan(plan);
       sink.emit({ type: 'progress', task: 'pivot:plan', label: 'Objects to move', current: journal.objects.length, total: journal.objects.length, unit: 'objects', done: true });
       await preflight(source.client, target, journal, plan.kinds);
+      if (!request.dryRun) await steadyBeforeSelfMove(dir, toKubeconfig, source.client, target, sink, signal);
       if (request.dryRun) return { action: 'planned', kinds: countByKind([plan.global, ...plan.tiers]), clusters: clusterNames(journal), lines, sourceStopped: false };
       for (const line of lines) log(sink, 'info', `Plan: ${line}`);
       await writePivotJournal(dir, journal);

@@ -185,6 +185,12 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
 
   it('create cluster --pivot-to self again: the cluster holds its own objects, its agents follow, nothing of ours runs or stays on the machine', async () => {
     await created();
+    // Before the move, both API servers answered every readiness probe for 5 s in a row (Cluster API's self-hosted test's check).
+    const run = await resumedCreate();
+    const steady = /Both API servers answered every probe for 5 s in a row \(checked in ([\d.]+) s\): the move begins/.exec(run.stderr);
+    expect(steady, run.stderr).not.toBeNull();
+    expect(run.stderr.indexOf(steady![0])).toBeLessThan(run.stderr.indexOf('stage pivot:paused succeeded'));
+    figures['both API servers steady before the move, checked in (s)'] = Number(steady![1]);
 
     const machines = await json<{ items: MachineView[] }>(['get', 'machines.cluster.x-k8s.io', '-n', name]);
     expect(machines.items).toHaveLength(2);
