@@ -204,9 +204,10 @@ describe('create cluster on vsphere against vcsim (1 + 1), addresses from a pool
     }, 120_000);
     expect(ready.status?.addresses).toEqual([address.address]);
     // The VSphereMachine takes the VM's providerID and address: the Machine's infrastructure is ready.
-    const machine = await waitFor('the VSphereMachine with the VM\'s providerID', async () => {
+    // CAPV writes the providerID (spec) and the addresses (status) in two updates: wait for both, then look at them.
+    const machine = await waitFor('the VSphereMachine with the VM\'s providerID and its addresses', async () => {
       const machines = await managementGet('vspheremachines');
-      return machines.find((m) => m.spec?.providerID === `vsphere://${vm.spec?.biosUUID as string}`);
+      return machines.find((m) => m.spec?.providerID === `vsphere://${vm.spec?.biosUUID as string}` && Array.isArray(m.status?.addresses) && m.status.addresses.length > 0);
     }, 120_000);
     expect(machine.status?.addresses).toEqual(expect.arrayContaining([expect.objectContaining({ address: address.address })]));
     const pools = await managementGet('addresspools.ipam.provisioner.dev');
