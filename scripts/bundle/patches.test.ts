@@ -19,13 +19,27 @@ describe('source patches and the environment the local control plane sets', () =
     const mux = sourcePatches.find((p) => p.file === 'infrastructure/inmemory/pkg/server/mux.go')!;
     const calls = mux.edits.map((e) => e.replace).join('\n');
     const helpers = addedFiles.find((a) => a.file === 'infrastructure/inmemory/pkg/server/provisioner_listen.go')!.content;
-    for (const helper of ['provisionerHoldPort', 'provisionerListen', 'provisionerReleasePort']) {
+    for (const helper of ['provisionerFirstPort', 'provisionerHoldPort', 'provisionerListen', 'provisionerReleasePort']) {
       expect(calls, helper).toContain(`${helper}(`);
       expect(helpers.match(new RegExp(`^func ${helper}\\(`, 'gm')), helper).toHaveLength(1);
     }
     // Both upstream listens of a workload cluster's port take the held listener.
     expect(mux.edits.find((e) => e.replace === 'provisionerListen(wcl.Port())')?.count).toBe(2);
     expect(helpers).not.toContain('provisionerPortFree');
+    // The search wraps around the range and never takes a port of the mux's own clusters.
+    expect(calls).toContain('port = m.minPort');
+    expect(calls).toContain('!ours && provisionerHoldPort(port)');
+  });
+
+  it('an API server whose listen failed is unregistered, so the machine controller adds it (and listens) again', () => {
+    const mux = sourcePatches.find((p) => p.file === 'infrastructure/inmemory/pkg/server/mux.go')!;
+    const index = mux.edits.findIndex((e) => e.replace.includes('wcl.apiServers.Delete(podName)'));
+    const edit = mux.edits[index]!;
+    // It finds the listen as the hand-over edit before it left it, in AddAPIServer (whose error check is two tabs
+    // deep; StartListener's, which knows no pod, is one), and unregisters before upstream's error return.
+    expect(mux.edits.findIndex((e) => e.replace === 'provisionerListen(wcl.Port())')).toBeLessThan(index);
+    expect(edit.find).toBe('provisionerListen(wcl.Port()) //nolint:noctx\n\t\tif err != nil {\n');
+    expect(edit.replace).toBe(`${edit.find}\t\t\twcl.apiServers.Delete(podName)\n`);
   });
 
   it('the providers get the bind address their webhook-server patch reads', () => {

@@ -67,29 +67,58 @@ export const sourcePatches: readonly SourcePatch[] = [
     why:
       'The in-memory provider serves simulated workload API servers and a debug server on every interface, the debug server on the fixed port 19000, ' +
       'so two local management clusters (a pivot source and target) could not run side by side; and it gives each workload cluster the next port of a fixed range ' +
-      'without checking it, listening on it only when the first API server is added, seconds later, so two managers creating clusters at once could pick the same port.',
+      'without checking it, listening on it only when the first API server is added, seconds later, so two managers creating clusters at once could pick the same port; ' +
+      'every manager starts that range at 20000, so a port another one\'s cluster needs again (restarted, or moved in by a pivot) is the first any of them takes while it is free; ' +
+      'and an API server whose listen fails stays registered, so the machine controller (which adds one only when none is registered) never listens again.',
     edits: [
       {
         find: 'net.Listen("tcp", fmt.Sprintf(":%d", options.DebugPort))',
         replace: `net.Listen("tcp", provisionerListenAddress(options.DebugPort, "${inMemoryDebugPortEnv}"))`,
       },
       {
+        // Each manager starts the range at its own place (a hash of its working directory, the
+        // control plane's state dir), so the ports of two control planes' clusters lie apart, and
+        // one picking a port does not reach a port the other's cluster needs again while it is
+        // free (that cluster's manager restarting, or a pivot moving it in).
+        find: '\t\tportIndex:                 options.MinPort,\n',
+        replace: '\t\tportIndex:                 provisionerFirstPort(options.MinPort, options.MaxPort),\n',
+      },
+      {
+        // A search that starts inside the range (below) wraps around at its end, before upstream's
+        // "no more free ports" check, which the search itself makes when it has tried every port.
+        find: '\tport := m.portIndex\n\tif port > m.maxPort {\n',
+        replace: '\tport := m.portIndex\n\tif port > m.maxPort {\n\t\tport = m.minPort\n\t}\n\tif port > m.maxPort {\n',
+      },
+      {
         // Upstream leaves a TODO here: the next port is never checked. Two local management
         // clusters each run a mux over the same range, so the second one's first cluster
         // would be published on a port the first one serves. The port picked is held (a
         // listener kept open) until the cluster's listener starts on it, so no other process
-        // can take it in between.
+        // can take it in between. The search tries each port of the range once, wrapping
+        // around, and skips the ports of this mux's own clusters, which may not listen yet.
+        // (fmt, not the errors package: v1.13 and v1.14 import that under different names.)
         find: '\t// TODO: check the port is actually free. If not try the next one\n\n\tm.portIndex++\n\treturn port, nil',
         replace:
-          '\tfor !provisionerHoldPort(port) {\n\t\tport++\n\t\tif port > m.maxPort {\n' +
-          '\t\t\treturn -1, pkgerrors.Errorf("no more free ports in the %d-%d range", m.minPort, m.maxPort)\n\t\t}\n\t}\n' +
-          '\tm.portIndex = port + 1\n\treturn port, nil',
+          '\tfor tried := int32(0); tried <= m.maxPort-m.minPort; tried++ {\n' +
+          '\t\tif port < m.minPort || port > m.maxPort {\n\t\t\tport = m.minPort\n\t\t}\n' +
+          '\t\tif _, ours := m.workloadClusterNameByPort[fmt.Sprintf("%d", port)]; !ours && provisionerHoldPort(port) {\n' +
+          '\t\t\tm.portIndex = port + 1\n\t\t\treturn port, nil\n\t\t}\n\t\tport++\n\t}\n' +
+          '\treturn -1, fmt.Errorf("no more free ports in the %d-%d range", m.minPort, m.maxPort)',
       },
       {
         // The listener that held the port since it was picked is handed over.
         find: 'net.Listen("tcp", fmt.Sprintf(":%d", wcl.Port()))',
         replace: 'provisionerListen(wcl.Port())',
         count: 2,
+      },
+      {
+        // An API server is registered before its cluster's listener starts, and the machine
+        // controller adds one only when none is registered: a listen that fails (the port taken
+        // by another program meanwhile) would leave the cluster unserved for good. Unregistered,
+        // the next reconcile tries again, and the cluster is served once the port is free.
+        // (After the edit above: AddAPIServer's listen is two tabs deep, StartListener's one.)
+        find: 'provisionerListen(wcl.Port()) //nolint:noctx\n\t\tif err != nil {\n',
+        replace: 'provisionerListen(wcl.Port()) //nolint:noctx\n\t\tif err != nil {\n\t\t\twcl.apiServers.Delete(podName)\n',
       },
       {
         // A cluster deleted before its first API server started releases the port it held.
@@ -128,6 +157,7 @@ export const addedFiles: readonly AddedFile[] = [
     content: `package server
 
 import (
+	"hash/fnv"
 	"net"
 	"os"
 	"strconv"
@@ -144,6 +174,20 @@ func provisionerListenAddress(port int32, portEnv string) string {
 		}
 	}
 	return net.JoinHostPort(os.Getenv("${bindAddressEnv}"), strconv.Itoa(int(port)))
+}
+
+// provisionerFirstPort is where this process starts looking for a workload cluster's port in
+// [min, max]: an FNV-1a hash of its working directory (a local control plane runs each manager
+// in its own state directory), so two control planes' clusters get ports apart; min when the
+// directory is unknown.
+func provisionerFirstPort(min, max int32) int32 {
+	dir, err := os.Getwd()
+	if err != nil || max < min {
+		return min
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(dir))
+	return min + int32(h.Sum32()%uint32(max-min+1))
 }
 
 // provisionerHeld holds, by port, the listeners opened when a workload cluster's port was

@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/errors.js';
 import { exists } from '../../src/files.js';
 import type { PidfileEntry } from '../../src/process/pidfile.js';
-import { aliveRecorded, killRecorded, recordedProcesses, stillAliveAfter } from '../integration/support/controlplane.js';
+import { aliveRecorded, killRecorded, recordedProcesses, stillAliveAfter, waitFor } from '../integration/support/controlplane.js';
 import {
   cli,
   editInstallConfig,
@@ -120,6 +120,13 @@ async function pidfileNames(dir: string): Promise<string[]> {
 
 function kubeconfigOf(dir: string): string {
   return path.join(dir, 'auth', 'kubeconfig');
+}
+
+/** The workload cluster's API server URL, from its kubeconfig. */
+async function workloadServer(dir: string): Promise<string> {
+  const server = /^\s*server:\s*(\S+)/m.exec(await readFile(kubeconfigOf(dir), 'utf8'))?.[1];
+  if (!server) throw new Error(`no server in ${kubeconfigOf(dir)}`);
+  return server;
 }
 
 async function expectReadyNodes(dir: string, count: number): Promise<void> {
@@ -319,12 +326,26 @@ describe('resume after SIGKILL of the CLI during the machines (1 + 1)', () => {
 
   it('create cluster again adopts the control plane, resumes, exits 0 with every node Ready', resumed, 2 * createTimeoutMs);
 
-  it('after every process of the control plane is killed (as by a reboot), create cluster again restarts it from its data and the in-memory provider brings the nodes back', async () => {
+  it('after every process of the control plane is killed (as by a reboot), create cluster again restarts it from its data and the in-memory provider brings the nodes back, also when another program held the cluster\'s port meanwhile', async () => {
     await resumed();
     const before = await aliveRecorded(dir);
     await killRecorded(dir);
     expect(await aliveRecorded(dir)).toEqual([]);
-    const run = await cli(createArgs(dir), createTimeoutMs);
+    // While the provider is down its cluster's port is free, and another program can take it (as in CI run D, most
+    // likely another control plane's in-memory provider picking a port). The restarted provider's first listen then
+    // fails; it must listen again once the port is free. The port is held until capi-manager's log shows that failure.
+    const port = Number(new URL(await workloadServer(dir)).port);
+    const listenFailed = /failed to start WorkloadClusterListener[^\n]*:\d+/g;
+    const managerLog = path.join(dir, 'logs', 'capi-manager.log');
+    const failuresBefore = (await readFile(managerLog, 'utf8')).match(listenFailed)?.length ?? 0;
+    const holder = await hold(port);
+    const create = await startCreate(dir);
+    try {
+      await waitFor('capi-manager to fail to listen on the held port', async () => ((await readFile(managerLog, 'utf8')).match(listenFailed)?.length ?? 0) > failuresBefore, 300_000);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
+    const run = await create.result();
     expect(run.exitCode, run.stderr).toBe(0);
     expect(run.stderr).not.toContain('Using the control plane already running');
     // The Cluster API conditions survived in etcd; the workload API, served by the restarted provider, is what the wait checks.
