@@ -26,11 +26,18 @@ export function laneCount(value) {
 }
 
 /**
- * With more than one lane, the tiers that share lanes when they run one after another: go
- * beside unit; integration, e2e and conformance in one pool, so the integration files fill the
- * lanes beside the e2e files instead of running alone before them.
+ * With more than one lane, the tiers that share lanes when they run one after another: all of
+ * them, in one pool, so no lane waits at a tier's end for the other's last job (a cold go tier,
+ * compiling staticcheck and the provider's tests, ran minutes past the unit tier while the
+ * other lane sat idle), and the integration files fill the lanes beside the e2e files.
  */
-export const laneGroups = { unit: 'unit+go', go: 'unit+go', integration: 'clusters', e2e: 'clusters', conformance: 'clusters' };
+export const laneGroups = { unit: 'all', go: 'all', integration: 'all', e2e: 'all', conformance: 'all' };
+
+/**
+ * Tiers whose jobs start before the pool's others, whatever their length: the quick ones, so a
+ * broken unit or Go test shows within minutes of the start.
+ */
+export const leadingTiers = new Set(['unit', 'go']);
 
 /** The tiers whose files each run as a job (a vitest process) of their own when lanes > 1. */
 export const perFileTiers = new Set(['integration', 'e2e', 'conformance']);
@@ -102,11 +109,15 @@ export function readEstimates(file) {
   return JSON.parse(readFileSync(file, 'utf8')).seconds ?? {};
 }
 
-/** `jobs` ({ name }) longest first by `estimates` (seconds by name); a job with no estimate counts as the longest known; ties by name. */
+/**
+ * `jobs` ({ name, tier? }) in the order lanes take them: a `leadingTiers` job first, then longest
+ * first by `estimates` (seconds by name); a job with no estimate counts as the longest known; ties by name.
+ */
 export function longestFirst(jobs, estimates) {
   const longest = Math.max(0, ...Object.values(estimates));
   const seconds = (job) => estimates[job.name] ?? longest;
-  return [...jobs].sort((a, b) => seconds(b) - seconds(a) || a.name.localeCompare(b.name));
+  const rank = (job) => (leadingTiers.has(job.tier) ? 0 : 1);
+  return [...jobs].sort((a, b) => rank(a) - rank(b) || seconds(b) - seconds(a) || a.name.localeCompare(b.name));
 }
 
 /**

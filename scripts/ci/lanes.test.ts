@@ -18,6 +18,18 @@ describe('test jobs over N lanes, longest first', () => {
     expect(order).toEqual(['b', 'new', 'c', 'd', 'a']);
   });
 
+  it('starts the unit and go tiers before any file, however short they are', () => {
+    const pool = [{ name: 'test/e2e/long.test.ts', tier: 'e2e' }, { name: 'go', tier: 'go' }, { name: 'unit', tier: 'unit' }, { name: 'test/e2e/short.test.ts', tier: 'e2e' }];
+    const order = longestFirst(pool, { 'test/e2e/long.test.ts': 300, 'test/e2e/short.test.ts': 5, go: 130, unit: 110 }).map((job) => job.name);
+    expect(order).toEqual(['go', 'unit', 'test/e2e/long.test.ts', 'test/e2e/short.test.ts']);
+    // On two lanes the file takes the lane unit frees, while go still runs.
+    const plan = planLanes(pool, 2, { 'test/e2e/long.test.ts': 300, 'test/e2e/short.test.ts': 5, go: 130, unit: 110 });
+    expect(plan.lanes).toEqual([
+      { jobs: ['go', 'test/e2e/short.test.ts'], seconds: 135 },
+      { jobs: ['unit', 'test/e2e/long.test.ts'], seconds: 410 },
+    ]);
+  });
+
   it('plans each job on the lane that frees first and gives the longest lane as the wall time', () => {
     const plan = planLanes(jobs('a', 'b', 'c', 'd', 'e'), 2, { a: 50, b: 40, c: 30, d: 20, e: 10 });
     expect(plan.lanes).toEqual([
@@ -78,12 +90,12 @@ describe('test jobs over N lanes, longest first', () => {
   const root = path.resolve(import.meta.dirname, '../..');
   const allTiers = ['unit', 'go', 'integration', 'e2e', 'conformance'];
 
-  it('runs unit beside go, then every integration, e2e and conformance file as a job of one pool; at one lane each tier whole, one after another', () => {
+  it('runs unit, go and every integration, e2e and conformance file as jobs of one pool; at one lane each tier whole, one after another', () => {
     const filesOf = (tier: string) => [`test/${tier}/a.test.ts`, `test/${tier}/hosts-b.test.ts`];
     const two = testStages(allTiers, 2, filesOf);
-    expect(two.map((stage) => stage.tiers)).toEqual([['unit', 'go'], ['integration', 'e2e', 'conformance']]);
-    expect(two[0]!.jobs.map((job) => job.name)).toEqual(['unit', 'go']);
-    expect(two[1]!.jobs).toEqual([
+    expect(two.map((stage) => stage.tiers)).toEqual([allTiers]);
+    expect(two[0]!.jobs.slice(0, 2).map((job) => job.name)).toEqual(['unit', 'go']);
+    expect(two[0]!.jobs.slice(2)).toEqual([
       { name: 'test/integration/a.test.ts', tier: 'integration', group: undefined, args: ['test/integration/a.test.ts'] },
       { name: 'test/integration/hosts-b.test.ts', tier: 'integration', group: undefined, args: ['test/integration/hosts-b.test.ts'] },
       { name: 'test/e2e/a.test.ts', tier: 'e2e', group: undefined, args: ['test/e2e/a.test.ts'] },
@@ -94,8 +106,9 @@ describe('test jobs over N lanes, longest first', () => {
     const one = testStages(allTiers, 1, filesOf);
     expect(one.map((stage) => stage.jobs.map((job) => job.name))).toEqual(allTiers.map((tier) => [tier]));
     expect(one[2]!.jobs[0]).toEqual({ name: 'integration', tier: 'integration', group: undefined, args: [], files: filesOf('integration') });
-    // A tier named alone keeps its own stage; e2e alone is still one job per file.
-    expect(testStages(['go', 'e2e'], 2, filesOf).map((stage) => stage.tiers)).toEqual([['go'], ['e2e']]);
+    // Tiers named share the pool too; e2e alone is still one job per file.
+    expect(testStages(['go', 'e2e'], 2, filesOf).map((stage) => stage.tiers)).toEqual([['go', 'e2e']]);
+    expect(testStages(['e2e'], 2, filesOf)[0]!.jobs.map((job) => job.name)).toEqual(filesOf('e2e'));
     // At one lane a whole per-file tier is estimated as the sum of its files.
     expect(withTierEstimates(one, { 'test/e2e/a.test.ts': 5, 'test/e2e/hosts-b.test.ts': 7, unit: 3 })).toMatchObject({ unit: 3, e2e: 12, integration: 0 });
     expect(fileGroup('test/e2e/hosts.test.ts')).toBe('kubelets');
@@ -113,15 +126,16 @@ describe('test jobs over N lanes, longest first', () => {
     expect(Object.keys(estimates).filter((name) => !files.includes(name) && !['unit', 'go'].includes(name))).toEqual([]);
   });
 
-  it('plans the real suite at two lanes under 35 minutes by its estimates, the integration files in the pool beside the e2e files', () => {
+  it('plans the real suite at two lanes under 35 minutes by its estimates, every tier in one pool', () => {
     const estimates = readEstimates(path.join(root, 'scripts/ci/test-times.json'));
     const stages = testStages(allTiers, 2, (tier) => tierFiles(root, tier));
-    const plans = stages.map((stage) => planLanes(stage.jobs, 2, estimates));
-    const seconds = plans.reduce((sum, plan) => sum + plan.seconds, 0);
-    expect(seconds, `estimated ${Math.round(seconds)} s`).toBeLessThan(35 * 60);
-    // The pool's two lanes end within the longest job's estimate of each other.
-    const [a, b] = plans[1]!.lanes;
+    expect(stages).toHaveLength(1);
+    const plan = planLanes(stages[0]!.jobs, 2, estimates);
+    expect(plan.seconds, `estimated ${Math.round(plan.seconds)} s`).toBeLessThan(35 * 60);
+    // The two lanes end within the longest job's estimate of each other, and begin with unit and go.
+    const [a, b] = plan.lanes;
     expect(Math.abs(a!.seconds - b!.seconds)).toBeLessThan(Math.max(...Object.values(estimates)));
-    expect(plans[1]!.lanes.flatMap((lane) => lane.jobs).filter((job) => job.startsWith('test/integration/'))).toHaveLength(tierFiles(root, 'integration').length);
+    expect([a!.jobs[0], b!.jobs[0]].sort()).toEqual(['go', 'unit']);
+    expect(plan.lanes.flatMap((lane) => lane.jobs).filter((job) => job.startsWith('test/integration/'))).toHaveLength(tierFiles(root, 'integration').length);
   });
 });

@@ -16,9 +16,9 @@ import { formatSeconds, formatTierReport, slowestGoPackages, vitestTierSummary }
 const staticcheck = 'honnef.co/go/tools/cmd/staticcheck@v0.8.2';
 /**
  * PROVISIONER_TEST_LANES=N (default 2, lanes.mjs `defaultLanes`) runs up to N test processes at once, each job longest
- * first by its last measured time (test-times.json) on the lane that frees first: the go tier
- * beside the unit tier, then each integration, e2e and conformance file as a vitest process of
- * its own, in one pool (lanes.mjs `testStages`). At 1 every tier is one process, one after another.
+ * first by its last measured time (test-times.json) on the lane that frees first, in one pool: the
+ * unit and go tiers first, then each integration, e2e and conformance file as a vitest process of
+ * its own (lanes.mjs `testStages`). At 1 every tier is one process, one after another.
  */
 let lanes;
 try {
