@@ -24,7 +24,7 @@ import { hostTarget, targetPlatform } from '../../scripts/bundle/recipe.js';
 import { killRecorded } from '../integration/support/controlplane.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
 import type { VersionReport } from '../../src/services/version.js';
-import { getNodes } from './support/cli.js';
+import { ensureBuilt, getNodes } from './support/cli.js';
 import { seedDependencies, startRegistry, type LocalRegistry } from './support/registry.js';
 import { runTempDir } from '../support/run-dirs.js';
 
@@ -63,7 +63,10 @@ describe('npx provisioner from a registry, with no Go', () => {
   beforeAll(async () => {
     work = await runTempDir('e2e-npx');
     const packStarted = performance.now();
-    report = await releasePack({ targets: [hostTarget()], outDir: path.join(work, 'release') });
+    // dist/ is compiled here only when older than src/; release:pack's own compile would rewrite it in place
+    // under the CLI runs of the test beside this one (a CI run's hosts-pivot-self read a half-written module).
+    await ensureBuilt();
+    report = await releasePack({ targets: [hostTarget()], outDir: path.join(work, 'release'), compileCli: false });
     console.log(`release:pack --targets host took ${((performance.now() - packStarted) / 1000).toFixed(0)} s`);
     registry = await startRegistry(path.join(work, 'registry'));
     const seeded = await seedDependencies(registry, path.join(work, 'registry'));
