@@ -35,7 +35,7 @@ export interface TestStage {
   jobs: TestJob[];
 }
 
-export const laneGroups: Readonly<Record<string, string>>;
+export const leadingTiers: ReadonlySet<string>;
 export const perFileTiers: ReadonlySet<string>;
 export function fileGroup(file: string): string | undefined;
 export function tierFiles(root: string, tier: string): string[];

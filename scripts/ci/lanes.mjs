@@ -26,14 +26,6 @@ export function laneCount(value) {
 }
 
 /**
- * With more than one lane, the tiers that share lanes when they run one after another: all of
- * them, in one pool, so no lane waits at a tier's end for the other's last job (a cold go tier,
- * compiling staticcheck and the provider's tests, ran minutes past the unit tier while the
- * other lane sat idle), and the integration files fill the lanes beside the e2e files.
- */
-export const laneGroups = { unit: 'all', go: 'all', integration: 'all', e2e: 'all', conformance: 'all' };
-
-/**
  * Tiers whose jobs start before the pool's others, whatever their length: the quick ones, so a
  * broken unit or Go test shows within minutes of the start.
  */
@@ -71,17 +63,14 @@ export function tierFiles(root, tier) {
 
 /**
  * The stages `tiers` run in, in order, each with its jobs ({ name, tier, group, args }): at one
- * lane every tier is a stage and a job of its own (one vitest or go process); with more,
- * consecutive tiers of one `laneGroups` entry share a stage, and each file of a `perFileTiers`
- * tier is a job. `filesOf(tier)` lists a tier's files.
+ * lane every tier is a stage and a job of its own (one vitest or go process); with more, every
+ * tier shares one stage, a pool, so no lane waits at a tier's end for the other's last job (a
+ * cold go tier, compiling staticcheck and the provider's tests, ran minutes past the unit tier
+ * while the other lane sat idle) and the integration files fill the lanes beside the e2e files;
+ * each file of a `perFileTiers` tier is a job there. `filesOf(tier)` lists a tier's files.
  */
 export function testStages(tiers, lanes, filesOf) {
-  const stages = [];
-  for (const tier of tiers) {
-    const last = stages.at(-1);
-    if (lanes > 1 && last && laneGroups[tier] !== undefined && laneGroups[last.tiers[0]] === laneGroups[tier]) last.tiers.push(tier);
-    else stages.push({ tiers: [tier] });
-  }
+  const stages = lanes > 1 ? [{ tiers: [...tiers] }] : tiers.map((tier) => ({ tiers: [tier] }));
   return stages.map(({ tiers: stageTiers }) => ({
     tiers: stageTiers,
     jobs: stageTiers.flatMap((tier) =>
