@@ -145,13 +145,21 @@ function mergeReports(reports) {
 }
 
 /**
+ * The go tier's Go environment: the bundle's (scripts/bundle/build.ts goEnv and `-trimpath`), so
+ * the Kubernetes packages it compiled for capi-manager and kube (the same k8s.io versions as
+ * provider/go.mod) come from Go's build cache instead of compiling again. With cgo on (Go's
+ * default where gcc exists) package net differs, and so would every package above it.
+ */
+const goTierEnv = { ...process.env, CGO_ENABLED: '0', GOFLAGS: `${process.env.GOFLAGS ?? ''} -trimpath`.trim() };
+
+/**
  * The Go linters over provider/ (what `make -C provider lint` runs): `go vet`, then staticcheck
  * at a pinned version, run with `go run` so the linter's own dependencies never enter the
  * provider's go.mod (and so its shipped binaries). Each counts as one check, passed or failed.
  */
 async function runGoLinters(counts) {
   for (const [name, args] of [['go vet', ['vet', './...']], ['staticcheck', ['run', staticcheck, './...']]]) {
-    const run = await capture('go', args, { cwd: 'provider' });
+    const run = await capture('go', args, { cwd: 'provider', env: goTierEnv });
     if (run.status === 0) {
       counts.passed += 1;
       console.log(`go lint pass ${name}`);
@@ -197,7 +205,7 @@ async function runGoTests() {
   }
   const run = await capture('go', ['test', '-p', '1', '-json', './...'], {
     cwd: 'provider',
-    env: { ...process.env, KUBEBUILDER_ASSETS: assets.stdout.trim() },
+    env: { ...goTierEnv, KUBEBUILDER_ASSETS: assets.stdout.trim() },
     stderr: 'inherit',
   });
   if (run.error || run.status === null) {
