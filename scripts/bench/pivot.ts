@@ -44,13 +44,18 @@ import { formatNumber, median, type BenchRecord } from './record.js';
 
 /** Runs per shape and tool; medians are reported. Default 3; `PROVISIONER_BENCH_PIVOT_RUNS` overrides it for a quick look. */
 const runs = Math.max(1, Number(process.env['PROVISIONER_BENCH_PIVOT_RUNS']) || 3);
-/** Runs of the 3 + 1,000 shape (about 4,000 objects; clusterctl takes minutes per move). Default 1; `PROVISIONER_BENCH_PIVOT_LARGE_RUNS` overrides it. */
-const largeRuns = Math.max(1, Number(process.env['PROVISIONER_BENCH_PIVOT_LARGE_RUNS']) || 1);
+/** Runs of the 3 + 1,000 shape (about 4,000 objects; clusterctl takes minutes per move). Default: `runs`, so its ratio is a median too; `PROVISIONER_BENCH_PIVOT_LARGE_RUNS` overrides it. */
+const largeRuns = Math.max(1, Number(process.env['PROVISIONER_BENCH_PIVOT_LARGE_RUNS']) || runs);
 const shapes = [
   { controlPlane: 3, workers: 10, runs },
   { controlPlane: 3, workers: 100, runs },
   { controlPlane: 3, workers: 1000, runs: largeRuns },
 ] as const;
+
+/** The fastest and slowest of some runs' times, e.g. `9812–11204`. */
+function spread(values: readonly number[]): string {
+  return values.length ? `${formatNumber(Math.min(...values))}–${formatNumber(Math.max(...values))}` : '';
+}
 
 /** A set counts as settled once no object of it changed for this long. */
 const settledAfterMs = 3_000;
@@ -179,7 +184,7 @@ export async function run(): Promise<BenchRecord> {
       figures[`ours.${label}.moveMs`] = Math.round(oursMs);
       figures[`ours.${label}.problems`] = problems.ours;
       figures[`source.${label}.settleMs`] = Math.round(median(settleMs));
-      rows.push([`provisioner pivot`, label, objects, shape.runs, formatNumber(oursMs), problems.ours]);
+      rows.push([`provisioner pivot`, label, objects, shape.runs, formatNumber(oursMs), spread(ours), problems.ours]);
       for (const phase of phases) {
         const name = phase.stage.slice('pivot:'.length);
         phaseRows.push([label, name, formatNumber(phase.durationMs ?? 0), phase.requests ?? 0]);
@@ -191,8 +196,10 @@ export async function run(): Promise<BenchRecord> {
         figures[`clusterctl.${label}.moveMs`] = Math.round(theirsMs);
         figures[`clusterctl.${label}.problems`] = problems.clusterctl;
         ratios[`${label}.oursOverClusterctl`] = Math.round((oursMs / theirsMs) * 1000) / 1000;
-        speedupRows.push([label, formatNumber(oursMs), formatNumber(theirsMs), `${(theirsMs / oursMs).toFixed(1)}×`, problems.ours + problems.clusterctl]);
-        rows.push([`clusterctl move`, label, objects, theirs.length, formatNumber(theirsMs), problems.clusterctl]);
+        // Run i of each tool moved the same shape back to back, so their ratio is that run's speed-up.
+        const perRun = theirs.slice(0, ours.length).map((t, i) => `${(t / ours[i]!).toFixed(1)}×`).join(', ');
+        speedupRows.push([label, formatNumber(oursMs), formatNumber(theirsMs), `${(theirsMs / oursMs).toFixed(1)}×`, perRun, problems.ours + problems.clusterctl]);
+        rows.push([`clusterctl move`, label, objects, theirs.length, formatNumber(theirsMs), spread(theirs), problems.clusterctl]);
       }
     }
     notes.unshift(
@@ -209,8 +216,8 @@ export async function run(): Promise<BenchRecord> {
       ratios,
       versions: { provisioner: cliVersion, clusterctl: clusterctlVersion },
       tables: [
-        { title: 'move time', columns: ['tool', 'machines (cp+workers)', 'objects', 'runs', 'median ms', 'problems'], rows },
-        { title: 'provisioner pivot against clusterctl move (same run, same two control planes)', columns: ['machines (cp+workers)', 'ours ms', 'clusterctl ms', 'ours faster by', 'problems'], rows: speedupRows },
+        { title: 'move time', columns: ['tool', 'machines (cp+workers)', 'objects', 'runs', 'median ms', 'fastest–slowest ms', 'problems'], rows },
+        { title: 'provisioner pivot against clusterctl move (same run, same two control planes)', columns: ['machines (cp+workers)', 'ours ms', 'clusterctl ms', 'ours faster by (medians)', 'each run', 'problems'], rows: speedupRows },
         // "paused" holds everything before it: attaching the source, the plan, the target's preflight, the pause and the re-plan.
         { title: 'provisioner pivot by phase (last run of each shape)', columns: ['machines (cp+workers)', 'phase reached', 'ms', 'API requests'], rows: phaseRows },
       ],
