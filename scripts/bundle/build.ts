@@ -34,7 +34,6 @@ import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type Bund
 import { buildKey, localReplaces, patchedReplace, readModuleInputs, readWrapperInputs, type WrapperInput } from './build-key.js';
 import { assembleComponents } from './components.js';
 import { addedFiles, sourcePatches } from './patches.js';
-import { buildFamilies, runFamilies } from './schedule.js';
 import { binaryRecipes, builtFor, componentRecipes, hostTarget, parseTarget, targetPlatform, type BinaryRecipe, type ComponentsRecipe, type Target } from './recipe.js';
 import { buildUserlandLayer, dpkgArchitecture } from './userland.js';
 
@@ -76,8 +75,6 @@ export interface BuildBundleOptions {
   only?: ReadonlySet<string>;
   /** Leave out the development tools (`shipped: false`). Default: false. */
   shippedOnly?: boolean;
-  /** Go builds at once (see schedule.ts). Default: 2, this machine type's cores. */
-  builds?: number;
   /** Build cache. Default: `$PROVISIONER_BUILD_CACHE`, else `$XDG_CACHE_HOME/provisioner/build`, else `~/.cache/provisioner/build`. */
   cacheRoot?: string;
 }
@@ -106,9 +103,7 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
   const binaries: BundledBinary[] = [];
   const timings: { name: string; seconds: number; cached: boolean; size: number; compressed: number }[] = [];
   await mkdir(path.join(outDir, 'bin'), { recursive: true });
-  const familyOf = new Map(await Promise.all(selected.map(async (recipe) => [recipe, await kubernetesFamily(recipe)] as const)));
-  const families = buildFamilies(selected, (recipe) => familyOf.get(recipe) ?? recipe.name);
-  await runFamilies(families, options.builds ?? 2, async (recipe) => {
+  for (const recipe of selected) {
     const t0 = Date.now();
     const built = await buildBinary(recipe, goVersion, cacheRoot, target);
     const archive = `bin/${recipe.name}.gz`;
@@ -130,9 +125,7 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
     const seconds = (Date.now() - t0) / 1000;
     timings.push({ name: recipe.name, seconds, cached: built.cached, size: built.size, compressed: built.compressedSize });
     log(`  ${recipe.name.padEnd(30)} ${built.cached ? 'cached' : 'built '} ${seconds.toFixed(1).padStart(6)}s  ${mib(built.size)} -> ${mib(built.compressedSize)}`);
-  });
-  // Builds end in any order; the manifest lists binaries in the recipe's.
-  binaries.sort((a, b) => selected.findIndex((r) => r.name === a.name) - selected.findIndex((r) => r.name === b.name));
+  }
 
   const components: BundledComponents[] = [];
   await mkdir(path.join(outDir, 'components'), { recursive: true });
@@ -323,16 +316,6 @@ function moduleInfo(wrapper: string, module: string): Promise<ModuleInfo> {
   return pending;
 }
 
-/**
- * The k8s.io/apimachinery version a recipe's go.mod pins (`k8s.io/apimachinery@v0.36.3`), which
- * stands for the Kubernetes libraries its build compiles; the recipe's name when it pins none.
- */
-async function kubernetesFamily(recipe: BinaryRecipe): Promise<string> {
-  const dir = 'ownModule' in recipe ? path.join(repoRoot, recipe.ownModule) : path.join(modulesDir, recipe.wrapper);
-  const version = /^\s*k8s\.io\/apimachinery\s+(v\S+)/m.exec(await readFile(path.join(dir, 'go.mod'), 'utf8'))?.[1];
-  return version ? `k8s.io/apimachinery@${version}` : recipe.name;
-}
-
 /** The Go environment of every go command here; with a target, of a build for it. */
 function goEnv(target?: Target): Record<string, string> {
   // Static, reproducible, and never a toolchain download.
@@ -430,21 +413,6 @@ async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: s
   return { ...meta, archivePath, cached: false };
 }
 
-const copiesMade = new Map<string, Promise<void>>();
-
-/**
- * Runs `make` once per directory in this process: two wrappers built at once (schedule.ts) may
- * patch the same module at the same version, and must not both remove and copy it.
- */
-function onceFor(dir: string, make: () => Promise<void>): Promise<void> {
-  let pending = copiesMade.get(dir);
-  if (!pending) {
-    pending = make();
-    copiesMade.set(dir, pending);
-  }
-  return pending;
-}
-
 const patchedWrappers = new Map<string, Promise<string | undefined>>();
 
 /**
@@ -469,16 +437,14 @@ function preparePatchedWrapper(wrapper: string, cacheRoot: string): Promise<stri
       const replaces: string[] = [];
       for (const module of modules) {
         const info = await inGraph(module);
-        const source = info?.Dir;
-        if (!info || !source) continue;
+        if (!info?.Dir) continue;
         const patches = sourcePatches.filter((p) => p.module === module);
         const added = addedFiles.filter((a) => a.module === module);
         const key = createHash('sha256').update(JSON.stringify({ builderRevision, version: info.Version, patches, added })).digest('hex').slice(0, 16);
         const copy = path.join(cacheRoot, 'patched', `${module.replaceAll('/', '_')}@${info.Version}-${key}`);
-        await onceFor(copy, async () => {
-          if (await exists(path.join(copy, '.complete'))) return;
+        if (!(await exists(path.join(copy, '.complete')))) {
           await rm(copy, { recursive: true, force: true });
-          await cp(source, copy, { recursive: true });
+          await cp(info.Dir, copy, { recursive: true });
           await execa('chmod', ['-R', 'u+w', copy]);
           for (const patch of patches) {
             const file = path.join(copy, patch.file);
@@ -497,7 +463,7 @@ function preparePatchedWrapper(wrapper: string, cacheRoot: string): Promise<stri
           }
           for (const file of added) await writeFile(path.join(copy, file.file), file.content);
           await writeFile(path.join(copy, '.complete'), '');
-        });
+        }
         replaces.push(patchedReplace(module, info.Version, path.basename(copy)));
       }
       if (replaces.length === 0) return undefined;
@@ -542,15 +508,14 @@ async function copyLocalReplaces(goMod: string, inputs: readonly WrapperInput[],
     for (const file of files) hash.update(`\0${file.name}\0${file.content.length}\0`).update(file.content);
     const name = `${path.posix.basename(local.dir)}-${hash.digest('hex').slice(0, 16)}`;
     const copy = path.join(cacheRoot, 'own', name);
-    await onceFor(copy, async () => {
-      if (await exists(path.join(copy, '.complete'))) return;
+    if (!(await exists(path.join(copy, '.complete')))) {
       await rm(copy, { recursive: true, force: true });
       for (const file of files) {
         await mkdir(path.dirname(path.join(copy, file.name)), { recursive: true });
         await writeFile(path.join(copy, file.name), file.content);
       }
       await writeFile(path.join(copy, '.complete'), '');
-    });
+    }
     text = text.replace(local.line, `replace ${local.module} => ../../own/${name}`);
   }
   return text;
