@@ -14,6 +14,15 @@ import { formatSeconds, formatTierReport, slowestGoPackages, vitestTierSummary }
 
 /** The Go linter the go tier runs, pinned (provider/Makefile's `lint` names the same). */
 const staticcheck = 'honnef.co/go/tools/cmd/staticcheck@v0.8.2';
+
+/**
+ * The go tier's Go environment: the bundle's (scripts/bundle/build.ts goEnv and `-trimpath`), so
+ * the Kubernetes packages it compiled for capi-manager and kube (the same k8s.io versions as
+ * provider/go.mod) come from Go's build cache instead of compiling again. With cgo on (Go's
+ * default where gcc exists) package net differs, and so would every package above it.
+ */
+const goTierEnv = { ...process.env, CGO_ENABLED: '0', GOFLAGS: `${process.env.GOFLAGS ?? ''} -trimpath`.trim() };
+
 /**
  * PROVISIONER_TEST_LANES=N (default 2, lanes.mjs `defaultLanes`) runs up to N test processes at once, each job longest
  * first by its last measured time (test-times.json) on the lane that frees first, in one pool: the
@@ -143,14 +152,6 @@ function mergeReports(reports) {
     testResults: reports.flatMap((report) => report.testResults ?? []),
   };
 }
-
-/**
- * The go tier's Go environment: the bundle's (scripts/bundle/build.ts goEnv and `-trimpath`), so
- * the Kubernetes packages it compiled for capi-manager and kube (the same k8s.io versions as
- * provider/go.mod) come from Go's build cache instead of compiling again. With cgo on (Go's
- * default where gcc exists) package net differs, and so would every package above it.
- */
-const goTierEnv = { ...process.env, CGO_ENABLED: '0', GOFLAGS: `${process.env.GOFLAGS ?? ''} -trimpath`.trim() };
 
 /**
  * The Go linters over provider/ (what `make -C provider lint` runs): `go vet`, then staticcheck
