@@ -46,11 +46,13 @@ import { formatNumber, median, type BenchRecord } from './record.js';
 const runs = Math.max(1, Number(process.env['PROVISIONER_BENCH_PIVOT_RUNS']) || 3);
 /** Runs of the 3 + 1,000 shape (about 4,000 objects; clusterctl takes minutes per move). Default: `runs`, so its ratio is a median too; `PROVISIONER_BENCH_PIVOT_LARGE_RUNS` overrides it. */
 const largeRuns = Math.max(1, Number(process.env['PROVISIONER_BENCH_PIVOT_LARGE_RUNS']) || runs);
+/** Worker counts to move, e.g. `1000` for the large shape alone. Default: `10,100,1000`; `PROVISIONER_BENCH_PIVOT_WORKERS` overrides it. */
+const workerCounts = (process.env['PROVISIONER_BENCH_PIVOT_WORKERS'] ?? '10,100,1000').split(',').map(Number);
 const shapes = [
   { controlPlane: 3, workers: 10, runs },
   { controlPlane: 3, workers: 100, runs },
   { controlPlane: 3, workers: 1000, runs: largeRuns },
-] as const;
+].filter((shape) => workerCounts.includes(shape.workers));
 
 /** The fastest and slowest of some runs' times, e.g. `9812–11204`. */
 function spread(values: readonly number[]): string {
