@@ -66,7 +66,7 @@ const settleTimeoutMs = 300_000;
 
 /**
  * Waits until the source's controllers are done with a set they just saw unpaused: no
- * object of it changed (resourceVersions, one list per kind each second) for
+ * object of it changed (resourceVersions, one cached list per kind each second) for
  * `settledAfterMs`. A cluster that is moved has been reconciled for a while; without this
  * the move would be timed against the controllers' first reconcile of thousands of objects
  * at once, which loads the source API server for tens of seconds. Both tools get it.
@@ -77,7 +77,10 @@ async function settle(kube: KubeClient, seeded: Seeded): Promise<number> {
   let last = '';
   let stableSince = start;
   for (;;) {
-    const lists = await Promise.all(kinds.map((k) => kube.list<KubeObject>(k.apiVersion, k.kind, { namespace: seeded.namespace })));
+    // From the watch cache: a consistent list makes the server wait for its cache to reach etcd's revision, and a
+    // source just restarted and seeded with thousands of objects answered one with a 504 ("Too large resource
+    // version") beyond the client's retries. A stability check needs only the cache to stop changing.
+    const lists = await Promise.all(kinds.map((k) => kube.list<KubeObject>(k.apiVersion, k.kind, { namespace: seeded.namespace, fromCache: true })));
     const versions = lists.flat().map((o) => `${o.kind}/${o.metadata.name}@${o.metadata.resourceVersion}`).sort().join(',');
     const now = performance.now();
     if (versions !== last) {
