@@ -98,6 +98,7 @@ async function timed(task: () => Promise<unknown>): Promise<number> {
 }
 
 export async function run(): Promise<BenchRecord> {
+  if (shapes.length === 0) throw new Error(`PROVISIONER_BENCH_PIVOT_WORKERS=${process.env['PROVISIONER_BENCH_PIVOT_WORKERS']} names no shape: use any of 10, 100, 1000, comma-separated`);
   const abort = new AbortController();
   const dirs = await Promise.all([mkdtemp(path.join(os.tmpdir(), 'bench-pivot-src-')), mkdtemp(path.join(os.tmpdir(), 'bench-pivot-dst-'))]);
   const started: LocalControlPlane[] = [];
