@@ -48,11 +48,12 @@ const runs = Math.max(1, Number(process.env['PROVISIONER_BENCH_PIVOT_RUNS']) || 
 const largeRuns = Math.max(1, Number(process.env['PROVISIONER_BENCH_PIVOT_LARGE_RUNS']) || runs);
 /** Worker counts to move, e.g. `1000` for the large shape alone. Default: `10,100,1000`; `PROVISIONER_BENCH_PIVOT_WORKERS` overrides it. */
 const workerCounts = (process.env['PROVISIONER_BENCH_PIVOT_WORKERS'] ?? '10,100,1000').split(',').map(Number);
-const shapes = [
+const allShapes = [
   { controlPlane: 3, workers: 10, runs },
   { controlPlane: 3, workers: 100, runs },
   { controlPlane: 3, workers: 1000, runs: largeRuns },
-].filter((shape) => workerCounts.includes(shape.workers));
+];
+const shapes = allShapes.filter((shape) => workerCounts.includes(shape.workers));
 
 /** The fastest and slowest of some runs' times, e.g. `9812–11204`. */
 function spread(values: readonly number[]): string {
@@ -98,7 +99,7 @@ async function timed(task: () => Promise<unknown>): Promise<number> {
 }
 
 export async function run(): Promise<BenchRecord> {
-  if (shapes.length === 0) throw new Error(`PROVISIONER_BENCH_PIVOT_WORKERS=${process.env['PROVISIONER_BENCH_PIVOT_WORKERS']} names no shape: use any of 10, 100, 1000, comma-separated`);
+  if (shapes.length === 0) throw new Error(`PROVISIONER_BENCH_PIVOT_WORKERS=${process.env['PROVISIONER_BENCH_PIVOT_WORKERS']} names no shape: use any of ${allShapes.map((shape) => shape.workers).join(', ')}, comma-separated`);
   const abort = new AbortController();
   const dirs = await Promise.all([mkdtemp(path.join(os.tmpdir(), 'bench-pivot-src-')), mkdtemp(path.join(os.tmpdir(), 'bench-pivot-dst-'))]);
   const started: LocalControlPlane[] = [];
