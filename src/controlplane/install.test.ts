@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { applyAll, loadComponents } from './install.js';
+import { applyAll, loadComponents, namesAcceptedNotEstablished } from './install.js';
 
 const thing: KubeObject = { apiVersion: 'example.com/v1', kind: 'Thing', metadata: { name: 'a', namespace: 'ns' } };
 const patchPath = 'PATCH /apis/example.com/v1/namespaces/ns/things/a';
@@ -89,5 +89,26 @@ describe('loadComponents', () => {
     await writeFile(file, 'apiVersion: v1\nkind: Namespace\nmetadata:\n  name: one\n');
     await writeFile(join(dir, 'not-a-dir'), '');
     expect((await loadComponents('p', 'one', file, { cacheDir: join(dir, 'not-a-dir') })).objects.map((o) => o.metadata.name)).toEqual(['one']);
+  });
+});
+
+describe('namesAcceptedNotEstablished', () => {
+  const crd = (name: string, conditions: Record<string, string>) => ({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name },
+    status: { conditions: Object.entries(conditions).map(([type, status]) => ({ type, status })) },
+  });
+
+  it('names the CRDs a stopped API server left with names accepted and not Established, among those asked about', () => {
+    const crds = [
+      crd('stalled.example.dev', { NamesAccepted: 'True', Established: 'False' }),
+      crd('done.example.dev', { NamesAccepted: 'True', Established: 'True' }),
+      crd('unnamed.example.dev', { NamesAccepted: 'False', Established: 'False' }),
+      crd('no-status.example.dev', {}),
+      crd('not-ours.example.dev', { NamesAccepted: 'True' }),
+    ];
+    const asked = ['stalled.example.dev', 'done.example.dev', 'unnamed.example.dev', 'no-status.example.dev', 'absent.example.dev'];
+    expect(namesAcceptedNotEstablished(crds, asked)).toEqual(['stalled.example.dev']);
   });
 });

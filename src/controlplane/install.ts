@@ -105,9 +105,11 @@ export async function installCrds(
   const early = components.flatMap((c) => c.objects.filter((o) => !isLate(o) && o.kind !== 'ClusterRole').map((o) => lightenCrd(rewriteWebhooks(o, endpoints, caPem))));
   const namespaces = early.filter((o) => o.kind === 'Namespace');
   const rest = early.filter((o) => o.kind !== 'Namespace');
+  const crdNames = rest.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name);
+  const stalled = namesAcceptedNotEstablished(await client.list<KubeObject & CrdStatus>('apiextensions.k8s.io/v1', 'CustomResourceDefinition'), crdNames);
   await applyAll(client, namespaces, options.signal);
   await applyAll(client, rest, options.signal);
-  const crdNames = rest.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name);
+  await requeueForEstablishing(client, stalled, options.signal);
   await waitForEstablished(client, crdNames, options.noProgressTimeoutMs ?? crdNoProgressTimeoutMs, options.signal);
   client.resetDiscovery();
   return crdNames;
@@ -128,6 +130,33 @@ export async function installWebhooksAndInventory(
 
 interface CrdStatus {
   status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+}
+
+/**
+ * The named CRDs whose names an API server accepted but that it never marked Established.
+ * An API server stopped between those two steps (a start interrupted, then resumed) leaves them so,
+ * and the next server does not finish them: its establishing controller is queued only by a CRD's
+ * update events, and a restart delivers adds, so they wait for the informer's 5-minute resync
+ * (apiextensions-apiserver, customresource_handler.go `updateCustomResourceDefinition`).
+ */
+export function namesAcceptedNotEstablished(crds: readonly (KubeObject & CrdStatus)[], names: readonly string[]): string[] {
+  const wanted = new Set(names);
+  const isTrue = (crd: CrdStatus, type: string) => crd.status?.conditions?.some((c) => c.type === type && c.status === 'True') ?? false;
+  return crds.filter((crd) => wanted.has(crd.metadata.name) && isTrue(crd, 'NamesAccepted') && !isTrue(crd, 'Established')).map((crd) => crd.metadata.name);
+}
+
+/** Annotation whose change gives each stalled CRD the update event that queues it for establishing. */
+export const requeuedAtAnnotation = 'provisioner.dev/establishing-requeued-at';
+
+/** One metadata write per CRD: an update event, so the API server's establishing controller takes it up now. */
+async function requeueForEstablishing(client: KubeClient, names: readonly string[], signal?: AbortSignal): Promise<void> {
+  const now = new Date().toISOString();
+  await mapLimit(
+    names,
+    8,
+    (name) => client.mergePatch({ apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name } }, { metadata: { annotations: { [requeuedAtAnnotation]: now } } }),
+    signal,
+  );
 }
 
 /** Default time without another CRD becoming Established before the install fails: 3 minutes (each takes about a second). */

@@ -149,8 +149,17 @@ describe('provisioner management, as a user runs it', () => {
   });
 
   describe('start, status, restart after a kill, stop', () => {
+    // One running control plane serves the block; a test run alone (or after `stop`) starts it itself.
     let dir = '';
     const kubeconfig = () => path.join(dir, 'auth', 'management.kubeconfig');
+    const running = async (): Promise<string> => {
+      if (!dir) dir = await newDir('mgmt');
+      if ((await aliveRecorded(dir)).length !== (await expectedProcessCount())) {
+        const run = await cli(['management', 'start', '--dir', dir]);
+        expect(run.exitCode, run.stderr).toBe(0);
+      }
+      return dir;
+    };
 
     it('start prints the kubeconfig path on stdout and exits 0', async () => {
       dir = await newDir('mgmt');
@@ -162,6 +171,7 @@ describe('provisioner management, as a user runs it', () => {
     });
 
     it('status lists every process healthy (etcd, the API server, one manager per bundled binary), as a table and as JSON lines', async () => {
+      await running();
       const run = await cli(['management', 'status', '--dir', dir], 60_000);
       expect(run.exitCode, run.stderr).toBe(0);
       const rows = run.stdout.split('\n').slice(1).filter((l) => l.trim() && !l.startsWith('kubeconfig:'));
@@ -173,6 +183,7 @@ describe('provisioner management, as a user runs it', () => {
     });
 
     it('start again while it runs says "already running", fast, and changes nothing', async () => {
+      await running();
       const before = (await aliveRecorded(dir)).map((e) => e.pid).sort();
       const run = await cli(['management', 'start', '--dir', dir], 60_000);
       expect(run.exitCode, run.stderr).toBe(0);
@@ -183,6 +194,7 @@ describe('provisioner management, as a user runs it', () => {
     });
 
     it('keeps its objects when every process is killed with SIGKILL and started again', async () => {
+      await running();
       const kube = KubeClient.fromFile(kubeconfig());
       try {
         await kube.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'survives-sigkill' } });
@@ -208,6 +220,7 @@ describe('provisioner management, as a user runs it', () => {
     });
 
     it('stop leaves no recorded process alive', async () => {
+      await running();
       const entries = await aliveRecorded(dir);
       expect(entries).toHaveLength(await expectedProcessCount());
       const run = await cli(['management', 'stop', '--dir', dir], 120_000);
@@ -279,14 +292,20 @@ describe('provisioner management, as a user runs it', () => {
   });
 
   describe('a start interrupted', () => {
-    let dir = '';
-    let first: { child: ResultPromise; stderr: () => string } | undefined;
+    /** A `management start` in a new directory, left running once its stderr matches `line`. */
+    const interruptedStart = async (prefix: string, line: RegExp) => {
+      const dir = await newDir(prefix);
+      const start = await startUntil(dir, line);
+      children.push(start.child);
+      return { dir, ...start };
+    };
+    // The first test's start, still held, serves the second; run alone, the second starts its own.
+    let held: Awaited<ReturnType<typeof interruptedStart>> | undefined;
 
     it('refuses a second command on the same --dir with exit 4, naming the holder', async () => {
-      dir = await newDir('busy');
-      first = await startUntil(dir, /\betcd ready\b/);
-      children.push(first.child);
-      const holder = `"management start" (pid ${first.child.pid}`;
+      held = await interruptedStart('busy', /\betcd ready\b/);
+      const { dir, child } = held;
+      const holder = `"management start" (pid ${child.pid}`;
       for (const args of [['management', 'start', '--dir', dir], ['management', 'stop', '--dir', dir]]) {
         const run = await cli(args, 60_000);
         expect(run.exitCode, `${args.join(' ')}: ${run.stderr}`).toBe(ExitCode.environment);
@@ -296,9 +315,10 @@ describe('provisioner management, as a user runs it', () => {
     });
 
     it('leaves nothing running once `management stop` follows a SIGKILL of the CLI after etcd was ready', async () => {
-      expect(first, 'the previous test did not start management start').toBeDefined();
-      first!.child.kill('SIGKILL');
-      const ended = await first!.child;
+      const { dir, child } = held ?? (await interruptedStart('busy', /\betcd ready\b/));
+      held = undefined;
+      child.kill('SIGKILL');
+      const ended = await child;
       expect(ended.signal).toBe('SIGKILL');
       const left = await aliveRecorded(dir);
       // Detached children outlive the CLI by design: etcd at least was left running.
@@ -311,10 +331,9 @@ describe('provisioner management, as a user runs it', () => {
     });
 
     it('comes back healthy when `management start` follows a SIGKILL of the CLI after the API server was ready', async () => {
-      const second = await startUntil(dir, /\bkube-apiserver ready\b/);
-      children.push(second.child);
-      second.child.kill('SIGKILL');
-      await second.child;
+      const { dir, child } = await interruptedStart('resumed', /\bkube-apiserver ready\b/);
+      child.kill('SIGKILL');
+      await child;
       const left = await aliveRecorded(dir);
       expect(left.map((e) => e.name)).toEqual(expect.arrayContaining(['etcd', 'kube-apiserver']));
 
