@@ -48,8 +48,6 @@ describe('hand-off to Fleet against real API servers and a Fleet double', () => 
   let downstreamPlane: LocalControlPlane | undefined;
   let double: FleetDouble | undefined;
   let downstreamId = '';
-  /** The agent-initiated registration's install directory, destroyed by the destroy test. */
-  let agentDir = '';
   const manager = (): KubeClient => managerPlane!.kube;
   const downstream = (): KubeClient => downstreamPlane!.kube;
   const selector = (name: string) => `provisioner.dev/cluster-name=${name},provisioner.dev/cluster-namespace=${name},provisioner.dev/cluster-id=${downstreamId}`;
@@ -140,7 +138,6 @@ describe('hand-off to Fleet against real API servers and a Fleet double', () => 
 
   it('agent-initiated: a token Fleet answers, the bootstrap Secret on the workload cluster, and the agent registers with only its values to the Cluster carrying its clientID', async () => {
     const dir = await installDir('beta');
-    agentDir = dir;
     const registrationsBefore = double!.registrations.length;
     const sink = new RecordingSink();
     const result = await register(dir, 'agent', sink);
@@ -174,12 +171,21 @@ describe('hand-off to Fleet against real API servers and a Fleet double', () => 
     expect(again.ofType('stage').filter((s) => s.state === 'succeeded').map((s) => s.stage)).toEqual(['fleet/preflight', 'fleet/record', 'fleet/cluster', 'fleet/wait-registered']);
     expect(double!.registrations.length).toBe(registrationsBefore + 1);
     expect(double!.failures).toEqual([]);
+
+    // destroy cluster removes it and its token by their labels (one Cluster per downstream's clientID: another agent registration needs it gone).
+    await destroyCluster({ dir, sink: new RecordingSink(), signal: abort.signal, noProgressTimeoutMs });
+    expect(await clustersOf('beta')).toEqual([]);
+    expect(await manager().list(fleet, 'ClusterRegistrationToken', { namespace, labelSelector: selector('beta') })).toEqual([]);
   });
 
   it('destroy cluster deletes the Fleet Cluster, its Secret and its token by their labels and forgets the registration; others stay', async () => {
     const dir = await installDir('gamma');
+    // What a deletion by name would pick: an unrelated Cluster called like the install's cluster.
+    await manager().apply({ apiVersion: fleet, kind: 'Cluster', metadata: { name: 'gamma', namespace }, spec: {} });
     await register(dir, 'manager');
     expect(await clustersOf('gamma')).toHaveLength(1);
+    const peer = await installDir('iota');
+    await register(peer, 'manager');
 
     const sink = new RecordingSink();
     await destroyCluster({ dir, sink, signal: abort.signal, noProgressTimeoutMs });
@@ -187,13 +193,9 @@ describe('hand-off to Fleet against real API servers and a Fleet double', () => 
     expect(await secretsOf('gamma')).toEqual([]);
     await expect(readFile(fleetRecordFile(dir))).rejects.toThrow(/ENOENT/);
     expect(sink.ofType('stage').find((s) => s.stage === 'fleet/deregister' && s.state === 'succeeded')).toBeDefined();
-    expect(await clustersOf('beta')).toHaveLength(1); // another install's registration stays
-
-    // The agent-initiated one of the test before (one Cluster per downstream's clientID: the next agent registration needs it gone).
-    await destroyCluster({ dir: agentDir, sink: new RecordingSink(), signal: abort.signal, noProgressTimeoutMs });
-    expect(await clustersOf('beta')).toEqual([]);
-    expect(await manager().list(fleet, 'ClusterRegistrationToken', { namespace, labelSelector: selector('beta') })).toEqual([]);
-    expect(await manager().get({ apiVersion: fleet, kind: 'Cluster', metadata: { name: 'alpha', namespace } })).toBeDefined(); // the unlabelled one
+    expect(await clustersOf('iota')).toHaveLength(1); // another install's registration stays
+    expect(await manager().get({ apiVersion: fleet, kind: 'Cluster', metadata: { name: 'gamma', namespace } })).toBeDefined(); // the unlabelled one
+    await destroyCluster({ dir: peer, sink: new RecordingSink(), signal: abort.signal, noProgressTimeoutMs });
   });
 
   it('a register killed while it waits for the agent resumes: the same Cluster and Secret, found by their labels, no duplicate', async () => {
@@ -244,6 +246,9 @@ describe('hand-off to Fleet against real API servers and a Fleet double', () => 
     expect(after!.spec).toEqual({ clientID: downstreamId });
     expect(after!.status?.agent?.lastSeen).toBeTruthy();
     expect(await secretsOf('zeta')).toEqual([]); // the manager mode's kubeconfig Secret went with the switch
+    // Gone again, so that another agent registration of this downstream can follow in any order.
+    await destroyCluster({ dir, sink: new RecordingSink(), signal: abort.signal, noProgressTimeoutMs });
+    expect(await clustersOf('zeta')).toEqual([]);
   });
 
   it('the CLI: register fleet prints the Fleet Cluster as its result and exits 0; destroy cluster removes it', async () => {
