@@ -299,24 +299,26 @@ describe('provisioner management, as a user runs it', () => {
       children.push(start.child);
       return { dir, ...start };
     };
-    // The first test's start, still held, serves the second; run alone, the second starts its own.
-    let held: Awaited<ReturnType<typeof interruptedStart>> | undefined;
-
     it('refuses a second command on the same --dir with exit 4, naming the holder', async () => {
-      held = await interruptedStart('busy', /\betcd ready\b/);
-      const { dir, child } = held;
-      const holder = `"management start" (pid ${child.pid}`;
-      for (const args of [['management', 'start', '--dir', dir], ['management', 'stop', '--dir', dir]]) {
-        const run = await cli(args, 60_000);
-        expect(run.exitCode, `${args.join(' ')}: ${run.stderr}`).toBe(ExitCode.environment);
-        expect(run.stderr).toContain(holder);
-        expect(run.durationMs).toBeLessThan(fastMs);
+      const { dir, child } = await interruptedStart('busy', /\betcd ready\b/);
+      try {
+        const holder = `"management start" (pid ${child.pid}`;
+        for (const args of [['management', 'start', '--dir', dir], ['management', 'stop', '--dir', dir]]) {
+          const run = await cli(args, 60_000);
+          expect(run.exitCode, `${args.join(' ')}: ${run.stderr}`).toBe(ExitCode.environment);
+          expect(run.stderr).toContain(holder);
+          expect(run.durationMs).toBeLessThan(fastMs);
+        }
+      } finally {
+        child.kill('SIGKILL');
+        await child;
+        await cli(['management', 'stop', '--dir', dir], 120_000);
       }
     });
 
     it('leaves nothing running once `management stop` follows a SIGKILL of the CLI after etcd was ready', async () => {
-      const { dir, child } = held ?? (await interruptedStart('busy', /\betcd ready\b/));
-      held = undefined;
+      // Killed at once: left alone, the start would finish and exit by itself.
+      const { dir, child } = await interruptedStart('killed', /\betcd ready\b/);
       child.kill('SIGKILL');
       const ended = await child;
       expect(ended.signal).toBe('SIGKILL');
