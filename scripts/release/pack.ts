@@ -9,26 +9,29 @@
  *                                                  with `os`/`cpu` so npm installs only the host's
  *
  * The main package lists every platform package in `optionalDependencies` at exactly its
- * own version. A binary is shipped as the executable itself (run in place) when it is at
- * most `maxExecutableBytes`, else gzipped (extracted into the cache on first use), so
- * every package stays well under the 80 MiB some registry mirrors accept.
+ * own version. Every binary is shipped brotli-compressed (`bin/<name>.br`, extracted into the
+ * cache on first use): at quality 11 it is a quarter to a third smaller than the gzip npm
+ * would give an executable (docs/benchmarks.md), and every package stays well under the
+ * 80 MiB some registry mirrors accept. Quality 11 compresses at about 2-4 s per MiB on one
+ * core, so each compressed binary is kept in the build cache under its sha256 and quality.
  *
  * Every binary is checked to be a well-formed executable for its target (ELF or Mach-O
  * header, static on linux, signed on darwin/arm64), and every packed tarball to hold its
  * binary with an executable mode. Sizes go to stdout and `<out>/report.json`.
  *
- * Usage: tsx scripts/release/pack.ts [--targets all|host|os/arch,...] [--out dir]
- *   --targets  which targets to build and pack (default: all, see recipe.ts releaseTargets)
- *   --out      output directory (default: <repo>/.cache/release); emptied first
+ * Usage: tsx scripts/release/pack.ts [--targets all|host|os/arch,...] [--out dir] [--brotli-quality N]
+ *   --targets         which targets to build and pack (default: all, see recipe.ts releaseTargets)
+ *   --out             output directory (default: <repo>/.cache/release); emptied first
+ *   --brotli-quality  0-11 (default: 11, `releaseBrotliQuality`); lower packs faster and larger
  * Environment: PROVISIONER_BUILD_CACHE, as for `npm run bundle`.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
-import { chmod, copyFile, cp, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, cp, mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createGunzip } from 'node:zlib';
+import { constants as zlibConstants, createBrotliCompress, createGunzip } from 'node:zlib';
 import { execa } from 'execa';
 import { list as listTar } from 'tar';
 import {
@@ -42,13 +45,16 @@ import {
   type ReleasedBinary,
   type ReleaseManifest,
 } from '../../src/embedded/manifest.js';
-import { buildBundle } from '../bundle/build.js';
+import { mapLimit } from '../../src/concurrency.js';
+import { buildBundle, defaultBuildCache } from '../bundle/build.js';
 import { hostTarget, parseTarget, releaseTargets, targetPlatform, type Target } from '../bundle/recipe.js';
 import { headerBytes, readExecutableFormat } from './executable-format.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-/** Largest binary shipped as a plain executable; larger ones are gzipped. "Well under" the 80 MiB mirror limit. */
-export const maxExecutableBytes = 64 << 20;
+/** Brotli quality of a release's binaries: the smallest (docs/benchmarks.md). */
+export const releaseBrotliQuality = 11;
+/** Brotli window: 16 MiB, the largest a standard decoder takes without the large-window flag. */
+const brotliWindowBits = 24;
 /** A package whose unpacked size is over this fails the pack. */
 export const maxPackageBytes = 72 << 20;
 /** What the main package ships besides its package.json (README.md rides along by npm's rules). */
@@ -99,9 +105,12 @@ async function main(): Promise<void> {
     options: {
       targets: { type: 'string', default: 'all' },
       out: { type: 'string', default: path.join(repoRoot, '.cache', 'release') },
+      'brotli-quality': { type: 'string', default: String(releaseBrotliQuality) },
     },
   });
-  const report = await releasePack({ targets: parseTargets(values.targets), outDir: path.resolve(values.out) });
+  const brotliQuality = Number(values['brotli-quality']);
+  if (!Number.isInteger(brotliQuality) || brotliQuality < 0 || brotliQuality > 11) throw new Error(`--brotli-quality: "${values['brotli-quality']}" is not an integer from 0 to 11`);
+  const report = await releasePack({ targets: parseTargets(values.targets), outDir: path.resolve(values.out), brotliQuality });
   process.stdout.write(formatReport(report));
 }
 
@@ -114,6 +123,8 @@ export interface ReleasePackOptions {
    * (one read a half-written `store.js` in a CI run).
    */
   compileCli?: boolean;
+  /** Brotli quality, 0-11. Default `releaseBrotliQuality` (11). The npx e2e packs at a low one: it tests the format, not the size. */
+  brotliQuality?: number;
 }
 
 /** Builds, stages, checks and packs; returns the sizes of every tarball. */
@@ -149,8 +160,10 @@ export async function releasePack(options: ReleasePackOptions): Promise<PackRepo
     } else if (JSON.stringify(components) !== JSON.stringify(manifest.components)) {
       throw new Error(`the component YAMLs built for ${platform} differ from those of ${targetPlatform(options.targets[0] as Target)}: they must not depend on the target`);
     }
-    for (const binary of manifest.binaries) {
-      const build = await stagePlatformPackage(bundleDir, manifest, binary.name, target, version, repoPackage.license, stageDir);
+    // Two at a time: compression runs on the libuv pool, one core each.
+    const compressed = await mapLimit(manifest.binaries, 2, (binary) => brotliArchive(bundleDir, binary, options.brotliQuality ?? releaseBrotliQuality));
+    for (const [index, binary] of manifest.binaries.entries()) {
+      const build = await stagePlatformPackage(bundleDir, manifest, binary.name, compressed[index]!, target, version, repoPackage.license, stageDir);
       platformPackages.push(build.package);
       platformOf.set(build.package, platform);
       const entry = released.get(binary.name) ?? {
@@ -203,14 +216,42 @@ function stageName(pkg: string): string {
   return pkg.replace(/^@/, '').replace('/', '-');
 }
 
+/** A binary's brotli stream, from the build cache or compressed into it from the bundle's gzip archive; returns its path. */
+async function brotliArchive(bundleDir: string, binary: BundleManifest['binaries'][number], quality: number): Promise<string> {
+  const cached = path.join(defaultBuildCache(), 'brotli', `${binary.sha256}-q${quality}-w${brotliWindowBits}.br`);
+  if (await stat(cached).then((s) => s.isFile(), () => false)) {
+    log(`  brotli ${binary.name}: in the build cache (${mib((await stat(cached)).size)})`);
+    return cached;
+  }
+  const started = performance.now();
+  await mkdir(path.dirname(cached), { recursive: true });
+  const temp = `${cached}.${process.pid}.partial`;
+  const compress = createBrotliCompress({
+    params: {
+      [zlibConstants.BROTLI_PARAM_QUALITY]: quality,
+      [zlibConstants.BROTLI_PARAM_LGWIN]: brotliWindowBits,
+      [zlibConstants.BROTLI_PARAM_SIZE_HINT]: binary.size,
+    },
+  });
+  try {
+    await pipeline(createReadStream(path.join(bundleDir, binary.archive)), createGunzip(), compress, createWriteStream(temp));
+    await rename(temp, cached);
+  } finally {
+    await rm(temp, { force: true });
+  }
+  log(`  brotli ${binary.name}: ${mib(binary.size)} → ${mib((await stat(cached)).size)} at quality ${quality} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  return cached;
+}
+
 /**
- * Writes `@provisioner/<binary>-<platform>`: package.json and `bin/<binary>` (or
- * `bin/<binary>.gz`), after checking the binary is an executable for the target.
+ * Writes `@provisioner/<binary>-<platform>`: package.json and `bin/<binary>.br`, after
+ * checking the binary is an executable for the target.
  */
 async function stagePlatformPackage(
   bundleDir: string,
   manifest: BundleManifest,
   name: string,
+  brotli: string,
   target: Target,
   version: string,
   license: string,
@@ -228,14 +269,10 @@ async function stagePlatformPackage(
   await chmod(executable, 0o755);
   await checkExecutable(executable, target, `${name} for ${platform}`);
 
-  let build: PlatformBinary;
-  if (binary.size <= maxExecutableBytes) {
-    build = { package: pkg, file: `bin/${name}`, format: 'executable', sha256: binary.sha256, size: binary.size, fileSize: binary.size };
-  } else {
-    await rm(executable);
-    await copyFile(archive, path.join(dir, 'bin', `${name}.gz`));
-    build = { package: pkg, file: `bin/${name}.gz`, format: 'gzip', sha256: binary.sha256, size: binary.size, fileSize: binary.compressedSize };
-  }
+  await rm(executable);
+  const file = `bin/${name}.br`;
+  await copyFile(brotli, path.join(dir, file));
+  const build: PlatformBinary = { package: pkg, file, format: 'brotli', sha256: binary.sha256, size: binary.size, fileSize: (await stat(brotli)).size };
   const [os, cpu] = platform.split('-') as [string, string];
   const packageJson = {
     name: pkg,
@@ -312,7 +349,7 @@ async function npmPack(dir: string, destination: string): Promise<PackedPackage>
   const tarball = path.join(destination, packed.filename);
   const modes = new Map<string, number>();
   await listTar({ file: tarball, onReadEntry: (entry) => void modes.set(entry.path, entry.mode ?? 0) });
-  const binaries = [...modes].filter(([file]) => /^package\/bin\/[^/]+$/.test(file) && !file.endsWith('.gz') && !file.endsWith('.js'));
+  const binaries = [...modes].filter(([file]) => /^package\/bin\/[^/]+$/.test(file) && !/\.(gz|br|js)$/.test(file));
   for (const [file, mode] of binaries) {
     if ((mode & 0o111) === 0) throw new Error(`${packed.name}: ${file} is not executable in ${tarball} (mode ${mode.toString(8)})`);
   }

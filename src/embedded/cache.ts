@@ -27,11 +27,11 @@
  *   <cache>/verified/<sha256>/<name>.record.json
  *
  * and trusted while the file's size, mtime and inode stay the same. A package file
- * that is not executable (a package manager dropped the mode), or one shipped gzipped
- * because it is too large to ship unpacked, goes through the extraction cache instead.
+ * that is not executable (a package manager dropped the mode), or one shipped compressed
+ * (brotli, as `release:pack` ships every binary), goes through the extraction cache instead.
  *
  * Guarantees:
- *   - Streaming: gunzip -> sha256 -> temp file in the entry directory; never the whole
+ *   - Streaming: gunzip or brotli -> sha256 -> temp file in the entry directory; never the whole
  *     binary in memory.
  *   - Atomic: the temp file is fsynced, its sha256 and size checked against the
  *     manifest, chmod 0755, and only then renamed onto `<name>`. Temp names start with
@@ -53,14 +53,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
+import { createBrotliDecompress, createGunzip } from 'node:zlib';
 import { mapLimit, sleep } from '../concurrency.js';
 import { writeFileAtomic } from '../files.js';
 import { EnvironmentError, ProvisionerError } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import { tryLockFile, type LockAttempt } from '../process/lock.js';
 import { buildBundleHint, loadBinaryCatalog, type BinaryCatalog, type BundleCatalog, type CatalogOptions } from './catalog.js';
-import type { BundledBinary, BundledLayer } from './manifest.js';
+import type { BinaryFormat, BundledBinary, BundledLayer } from './manifest.js';
 import type { ReleaseCatalog } from './release.js';
 
 /** Environment variable naming the cache directory. */
@@ -139,8 +139,8 @@ export interface BinarySource {
   size: number;
   /** Absolute path of the file holding it. */
   file: string;
-  /** `gzip`: a gzip stream of the binary, extracted into the cache; `executable`: the binary itself. */
-  format: 'gzip' | 'executable';
+  /** `brotli`, `gzip`: a compressed stream of the binary, extracted into the cache; `executable`: the binary itself. */
+  format: BinaryFormat;
   /** Size `file` must have. */
   fileSize: number;
   /** The next step when `file` is missing or does not match. */
@@ -369,7 +369,7 @@ async function checkEntry(entry: EntryPaths, binary: Pick<BinarySource, 'sha256'
 
 /** Checks the source file exists with the size its manifest gives. */
 async function checkSourceFile(binary: BinarySource): Promise<void> {
-  const what = binary.format === 'gzip' ? 'archive' : 'file';
+  const what = binary.format === 'executable' ? 'file' : 'archive';
   let st;
   try {
     st = await stat(binary.file);
@@ -436,12 +436,21 @@ async function isExecutable(file: string): Promise<boolean> {
   );
 }
 
-/** Streams source file -> (gunzip) -> sha256 -> temp file, checks it, then renames it into place and writes the record. */
+/** The stream that turns a source file of `format` into the binary; none for an executable. */
+function decompressor(format: BinaryFormat): Transform | undefined {
+  const chunkSize = 256 << 10;
+  if (format === 'gzip') return createGunzip({ chunkSize });
+  if (format === 'brotli') return createBrotliDecompress({ chunkSize });
+  return undefined;
+}
+
+/** Streams source file -> (decompress) -> sha256 -> temp file, checks it, then renames it into place and writes the record. */
 async function extract(entry: EntryPaths, binary: BinarySource, cacheDir: string, sink: EventSink, signal?: AbortSignal): Promise<void> {
   const archive = binary.file;
   const temp = path.join(entry.dir, `.${binary.name}.${process.pid}.${randomBytes(4).toString('hex')}.partial`);
   const task = `extract:${binary.name}`;
-  const label = binary.format === 'gzip' ? `Extracting ${binary.name}` : `Copying ${binary.name}`;
+  const decompress = decompressor(binary.format);
+  const label = decompress ? `Extracting ${binary.name}` : `Copying ${binary.name}`;
   let handle: FileHandle | undefined;
   try {
     handle = await open(temp, 'wx', 0o600);
@@ -468,11 +477,10 @@ async function extract(entry: EntryPaths, binary: BinarySource, cacheDir: string
       },
     });
     const input = createReadStream(archive, { highWaterMark: 1 << 20 });
-    const stages = binary.format === 'gzip' ? [input, createGunzip({ chunkSize: 256 << 10 })] as const : [input] as const;
-    await pipeline([...stages, meter, fileWriter(handle)], signal ? { signal } : {});
+    await pipeline([input, ...(decompress ? [decompress] : []), meter, fileWriter(handle)], signal ? { signal } : {});
     const digest = hash.digest('hex');
     if (digest !== binary.sha256 || bytes !== binary.size) {
-      throw new EnvironmentError(`${binary.format === 'gzip' ? 'Extracted' : 'Copied'} ${binary.name} does not match its manifest`, {
+      throw new EnvironmentError(`${decompress ? 'Extracted' : 'Copied'} ${binary.name} does not match its manifest`, {
         details: [
           `expected sha256 ${binary.sha256}, ${binary.size} bytes`,
           `got      sha256 ${digest}, ${bytes} bytes`,
@@ -491,7 +499,7 @@ async function extract(entry: EntryPaths, binary: BinarySource, cacheDir: string
     await rm(temp, { force: true }).catch(() => {});
     if (signal?.aborted) throw error;
     if (isZlibError(error)) {
-      throw new EnvironmentError(`The archive of ${binary.name} is not a valid gzip stream: ${archive}`, {
+      throw new EnvironmentError(`The archive of ${binary.name} is not a valid ${binary.format} stream: ${archive}`, {
         details: [error instanceof Error ? error.message : String(error), `cache: ${cacheDir} (nothing was kept)`],
         hint: binary.hint,
         cause: error,
@@ -676,9 +684,10 @@ export function cacheError(error: unknown, context: CacheErrorContext): unknown 
   }
 }
 
+/** A gzip (`Z_…`) or brotli (`ERR__ERROR_…`, e.g. ERR__ERROR_FORMAT_PADDING_2) decoding error of node:zlib. */
 function isZlibError(error: unknown): boolean {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  return typeof code === 'string' && code.startsWith('Z_');
+  return typeof code === 'string' && (code.startsWith('Z_') || code.startsWith('ERR__ERROR_'));
 }
 
 /**

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EnvironmentError } from '../errors.js';
 import { ensureBinaries, inspectCache } from './cache.js';
@@ -22,21 +22,26 @@ interface FakeInstall {
 /**
  * An installed `provisioner` as npm lays it out: `<root>/node_modules/provisioner` with
  * release/manifest.json, and its platform packages hoisted beside it. `etcd` ships as an
- * executable, `kube-apiserver` gzipped.
+ * executable, `kube-apiserver` gzipped, `capi-manager` as `release:pack` ships every binary: brotli.
  */
 async function fakeInstall(base: string, options: { installed?: string[]; version?: string; installedVersion?: string } = {}): Promise<FakeInstall> {
   const version = options.version ?? '1.2.3';
   const root = path.join(base, 'node_modules', 'provisioner');
   await mkdir(path.join(root, 'release', 'components'), { recursive: true });
   await writeFile(path.join(root, 'package.json'), JSON.stringify({ name: 'provisioner', version }));
-  const content: Record<string, Buffer> = { etcd: randomBytes(48 << 10), 'kube-apiserver': randomBytes(96 << 10) };
+  const content: Record<string, Buffer> = { etcd: randomBytes(48 << 10), 'kube-apiserver': randomBytes(96 << 10), 'capi-manager': randomBytes(64 << 10) };
+  const shipped: Record<string, Pick<PlatformBinary, 'format'> & { suffix: string; pack: (data: Buffer) => Buffer }> = {
+    etcd: { format: 'executable', suffix: '', pack: (data) => data },
+    'kube-apiserver': { format: 'gzip', suffix: '.gz', pack: gzipSync },
+    'capi-manager': { format: 'brotli', suffix: '.br', pack: (data) => brotliCompressSync(data) },
+  };
   const manifest: ReleaseManifest = { schemaVersion: 1, version, goVersion: 'go version go1.26.8 linux/amd64', createdAt: new Date().toISOString(), binaries: [], components: [] };
   for (const [name, data] of Object.entries(content)) {
     const pkg = platformPackageName(name, platform);
-    const gzip = name === 'kube-apiserver';
-    const file = gzip ? `bin/${name}.gz` : `bin/${name}`;
-    const bytes = gzip ? gzipSync(data) : data;
-    const build: PlatformBinary = { package: pkg, file, format: gzip ? 'gzip' : 'executable', sha256: sha256(data), size: data.length, fileSize: bytes.length };
+    const { format, suffix, pack } = shipped[name]!;
+    const file = `bin/${name}${suffix}`;
+    const bytes = pack(data);
+    const build: PlatformBinary = { package: pkg, file, format, sha256: sha256(data), size: data.length, fileSize: bytes.length };
     manifest.binaries.push({ name, version: 'v1.0.0', module: 'example.com/m', moduleVersion: 'v1.0.0', package: `example.com/m/${name}`, platforms: { [platform]: build } });
     if (!(options.installed ?? Object.keys(content)).includes(name)) continue;
     const dir = path.join(base, 'node_modules', pkg);
@@ -58,14 +63,17 @@ describe('installed platform packages', () => {
     await rm(base, { recursive: true, force: true });
   });
 
-  it('runs an executable in place once its sha256 matched, and extracts a gzipped one into the cache', async () => {
+  it('runs an executable in place once its sha256 matched, and extracts a gzipped or brotli one into the cache', async () => {
     const install = await fakeInstall(base);
     const catalog = await loadBinaryCatalog({ packageRoot: install.root, env, platform });
     expect(catalog).toBeInstanceOf(ReleaseCatalog);
-    const paths = await ensureBinaries(['etcd', 'kube-apiserver'], { catalog, cacheDir: install.cacheDir, env });
+    const paths = await ensureBinaries(['etcd', 'kube-apiserver', 'capi-manager'], { catalog, cacheDir: install.cacheDir, env });
     expect(paths.etcd).toBe(path.join(base, 'node_modules', '@provisioner', 'etcd-linux-x64', 'bin', 'etcd'));
-    expect(paths['kube-apiserver']!.startsWith(install.cacheDir)).toBe(true);
-    expect(await readFile(paths['kube-apiserver']!)).toEqual(install.content['kube-apiserver']);
+    for (const name of ['kube-apiserver', 'capi-manager']) {
+      expect(paths[name]!.startsWith(install.cacheDir)).toBe(true);
+      expect(await readFile(paths[name]!)).toEqual(install.content[name]);
+      expect((await stat(paths[name]!)).mode & 0o111).not.toBe(0);
+    }
     // The check is recorded per sha256, so the next start does not hash again.
     const record = path.join(install.cacheDir, 'verified', sha256(install.content.etcd!), 'etcd.record.json');
     expect(JSON.parse(await readFile(record, 'utf8'))).toMatchObject({ file: paths.etcd, size: install.content.etcd!.length });
@@ -73,6 +81,7 @@ describe('installed platform packages', () => {
     expect(statuses.map((s) => [s.name, s.state])).toEqual([
       ['etcd', 'ready'],
       ['kube-apiserver', 'ready'],
+      ['capi-manager', 'ready'],
     ]);
   });
 
@@ -98,6 +107,20 @@ describe('installed platform packages', () => {
     expect(error).toBeInstanceOf(EnvironmentError);
     expect((error as EnvironmentError).message).toContain('does not match the sha256');
     expect((error as EnvironmentError).hint).toContain('@provisioner/etcd-linux-x64');
+  });
+
+  it('refuses a damaged brotli archive, naming the archive and the package to reinstall, and keeps nothing', async () => {
+    const install = await fakeInstall(base);
+    const file = path.join(base, 'node_modules', '@provisioner', 'capi-manager-linux-x64', 'bin', 'capi-manager.br');
+    const archive = await readFile(file);
+    await writeFile(file, Buffer.concat([archive.subarray(0, 16), Buffer.alloc(archive.length - 16, 0xff)]));
+    const catalog = await loadBinaryCatalog({ packageRoot: install.root, env, platform });
+    const error = await ensureBinaries(['capi-manager'], { catalog, cacheDir: install.cacheDir, env }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(EnvironmentError);
+    expect((error as EnvironmentError).message).toBe(`The archive of capi-manager is not a valid brotli stream: ${file}`);
+    expect((error as EnvironmentError).hint).toContain('@provisioner/capi-manager-linux-x64');
+    const statuses = await inspectCache(catalog, { cacheDir: install.cacheDir, env });
+    expect(statuses.find((s) => s.name === 'capi-manager')?.state).toBe('absent');
   });
 
   it('copies an installed binary that lost its executable mode into the cache', async () => {
@@ -175,7 +198,7 @@ describe('installed platform packages', () => {
     expect(problems).toEqual([
       'binaries[0].name: "../etcd" is not a plain file name',
       'binaries[0].platforms.linux-x64.package: must be a non-empty string',
-      'binaries[0].platforms.linux-x64.format: must be executable or gzip',
+      'binaries[0].platforms.linux-x64.format: must be one of executable, gzip, brotli',
       'binaries[0].platforms.linux-x64.file: must be bin/<file name>',
       'binaries[0].platforms.linux-x64.sha256: must be 64 lower-case hex digits',
       'binaries[0].platforms.linux-x64.size: must be a non-negative integer',

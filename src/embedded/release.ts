@@ -14,8 +14,8 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { EnvironmentError } from '../errors.js';
-import type { BundledComponents, Platform, PlatformBinary, ReleasedBinary, ReleaseManifest } from './manifest.js';
-import { binariesByName, releaseSchemaVersion } from './manifest.js';
+import type { BinaryFormat, BundledComponents, Platform, PlatformBinary, ReleasedBinary, ReleaseManifest } from './manifest.js';
+import { binariesByName, binaryFormats, releaseSchemaVersion } from './manifest.js';
 
 /** This machine's platform in Node's names, e.g. `linux-x64` (possibly one no release is built for). */
 export function hostPlatform(): string {
@@ -212,7 +212,7 @@ export function releaseManifestProblems(value: unknown): string[] {
           continue;
         }
         if (!nonEmptyString(build.package)) problems.push(`${where}.package: must be a non-empty string`);
-        if (build.format !== 'executable' && build.format !== 'gzip') problems.push(`${where}.format: must be executable or gzip`);
+        if (!binaryFormats.includes(build.format as BinaryFormat)) problems.push(`${where}.format: must be one of ${binaryFormats.join(', ')}`);
         if (typeof build.file !== 'string' || !/^bin\/[A-Za-z0-9][A-Za-z0-9._-]*$/.test(build.file)) problems.push(`${where}.file: must be bin/<file name>`);
         if (typeof build.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(build.sha256)) problems.push(`${where}.sha256: must be 64 lower-case hex digits`);
         for (const f of ['size', 'fileSize']) {

@@ -24,6 +24,7 @@ import { hostTarget, targetPlatform } from '../../scripts/bundle/recipe.js';
 import { killRecorded } from '../integration/support/controlplane.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
 import type { VersionReport } from '../../src/services/version.js';
+import { releaseDirName, type ReleaseManifest } from '../../src/embedded/manifest.js';
 import { ensureBuilt, getNodes } from './support/cli.js';
 import { seedDependencies, startRegistry, type LocalRegistry } from './support/registry.js';
 import { runTempDir } from '../support/run-dirs.js';
@@ -66,7 +67,8 @@ describe('npx provisioner from a registry, with no Go', () => {
     // dist/ is compiled here only when older than src/; release:pack's own compile would rewrite it in place
     // under the CLI runs of the test beside this one (a CI run's hosts-pivot-self read a half-written module).
     await ensureBuilt();
-    report = await releasePack({ targets: [hostTarget()], outDir: path.join(work, 'release'), compileCli: false });
+    // Brotli quality 1: this test checks the packages' format and contents, not their size (a release packs at 11).
+    report = await releasePack({ targets: [hostTarget()], outDir: path.join(work, 'release'), compileCli: false, brotliQuality: 1 });
     console.log(`release:pack --targets host took ${((performance.now() - packStarted) / 1000).toFixed(0)} s`);
     registry = await startRegistry(path.join(work, 'registry'));
     const seeded = await seedDependencies(registry, path.join(work, 'registry'));
@@ -94,7 +96,7 @@ describe('npx provisioner from a registry, with no Go', () => {
   const run = (cwd: string, file: string, args: string[], timeout: number) =>
     execa(file, args, { cwd, env, extendEnv: false, reject: false, all: true, timeout, stdin: 'ignore' });
 
-  it('packs one package per binary for this platform, each with its os and cpu, and a main package with none', () => {
+  it('packs one package per binary for this platform, each with its os and cpu and its binary brotli-compressed, and a main package with none', async () => {
     const names = report.packages.map((p) => p.name);
     expect(names[0]).toBe('provisioner');
     for (const name of names.slice(1)) expect(name).toMatch(new RegExp(`^@provisioner/[a-z0-9-]+-${platform}$`));
@@ -102,6 +104,9 @@ describe('npx provisioner from a registry, with no Go', () => {
     expect(names).toContain(`@provisioner/kube-${platform}`);
     expect(names).not.toContain(`@provisioner/kube-apiserver-${platform}`);
     for (const pkg of report.packages) expect(pkg.unpackedBytes).toBeLessThan(80 << 20);
+    const manifest = JSON.parse(await readFile(path.join(work, 'release', 'stage', 'provisioner', releaseDirName, 'manifest.json'), 'utf8')) as ReleaseManifest;
+    const shipped = manifest.binaries.map((b) => [b.name, b.platforms[platform]?.format, b.platforms[platform]?.file]);
+    expect(shipped).toEqual(manifest.binaries.map((b) => [b.name, 'brotli', `bin/${b.name}.br`]));
     console.log(report.packages.map((p) => `${p.name}: ${(p.packedBytes / 2 ** 20).toFixed(1)} MiB packed, ${(p.unpackedBytes / 2 ** 20).toFixed(1)} MiB unpacked`).join('\n'));
   });
 
@@ -141,13 +146,13 @@ describe('npx provisioner from a registry, with no Go', () => {
           .map((line) => JSON.parse(line) as { type: string; data?: VersionReport })
           .find((event) => event.type === 'result');
         expect(result?.data?.bundle.state).toBe('release');
-        const etcd = result?.data?.binaries.find((b) => b.name === 'etcd');
-        expect(etcd?.cache).toMatchObject({ state: 'ready' });
-        expect(etcd?.cache.path).toContain(path.join('node_modules', '@provisioner', `etcd-${platform}`, 'bin', 'etcd'));
-        // kube ships gzipped and was extracted into the binary cache; kube-apiserver ran through its link beside it.
-        const kube = result?.data?.binaries.find((b) => b.name === 'kube');
-        expect(kube?.cache).toMatchObject({ state: 'ready' });
-        expect(kube!.cache.path.startsWith(path.join(work, 'binary-cache', 'bin'))).toBe(true);
+        // Every binary ships brotli-compressed and was extracted into the binary cache; kube-apiserver ran through kube's link beside it.
+        for (const name of ['etcd', 'kube']) {
+          const binary = result?.data?.binaries.find((b) => b.name === name);
+          expect(binary?.cache, name).toMatchObject({ state: 'ready' });
+          expect(binary!.cache.path.startsWith(path.join(work, 'binary-cache', 'bin')), binary!.cache.path).toBe(true);
+        }
+        const kube = result!.data!.binaries.find((b) => b.name === 'kube');
         expect((await stat(path.join(path.dirname(kube!.cache.path), 'kube-apiserver'))).ino).toBe((await stat(kube!.cache.path)).ino);
 
         const destroy = await npx(['destroy', 'cluster', '--dir', dir]);
