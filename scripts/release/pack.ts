@@ -12,8 +12,8 @@
  * own version. Every binary is shipped brotli-compressed (`bin/<name>.br`, extracted into the
  * cache on first use): at quality 11 it is a quarter to a third smaller than the gzip npm
  * would give an executable (docs/benchmarks.md), and every package stays well under the
- * 80 MiB some registry mirrors accept. Quality 11 compresses at about 2-4 s per MiB on one
- * core, so each compressed binary is kept in the build cache under its sha256 and quality.
+ * 80 MiB some registry mirrors accept. Quality 11 compresses at about 3 s of one core per
+ * MiB, so each compressed binary is kept in the build cache under its sha256 and quality.
  *
  * Every binary is checked to be a well-formed executable for its target (ELF or Mach-O
  * header, static on linux, signed on darwin/arm64), and every packed tarball to hold its
