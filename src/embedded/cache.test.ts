@@ -432,7 +432,7 @@ describe('ensureBinaries', () => {
 
       const verified = await inspectCache(catalog, { cacheDir, verify: true });
       expect(verified.map((s) => [s.name, s.state, s.verified])).toEqual([
-        ['a', 'absent', false],
+        ['a', 'absent', true],
         ['b', 'ready', true],
         ['c', 'stale', false],
         ['d', 'corrupt', true],
@@ -440,6 +440,30 @@ describe('ensureBinaries', () => {
       // The corrupt entry lost its record, so the next use re-extracts it even without verify.
       await ensureBinaries(['d'], { bundleDir, cacheDir });
       expect((await readFile(paths.d!)).equals(blobs[3]!.content)).toBe(true);
+    });
+
+    it('with verify, checks the archive of an entry not extracted yet: damaged when it holds other content, naming it and the fix', async () => {
+      const blobs = [fake('a'), fake('b')];
+      await writeFakeBundle(bundleDir, blobs);
+      // b's archive: a well-formed gzip of other bytes, of the size the manifest gives.
+      const archive = path.join(bundleDir, 'bin', 'b.gz');
+      const other = gzipSync(Buffer.from(blobs[1]!.content).reverse(), { level: 1 });
+      const manifestFile = path.join(bundleDir, 'manifest.json');
+      const manifest = JSON.parse(await readFile(manifestFile, 'utf8')) as BundleManifest;
+      manifest.binaries.find((x) => x.name === 'b')!.compressedSize = other.length;
+      await writeFile(manifestFile, JSON.stringify(manifest));
+      await writeFile(archive, other);
+
+      const statuses = await inspectCache(await loadCatalog({ bundleDir }), { cacheDir, verify: true });
+      expect(statuses.map((s) => [s.name, s.state, s.verified])).toEqual([
+        ['a', 'absent', true],
+        ['b', 'damaged', true],
+      ]);
+      expect(statuses[0]!.reason).toBe('not extracted; its archive holds the binary');
+      expect(statuses[1]!.path).toBe(archive);
+      expect(statuses[1]!.reason).toMatch(new RegExp(`^The archive of b holds other content \\(sha256 [0-9a-f]{12}…, ${blobs[1]!.content.length} bytes; the manifest says ${createHash('sha256').update(blobs[1]!.content).digest('hex').slice(0, 12)}…, ${blobs[1]!.content.length}\\): ${archive}\\. `));
+      // Nothing was written: inspecting extracts nothing.
+      expect((await inspectCache(await loadCatalog({ bundleDir }), { cacheDir })).map((s) => s.state)).toEqual(['absent', 'absent']);
     });
   });
 });

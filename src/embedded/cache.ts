@@ -21,14 +21,8 @@
  *      extracted through this cache; or an installed platform package's file. A binary
  *      missing from the user's directory falls back to the catalog.
  *
- * An installed platform package's executable is run in place once its sha256 matched
- * the release manifest; that check is recorded (per sha256, so per version) in
- *
- *   <cache>/verified/<sha256>/<name>.record.json
- *
- * and trusted while the file's size, mtime and inode stay the same. A package file
- * that is not executable (a package manager dropped the mode), or one shipped compressed
- * (brotli, as `release:pack` ships every binary), goes through the extraction cache instead.
+ * An installed platform package holds its binary compressed (brotli, as `release:pack`
+ * ships every one), so it goes through the extraction cache like a bundle's gzip archive.
  *
  * Guarantees:
  *   - Streaming: gunzip or brotli -> sha256 -> temp file in the entry directory; never the whole
@@ -139,7 +133,7 @@ export interface BinarySource {
   size: number;
   /** Absolute path of the file holding it. */
   file: string;
-  /** `brotli`, `gzip`: a compressed stream of the binary, extracted into the cache; `executable`: the binary itself. */
+  /** A compressed stream of the binary, extracted into the cache. */
   format: BinaryFormat;
   /** Size `file` must have. */
   fileSize: number;
@@ -299,16 +293,11 @@ export async function findUserBinaries(names: readonly string[], options: Pick<C
   return found;
 }
 
-/**
- * One binary from its source; returns the absolute path to run. A verified executable
- * in an installed package is that file itself; anything else is the cache's copy.
- */
+/** One binary from its source, extracted into the cache once; returns the absolute path to run. */
 async function ensureSource(binary: BinarySource, options: CacheOptions = {}): Promise<string> {
   const sink = options.sink ?? nullSink;
   const cacheDir = resolveCacheDir(options);
   const verify = options.verify ?? false;
-  if (binary.format === 'executable' && (await verifiedInPlace(binary, cacheDir, verify))) return binary.file;
-
   const entry = entryPaths(cacheDir, binary);
   const first = await checkEntry(entry, binary, verify);
   if (first.hit) return entry.file;
@@ -369,88 +358,29 @@ async function checkEntry(entry: EntryPaths, binary: Pick<BinarySource, 'sha256'
 
 /** Checks the source file exists with the size its manifest gives. */
 async function checkSourceFile(binary: BinarySource): Promise<void> {
-  const what = binary.format === 'executable' ? 'file' : 'archive';
   let st;
   try {
     st = await stat(binary.file);
   } catch (error) {
-    throw new EnvironmentError(`The ${what} of ${binary.name} is missing: ${binary.file}`, { hint: binary.hint, cause: error });
+    throw new EnvironmentError(`The archive of ${binary.name} is missing: ${binary.file}`, { hint: binary.hint, cause: error });
   }
   if (st.size !== binary.fileSize) {
-    throw new EnvironmentError(`The ${what} of ${binary.name} has ${st.size} bytes, the manifest says ${binary.fileSize}: ${binary.file}`, { hint: binary.hint });
+    throw new EnvironmentError(`The archive of ${binary.name} has ${st.size} bytes, the manifest says ${binary.fileSize}: ${binary.file}`, { hint: binary.hint });
   }
 }
 
-/** The verification record of an installed executable run in place. */
-interface InPlaceRecord {
-  name: string;
-  sha256: string;
-  /** The file that was hashed. */
-  file: string;
-  size: number;
-  mtimeMs: number;
-  ino: number;
-  verifiedAt: string;
-}
-
-function inPlaceRecordPath(cacheDir: string, binary: Pick<BinarySource, 'name' | 'sha256'>): string {
-  return path.join(cacheDir, 'verified', binary.sha256, `${binary.name}.record.json`);
-}
-
-/**
- * True when `binary.file` is an executable whose content matches the manifest: checked
- * once (a full hash) and then trusted by its record while size, mtime and inode hold.
- * False when the file is not executable, so the caller copies it into the cache. A file
- * with other content is an error: something changed the installed package.
- */
-async function verifiedInPlace(binary: BinarySource, cacheDir: string, verify: boolean): Promise<boolean> {
-  await checkSourceFile(binary);
-  const st = await stat(binary.file);
-  if (!(await isExecutable(binary.file))) return false;
-  const recordFile = inPlaceRecordPath(cacheDir, binary);
-  if (!verify) {
-    const record = await readFile(recordFile, 'utf8').then((text) => JSON.parse(text) as Partial<InPlaceRecord>, () => undefined);
-    if (record && record.file === binary.file && record.size === st.size && record.mtimeMs === st.mtimeMs && record.ino === st.ino) return true;
-  }
-  const digest = await hashFile(binary.file);
-  if (digest !== binary.sha256) {
-    throw new EnvironmentError(`${binary.file} does not match the sha256 this provisioner recorded for ${binary.name}`, {
-      details: [`expected sha256 ${binary.sha256}`, `got      sha256 ${digest}`],
-      hint: binary.hint,
-    });
-  }
-  const record: InPlaceRecord = { name: binary.name, sha256: binary.sha256, file: binary.file, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, verifiedAt: new Date().toISOString() };
-  try {
-    await mkdir(path.dirname(recordFile), { recursive: true, mode: 0o755 });
-    await writeFileAtomic(recordFile, JSON.stringify(record, null, 2) + '\n');
-  } catch (error) {
-    throw cacheError(error, { binary: binary.name, cacheDir, path: recordFile });
-  }
-  return true;
-}
-
-async function isExecutable(file: string): Promise<boolean> {
-  return access(file, fsConstants.X_OK).then(
-    () => true,
-    () => false,
-  );
-}
-
-/** The stream that turns a source file of `format` into the binary; none for an executable. */
-function decompressor(format: BinaryFormat): Transform | undefined {
+/** The stream that turns a source file of `format` into the binary. */
+function decompressor(format: BinaryFormat): Transform {
   const chunkSize = 256 << 10;
-  if (format === 'gzip') return createGunzip({ chunkSize });
-  if (format === 'brotli') return createBrotliDecompress({ chunkSize });
-  return undefined;
+  return format === 'brotli' ? createBrotliDecompress({ chunkSize }) : createGunzip({ chunkSize });
 }
 
-/** Streams source file -> (decompress) -> sha256 -> temp file, checks it, then renames it into place and writes the record. */
+/** Streams source file -> decompress -> sha256 -> temp file, checks it, then renames it into place and writes the record. */
 async function extract(entry: EntryPaths, binary: BinarySource, cacheDir: string, sink: EventSink, signal?: AbortSignal): Promise<void> {
   const archive = binary.file;
   const temp = path.join(entry.dir, `.${binary.name}.${process.pid}.${randomBytes(4).toString('hex')}.partial`);
   const task = `extract:${binary.name}`;
-  const decompress = decompressor(binary.format);
-  const label = decompress ? `Extracting ${binary.name}` : `Copying ${binary.name}`;
+  const label = `Extracting ${binary.name}`;
   let handle: FileHandle | undefined;
   try {
     handle = await open(temp, 'wx', 0o600);
@@ -477,10 +407,10 @@ async function extract(entry: EntryPaths, binary: BinarySource, cacheDir: string
       },
     });
     const input = createReadStream(archive, { highWaterMark: 1 << 20 });
-    await pipeline([input, ...(decompress ? [decompress] : []), meter, fileWriter(handle)], signal ? { signal } : {});
+    await pipeline([input, decompressor(binary.format), meter, fileWriter(handle)], signal ? { signal } : {});
     const digest = hash.digest('hex');
     if (digest !== binary.sha256 || bytes !== binary.size) {
-      throw new EnvironmentError(`${decompress ? 'Extracted' : 'Copied'} ${binary.name} does not match its manifest`, {
+      throw new EnvironmentError(`Extracted ${binary.name} does not match its manifest`, {
         details: [
           `expected sha256 ${binary.sha256}, ${binary.size} bytes`,
           `got      sha256 ${digest}, ${bytes} bytes`,
@@ -576,8 +506,12 @@ async function removeStaleTemps(dir: string, name: string): Promise<void> {
 export interface CacheEntryStatus {
   name: string;
   path: string;
-  /** `ready`: usable; `absent`: not extracted yet; `stale`: changed since extraction (re-extracted on next use); `corrupt`: content differs (with verify). */
-  state: 'ready' | 'absent' | 'stale' | 'corrupt';
+  /**
+   * `ready`: usable; `absent`: not extracted yet; `stale`: changed since extraction (re-extracted on next use);
+   * `corrupt`: the extracted content differs (with verify); `damaged`: not extracted, and its archive does not
+   * hold the manifest's binary (with verify; extracting it would fail).
+   */
+  state: 'ready' | 'absent' | 'stale' | 'corrupt' | 'damaged';
   /** True when the content was re-hashed (verify). */
   verified: boolean;
   reason?: string;
@@ -586,8 +520,8 @@ export interface CacheEntryStatus {
 /**
  * Reports, without extracting anything, what the cache holds for each binary of the
  * catalog (for an installed release: this platform's package of each). With `verify`,
- * every present entry is re-hashed; a corrupt one has its record removed so the next
- * command extracts (or checks) it again.
+ * every present entry is re-hashed, and a corrupt one has its record removed so the next
+ * command extracts it again; an entry not extracted yet has its archive checked instead.
  */
 export async function inspectCache(catalog: BinaryCatalog, options: Pick<CacheOptions, 'cacheDir' | 'env' | 'verify'> = {}): Promise<CacheEntryStatus[]> {
   const cacheDir = resolveCacheDir(options);
@@ -610,27 +544,44 @@ export async function inspectCache(catalog: BinaryCatalog, options: Pick<CacheOp
 
 async function inspectSource(binary: BinarySource, cacheDir: string, verify: boolean): Promise<CacheEntryStatus> {
   const { name } = binary;
-  if (binary.format === 'executable' && (await isExecutable(binary.file))) {
-    try {
-      if (verify || (await readFile(inPlaceRecordPath(cacheDir, binary)).then(() => true, () => false))) {
-        await verifiedInPlace(binary, cacheDir, verify);
-        return { name, path: binary.file, state: 'ready', verified: verify };
-      }
-      return { name, path: binary.file, state: 'absent', verified: false, reason: 'not verified yet' };
-    } catch (error) {
-      if (!(error instanceof EnvironmentError)) throw error;
-      await rm(inPlaceRecordPath(cacheDir, binary), { force: true });
-      return { name, path: binary.file, state: 'corrupt', verified: true, reason: error.message };
-    }
-  }
   const entry = entryPaths(cacheDir, binary);
   const quick = await checkEntry(entry, binary, false);
-  if (!quick.hit) return { name, path: entry.file, state: quick.reason === 'not extracted' ? 'absent' : 'stale', verified: false, reason: quick.reason };
+  if (!quick.hit) {
+    const absent = quick.reason === 'not extracted';
+    if (!(verify && absent)) return { name, path: entry.file, state: absent ? 'absent' : 'stale', verified: false, reason: quick.reason };
+    const problem = await archiveProblem(binary);
+    if (problem) return { name, path: binary.file, state: 'damaged', verified: true, reason: `${problem}. ${binary.hint}` };
+    return { name, path: entry.file, state: 'absent', verified: true, reason: 'not extracted; its archive holds the binary' };
+  }
   if (!verify) return { name, path: entry.file, state: 'ready', verified: false };
   const full = await checkEntry(entry, binary, true);
   if (full.hit) return { name, path: entry.file, state: 'ready', verified: true };
   await rm(entry.record, { force: true });
   return { name, path: entry.file, state: 'corrupt', verified: true, reason: full.reason };
+}
+
+/** Why `binary`'s archive would not extract to the manifest's binary, or undefined when it would: streamed and hashed, nothing written. */
+async function archiveProblem(binary: BinarySource): Promise<string | undefined> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  const sinkHash = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      hash.update(chunk);
+      bytes += chunk.length;
+      callback();
+    },
+  });
+  try {
+    await checkSourceFile(binary);
+    await pipeline(createReadStream(binary.file, { highWaterMark: 1 << 20 }), decompressor(binary.format), sinkHash);
+  } catch (error) {
+    if (error instanceof EnvironmentError) return error.message;
+    if (isZlibError(error)) return `The archive of ${binary.name} is not a valid ${binary.format} stream: ${binary.file}`;
+    throw error;
+  }
+  const digest = hash.digest('hex');
+  if (digest === binary.sha256 && bytes === binary.size) return undefined;
+  return `The archive of ${binary.name} holds other content (sha256 ${digest.slice(0, 12)}…, ${bytes} bytes; the manifest says ${binary.sha256.slice(0, 12)}…, ${binary.size}): ${binary.file}`;
 }
 
 /** sha256 (hex) of a file, streamed. */

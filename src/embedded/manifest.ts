@@ -140,28 +140,22 @@ export const releaseSchemaVersion = 1;
 /** Directory of the release manifest and the component YAMLs inside the published `provisioner` package. */
 export const releaseDirName = 'release';
 
-/**
- * How a file holds its binary: `brotli` or `gzip`, a compressed stream extracted into the cache on
- * first use; `executable`, the binary itself, run in place.
- */
-export const binaryFormats = ['executable', 'gzip', 'brotli'] as const;
+/** How a platform package's file holds its binary: a compressed stream, extracted into the cache on first use. */
+export const binaryFormats = ['brotli', 'gzip'] as const;
 export type BinaryFormat = (typeof binaryFormats)[number];
 
 /** One binary built for one platform, as its platform package holds it. */
 export interface PlatformBinary {
   /** npm package name, e.g. `@provisioner/etcd-linux-x64`; its version is the release's. */
   package: string;
-  /**
-   * File inside the package, relative to its root: `bin/<name>.br` (what `release:pack` ships),
-   * `bin/<name>.gz`, or `bin/<name>` for an executable run in place.
-   */
+  /** File inside the package, relative to its root: `bin/<name>.br` (what `release:pack` ships) or `bin/<name>.gz`. */
   file: string;
   format: BinaryFormat;
   /** sha256 (hex) of the binary itself: checked before first use. */
   sha256: string;
   /** Size of the binary in bytes. */
   size: number;
-  /** Size of `file` in bytes (the binary's for `executable`, the archive's otherwise). */
+  /** Size of `file` in bytes. */
   fileSize: number;
 }
 

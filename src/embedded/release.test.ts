@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
@@ -21,19 +21,18 @@ interface FakeInstall {
 
 /**
  * An installed `provisioner` as npm lays it out: `<root>/node_modules/provisioner` with
- * release/manifest.json, and its platform packages hoisted beside it. `etcd` ships as an
- * executable, `kube-apiserver` gzipped, `capi-manager` as `release:pack` ships every binary: brotli.
+ * release/manifest.json, and its platform packages hoisted beside it. `etcd` ships as
+ * `release:pack` ships every binary, brotli-compressed; `kube-apiserver` gzipped.
  */
 async function fakeInstall(base: string, options: { installed?: string[]; version?: string; installedVersion?: string } = {}): Promise<FakeInstall> {
   const version = options.version ?? '1.2.3';
   const root = path.join(base, 'node_modules', 'provisioner');
   await mkdir(path.join(root, 'release', 'components'), { recursive: true });
   await writeFile(path.join(root, 'package.json'), JSON.stringify({ name: 'provisioner', version }));
-  const content: Record<string, Buffer> = { etcd: randomBytes(48 << 10), 'kube-apiserver': randomBytes(96 << 10), 'capi-manager': randomBytes(64 << 10) };
+  const content: Record<string, Buffer> = { etcd: randomBytes(48 << 10), 'kube-apiserver': randomBytes(96 << 10) };
   const shipped: Record<string, Pick<PlatformBinary, 'format'> & { suffix: string; pack: (data: Buffer) => Buffer }> = {
-    etcd: { format: 'executable', suffix: '', pack: (data) => data },
+    etcd: { format: 'brotli', suffix: '.br', pack: (data) => brotliCompressSync(data) },
     'kube-apiserver': { format: 'gzip', suffix: '.gz', pack: gzipSync },
-    'capi-manager': { format: 'brotli', suffix: '.br', pack: (data) => brotliCompressSync(data) },
   };
   const manifest: ReleaseManifest = { schemaVersion: 1, version, goVersion: 'go version go1.26.8 linux/amd64', createdAt: new Date().toISOString(), binaries: [], components: [] };
   for (const [name, data] of Object.entries(content)) {
@@ -63,25 +62,24 @@ describe('installed platform packages', () => {
     await rm(base, { recursive: true, force: true });
   });
 
-  it('runs an executable in place once its sha256 matched, and extracts a gzipped or brotli one into the cache', async () => {
+  it('extracts a brotli or gzipped binary into the cache as an executable, checked against its sha256, once', async () => {
     const install = await fakeInstall(base);
     const catalog = await loadBinaryCatalog({ packageRoot: install.root, env, platform });
     expect(catalog).toBeInstanceOf(ReleaseCatalog);
-    const paths = await ensureBinaries(['etcd', 'kube-apiserver', 'capi-manager'], { catalog, cacheDir: install.cacheDir, env });
-    expect(paths.etcd).toBe(path.join(base, 'node_modules', '@provisioner', 'etcd-linux-x64', 'bin', 'etcd'));
-    for (const name of ['kube-apiserver', 'capi-manager']) {
-      expect(paths[name]!.startsWith(install.cacheDir)).toBe(true);
+    const paths = await ensureBinaries(['etcd', 'kube-apiserver'], { catalog, cacheDir: install.cacheDir, env });
+    for (const name of ['etcd', 'kube-apiserver']) {
+      expect(paths[name]).toBe(path.join(install.cacheDir, 'bin', sha256(install.content[name]!), name));
       expect(await readFile(paths[name]!)).toEqual(install.content[name]);
       expect((await stat(paths[name]!)).mode & 0o111).not.toBe(0);
     }
-    // The check is recorded per sha256, so the next start does not hash again.
-    const record = path.join(install.cacheDir, 'verified', sha256(install.content.etcd!), 'etcd.record.json');
-    expect(JSON.parse(await readFile(record, 'utf8'))).toMatchObject({ file: paths.etcd, size: install.content.etcd!.length });
-    const statuses = await inspectCache(catalog, { cacheDir: install.cacheDir, env });
-    expect(statuses.map((s) => [s.name, s.state])).toEqual([
-      ['etcd', 'ready'],
-      ['kube-apiserver', 'ready'],
-      ['capi-manager', 'ready'],
+    // Recorded at extraction, so the next start uses the same file without extracting again.
+    const inode = (await stat(paths.etcd!)).ino;
+    expect((await ensureBinaries(['etcd'], { catalog, cacheDir: install.cacheDir, env })).etcd).toBe(paths.etcd);
+    expect((await stat(paths.etcd!)).ino).toBe(inode);
+    const statuses = await inspectCache(catalog, { cacheDir: install.cacheDir, env, verify: true });
+    expect(statuses.map((s) => [s.name, s.state, s.verified])).toEqual([
+      ['etcd', 'ready', true],
+      ['kube-apiserver', 'ready', true],
     ]);
   });
 
@@ -98,40 +96,37 @@ describe('installed platform packages', () => {
     expect(releaseManifestProblems({ ...manifest, binaries: [{ ...manifest.binaries[0]!, links: ['a/b'] }] })).toEqual(['binaries[0].links: must be an array of plain file names when present']);
   });
 
-  it('refuses an installed executable whose content differs from the release manifest', async () => {
+  it('refuses an installed binary whose content differs from the release manifest, and keeps nothing', async () => {
     const install = await fakeInstall(base);
-    const file = path.join(base, 'node_modules', '@provisioner', 'etcd-linux-x64', 'bin', 'etcd');
-    await writeFile(file, randomBytes(install.content.etcd!.length));
+    const file = path.join(base, 'node_modules', '@provisioner', 'etcd-linux-x64', 'bin', 'etcd.br');
+    // A well-formed stream of other content, its size in the manifest, so that only the sha256 check can catch it.
+    const other = brotliCompressSync(Buffer.from(install.content.etcd!).reverse());
+    const manifestFile = path.join(install.root, 'release', 'manifest.json');
+    const manifest = JSON.parse(await readFile(manifestFile, 'utf8')) as ReleaseManifest;
+    manifest.binaries.find((b) => b.name === 'etcd')!.platforms[platform]!.fileSize = other.length;
+    await writeFile(manifestFile, JSON.stringify(manifest));
+    await writeFile(file, other);
     const catalog = await loadBinaryCatalog({ packageRoot: install.root, env, platform });
     const error = await ensureBinaries(['etcd'], { catalog, cacheDir: install.cacheDir, env }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EnvironmentError);
-    expect((error as EnvironmentError).message).toContain('does not match the sha256');
+    expect((error as EnvironmentError).message).toBe('Extracted etcd does not match its manifest');
     expect((error as EnvironmentError).hint).toContain('@provisioner/etcd-linux-x64');
+    const statuses = await inspectCache(catalog, { cacheDir: install.cacheDir, env });
+    expect(statuses.find((s) => s.name === 'etcd')?.state).toBe('absent');
   });
 
   it('refuses a damaged brotli archive, naming the archive and the package to reinstall, and keeps nothing', async () => {
     const install = await fakeInstall(base);
-    const file = path.join(base, 'node_modules', '@provisioner', 'capi-manager-linux-x64', 'bin', 'capi-manager.br');
+    const file = path.join(base, 'node_modules', '@provisioner', 'etcd-linux-x64', 'bin', 'etcd.br');
     const archive = await readFile(file);
     await writeFile(file, Buffer.concat([archive.subarray(0, 16), Buffer.alloc(archive.length - 16, 0xff)]));
     const catalog = await loadBinaryCatalog({ packageRoot: install.root, env, platform });
-    const error = await ensureBinaries(['capi-manager'], { catalog, cacheDir: install.cacheDir, env }).catch((e: unknown) => e);
+    const error = await ensureBinaries(['etcd'], { catalog, cacheDir: install.cacheDir, env }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(EnvironmentError);
-    expect((error as EnvironmentError).message).toBe(`The archive of capi-manager is not a valid brotli stream: ${file}`);
-    expect((error as EnvironmentError).hint).toContain('@provisioner/capi-manager-linux-x64');
+    expect((error as EnvironmentError).message).toBe(`The archive of etcd is not a valid brotli stream: ${file}`);
+    expect((error as EnvironmentError).hint).toContain('@provisioner/etcd-linux-x64');
     const statuses = await inspectCache(catalog, { cacheDir: install.cacheDir, env });
-    expect(statuses.find((s) => s.name === 'capi-manager')?.state).toBe('absent');
-  });
-
-  it('copies an installed binary that lost its executable mode into the cache', async () => {
-    const install = await fakeInstall(base);
-    const file = path.join(base, 'node_modules', '@provisioner', 'etcd-linux-x64', 'bin', 'etcd');
-    await chmod(file, 0o644);
-    const catalog = await loadBinaryCatalog({ packageRoot: install.root, env, platform });
-    const { etcd } = await ensureBinaries(['etcd'], { catalog, cacheDir: install.cacheDir, env });
-    expect(etcd!.startsWith(install.cacheDir)).toBe(true);
-    expect((await stat(etcd!)).mode & 0o111).not.toBe(0);
-    expect(await readFile(etcd!)).toEqual(install.content.etcd);
+    expect(statuses.find((s) => s.name === 'etcd')?.state).toBe('absent');
   });
 
   it('names the missing platform package, the platform and the fix (exit 4)', async () => {
@@ -198,7 +193,7 @@ describe('installed platform packages', () => {
     expect(problems).toEqual([
       'binaries[0].name: "../etcd" is not a plain file name',
       'binaries[0].platforms.linux-x64.package: must be a non-empty string',
-      'binaries[0].platforms.linux-x64.format: must be one of executable, gzip, brotli',
+      'binaries[0].platforms.linux-x64.format: must be one of brotli, gzip',
       'binaries[0].platforms.linux-x64.file: must be bin/<file name>',
       'binaries[0].platforms.linux-x64.sha256: must be 64 lower-case hex digits',
       'binaries[0].platforms.linux-x64.size: must be a non-negative integer',

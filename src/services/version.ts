@@ -112,6 +112,7 @@ export async function showVersion(options: VersionOptions, sink: EventSink): Pro
     if (b.cache.state === 'corrupt') {
       log(sink, 'warn', `Cached ${b.name} ${b.cache.reason ?? 'is corrupt'}; it will be extracted again on next use`, { binary: b.name, path: b.cache.path });
     }
+    if (b.cache.state === 'damaged') log(sink, 'warn', b.cache.reason ?? `The archive of ${b.name} is damaged`, { binary: b.name, path: b.cache.path });
   }
   const report: VersionReport = {
     ...base,
@@ -184,6 +185,8 @@ function cacheText(cache: BinaryVersion['cache']): string {
       return 'changed, re-extracted on use';
     case 'corrupt':
       return 'CORRUPT, re-extracted on use';
+    case 'damaged':
+      return 'DAMAGED archive, cannot be extracted';
   }
 }
 
