@@ -11,7 +11,7 @@ export function registerVersion(program: Command, run: Runner): void {
     .description('print the CLI version and every bundled component with its version and digest')
     .addOption(
       // Default: off, because it reads every cached binary (hundreds of MB).
-      new Option('--verify', 're-hash every cached binary against the bundle manifest (the env variable turns it on when set to any value)')
+      new Option('--verify', 're-hash every extracted binary against the manifest, and check the archive of each one not extracted yet (the env variable turns it on when set to any value)')
         .env('PROVISIONER_VERIFY')
         .default(false),
     )
