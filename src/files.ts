@@ -1,11 +1,14 @@
 /**
  * Atomic file writes, shared by every module that keeps state on disk (PKI, pidfiles,
  * the lock, the asset store, journals): a reader sees the old content or the new, never
- * a part, and a crash never leaves a half-written file under the real name.
+ * a part, and a crash never leaves a half-written file under the real name. Also the
+ * one streamed file hash.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { access, open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 
 /**
  * Writes `data` to `path`: a temp file beside it is written, chmod-ed to `mode`
@@ -49,4 +52,11 @@ export async function readIfExists(path: string): Promise<string | undefined> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
+}
+
+/** sha256 (hex) of a file's content, streamed. */
+export async function sha256OfFile(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  await pipeline(createReadStream(path, { highWaterMark: 1 << 20 }), hash);
+  return hash.digest('hex');
 }

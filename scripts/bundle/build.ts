@@ -29,7 +29,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createGzip } from 'node:zlib';
 import { execa } from 'execa';
-import { exists, writeFileAtomic } from '../../src/files.js';
+import { exists, sha256OfFile, writeFileAtomic } from '../../src/files.js';
 import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type BundledComponents, type BundledLayer } from '../../src/embedded/manifest.js';
 import { buildKey, localReplaces, patchedReplace, readModuleInputs, readWrapperInputs, type WrapperInput } from './build-key.js';
 import { assembleComponents } from './components.js';
@@ -396,7 +396,7 @@ async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: s
     throw new Error(`go ${args[0]} of ${recipe.name} (${recipe.package}) for ${target.goos}/${target.goarch} failed; see the compiler output above`, { cause: error });
   }
   await rename(tmpBinary, binaryPath);
-  const sha256 = await sha256File(binaryPath);
+  const sha256 = await sha256OfFile(binaryPath);
   const archivePath = path.join(dir, `${recipe.name}.gz`);
   const tmpArchive = `${archivePath}.tmp-${process.pid}`;
   await pipeline(createReadStream(binaryPath), createGzip({ level: gzipLevel }), createWriteStream(tmpArchive));
@@ -404,7 +404,7 @@ async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: s
   const meta = {
     version,
     sha256,
-    archiveSha256: await sha256File(archivePath),
+    archiveSha256: await sha256OfFile(archivePath),
     size: (await stat(binaryPath)).size,
     compressedSize: (await stat(archivePath)).size,
   };
@@ -519,12 +519,6 @@ async function copyLocalReplaces(goMod: string, inputs: readonly WrapperInput[],
     text = text.replace(local.line, `replace ${local.module} => ../../own/${name}`);
   }
   return text;
-}
-
-async function sha256File(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  await pipeline(createReadStream(file), hash);
-  return hash.digest('hex');
 }
 
 function mib(bytes: number): string {

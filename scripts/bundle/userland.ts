@@ -23,6 +23,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { execa } from 'execa';
 import type { BundledLayer, BundledLayerPackage } from '../../src/embedded/manifest.js';
+import { sha256OfFile } from '../../src/files.js';
 import { tarEntryHeader, tarEndOfArchive, tarPadding } from '../../src/nodeartifacts/oci-image.js';
 
 /** Bumped when the layer's selection or layout changes, to rebuild cached layers. */
@@ -133,7 +134,7 @@ export async function buildUserlandLayer(cacheRoot: string, architecture: string
   await rename(tmpArchive, archivePath);
   const meta = {
     sha256: written.sha256,
-    archiveSha256: await sha256File(archivePath),
+    archiveSha256: await sha256OfFile(archivePath),
     size: (await stat(tarPath)).size,
     compressedSize: (await stat(archivePath)).size,
     architecture,
@@ -333,8 +334,3 @@ export async function readElfLinking(file: string): Promise<ElfLinking | undefin
   return result;
 }
 
-async function sha256File(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  await pipeline(createReadStream(file), hash);
-  return hash.digest('hex');
-}

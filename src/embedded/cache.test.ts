@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EnvironmentError } from '../errors.js';
+import { sha256OfFile } from '../files.js';
 import { RecordingSink } from '../../test/support/recording-sink.js';
 import { processStartTime } from '../process/proc.js';
 import {
@@ -17,7 +18,6 @@ import {
   ensureBinaries,
   ensureLayer,
   entryPaths,
-  hashFile,
   inspectCache,
   resolveBinariesDir,
   resolveCacheDir,
@@ -232,7 +232,7 @@ describe('ensureBinaries', () => {
     const cheap = new RecordingSink();
     await ensureBinaries(['etcd'], { bundleDir, cacheDir, sink: cheap });
     expect(cheap.events).toEqual([]);
-    expect(await hashFile(file!)).not.toBe(createHash('sha256').update(etcd.content).digest('hex'));
+    expect(await sha256OfFile(file!)).not.toBe(createHash('sha256').update(etcd.content).digest('hex'));
 
     const thorough = new RecordingSink();
     await ensureBinaries(['etcd'], { bundleDir, cacheDir, sink: thorough, verify: true });
@@ -339,7 +339,7 @@ describe('ensureBinaries', () => {
     expect(outputs.map((o) => o.paths.etcd)).toEqual([entry.file, entry.file]);
     // The lock made the second process wait and reuse the first one's work.
     expect(outputs.filter((o) => o.extracted)).toHaveLength(1);
-    expect(await hashFile(entry.file)).toBe(manifest.etcd!.sha256);
+    expect(await sha256OfFile(entry.file)).toBe(manifest.etcd!.sha256);
     expect(await listFiles(entry.dir)).toEqual(['etcd', 'etcd.record.json']);
     // The record describes the file that is there, so the next start is a hit.
     const sink = new RecordingSink();

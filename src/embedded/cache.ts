@@ -49,7 +49,7 @@ import { Transform, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createBrotliDecompress, createGunzip } from 'node:zlib';
 import { mapLimit, sleep } from '../concurrency.js';
-import { writeFileAtomic } from '../files.js';
+import { sha256OfFile, writeFileAtomic } from '../files.js';
 import { EnvironmentError, ProvisionerError } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import { tryLockFile, type LockAttempt } from '../process/lock.js';
@@ -350,7 +350,7 @@ async function checkEntry(entry: EntryPaths, binary: Pick<BinarySource, 'sha256'
   if (st.size !== record.size) return { hit: false, reason: `has the wrong size (${st.size} bytes, expected ${record.size})` };
   if (st.ino !== record.ino || st.mtimeMs !== record.mtimeMs) return { hit: false, reason: 'was replaced or modified after extraction' };
   if (verify) {
-    const actual = await hashFile(entry.file);
+    const actual = await sha256OfFile(entry.file);
     if (actual !== binary.sha256) return { hit: false, reason: `has the wrong content (sha256 ${actual.slice(0, 12)}…, expected ${binary.sha256.slice(0, 12)}…)` };
   }
   return { hit: true };
@@ -388,27 +388,20 @@ async function extract(entry: EntryPaths, binary: BinarySource, cacheDir: string
     throw cacheError(error, { binary: binary.name, cacheDir, path: temp });
   }
   try {
-    const hash = createHash('sha256');
-    let bytes = 0;
     let reportedBytes = 0;
     let reportedAt = performance.now();
     sink.emit({ type: 'progress', task, label, current: 0, total: binary.size, unit: 'bytes' });
-    const meter = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        hash.update(chunk);
-        bytes += chunk.length;
-        const now = performance.now();
-        if (bytes - reportedBytes >= progressEveryBytes || now - reportedAt >= progressEveryMs) {
-          reportedBytes = bytes;
-          reportedAt = now;
-          sink.emit({ type: 'progress', task, label, current: bytes, total: binary.size, unit: 'bytes' });
-        }
-        callback(null, chunk);
-      },
+    const meter = digestStream((bytes) => {
+      const now = performance.now();
+      if (bytes - reportedBytes >= progressEveryBytes || now - reportedAt >= progressEveryMs) {
+        reportedBytes = bytes;
+        reportedAt = now;
+        sink.emit({ type: 'progress', task, label, current: bytes, total: binary.size, unit: 'bytes' });
+      }
     });
     const input = createReadStream(archive, { highWaterMark: 1 << 20 });
-    await pipeline([input, decompressor(binary.format), meter, fileWriter(handle)], signal ? { signal } : {});
-    const digest = hash.digest('hex');
+    await pipeline([input, decompressor(binary.format), meter.stream, fileWriter(handle)], signal ? { signal } : {});
+    const { sha256: digest, bytes } = meter.result();
     if (digest !== binary.sha256 || bytes !== binary.size) {
       throw new EnvironmentError(`Extracted ${binary.name} does not match its manifest`, {
         details: [
@@ -562,33 +555,36 @@ async function inspectSource(binary: BinarySource, cacheDir: string, verify: boo
 
 /** Why `binary`'s archive would not extract to the manifest's binary, or undefined when it would: streamed and hashed, nothing written. */
 async function archiveProblem(binary: BinarySource): Promise<string | undefined> {
-  const hash = createHash('sha256');
-  let bytes = 0;
-  const sinkHash = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      hash.update(chunk);
-      bytes += chunk.length;
-      callback();
-    },
-  });
+  const digest = digestStream();
   try {
     await checkSourceFile(binary);
-    await pipeline(createReadStream(binary.file, { highWaterMark: 1 << 20 }), decompressor(binary.format), sinkHash);
+    await pipeline(createReadStream(binary.file, { highWaterMark: 1 << 20 }), decompressor(binary.format), digest.stream.resume());
   } catch (error) {
     if (error instanceof EnvironmentError) return error.message;
     if (isZlibError(error)) return `The archive of ${binary.name} is not a valid ${binary.format} stream: ${binary.file}`;
     throw error;
   }
-  const digest = hash.digest('hex');
-  if (digest === binary.sha256 && bytes === binary.size) return undefined;
-  return `The archive of ${binary.name} holds other content (sha256 ${digest.slice(0, 12)}…, ${bytes} bytes; the manifest says ${binary.sha256.slice(0, 12)}…, ${binary.size}): ${binary.file}`;
+  const { sha256, bytes } = digest.result();
+  if (sha256 === binary.sha256 && bytes === binary.size) return undefined;
+  return `The archive of ${binary.name} holds other content (sha256 ${sha256.slice(0, 12)}…, ${bytes} bytes; the manifest says ${binary.sha256.slice(0, 12)}…, ${binary.size}): ${binary.file}`;
 }
 
-/** sha256 (hex) of a file, streamed. */
-export async function hashFile(file: string): Promise<string> {
+/**
+ * A pass-through stream that hashes (sha256) and counts what flows through it; `onChunk`
+ * sees the running byte count (extraction's progress). Resume it to use it as a sink.
+ */
+function digestStream(onChunk?: (bytes: number) => void): { stream: Transform; result(): { sha256: string; bytes: number } } {
   const hash = createHash('sha256');
-  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
-  return hash.digest('hex');
+  let bytes = 0;
+  const stream = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      hash.update(chunk);
+      bytes += chunk.length;
+      onChunk?.(bytes);
+      callback(null, chunk);
+    },
+  });
+  return { stream, result: () => ({ sha256: hash.digest('hex'), bytes }) };
 }
 
 export interface CacheErrorContext {

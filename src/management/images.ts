@@ -10,7 +10,8 @@ import { mkdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../files.js';
 import { imageRepository } from '../nodeartifacts/node-images.js';
-import { sha256OfFile, writeImageArchive, type ImageSpec, type WrittenImage } from '../nodeartifacts/oci-image.js';
+import { sha256OfFile } from '../files.js';
+import { writeImageArchive, type ImageSpec, type WrittenImage } from '../nodeartifacts/oci-image.js';
 
 /** Bumped when the archive's recipe changes, so cached archives are rebuilt. */
 const writerRevision = '1';

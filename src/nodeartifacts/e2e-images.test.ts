@@ -6,7 +6,8 @@ import { gunzipSync } from 'node:zlib';
 import * as tar from 'tar';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { e2eImageRefs, e2eRepoList, ensureE2eImages, renameNcApplet } from './e2e-images.js';
-import { sha256OfFile, readArchiveMember } from './oci-image.js';
+import { sha256OfFile } from '../files.js';
+import { readArchiveMember } from './oci-image.js';
 
 let dir = '';
 beforeEach(async () => {

@@ -25,7 +25,8 @@ import * as tar from 'tar';
 import { writeFileAtomic } from '../files.js';
 import { curlShim, ncShim } from './e2e-tools.js';
 import { imageRepository, kubeadmPauseTag, type NodeBinary, type NodeLayer } from './node-images.js';
-import { sha256OfFile, writeImageArchive, type ImageFile, type ImageSpec, type WrittenImage } from './oci-image.js';
+import { sha256OfFile } from '../files.js';
+import { writeImageArchive, type ImageFile, type ImageSpec, type WrittenImage } from './oci-image.js';
 
 /** The agnhost tag of the e2e manifest (Agnhost). No test reads manifest.go: the conformance tier fails if the suite asks for another tag. */
 export const e2eAgnhostTag = '2.63.0';

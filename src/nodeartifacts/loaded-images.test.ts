@@ -4,7 +4,8 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../errors.js';
 import { imageNamesOf, keepLoadedImage, loadedImages } from './loaded-images.js';
-import { sha256OfFile, writeImageArchive } from './oci-image.js';
+import { sha256OfFile } from '../files.js';
+import { writeImageArchive } from './oci-image.js';
 
 let dir = '';
 beforeEach(async () => {

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { ConfigError } from '../errors.js';
 import { writeFileAtomic } from '../files.js';
 import type { NodeArtifact } from './node-images.js';
-import { readArchiveMember, sha256OfFile } from './oci-image.js';
+import { sha256OfFile } from '../files.js';
+import { readArchiveMember } from './oci-image.js';
 
 /** Where loaded archives live below the artifacts directory (and so their URL path). */
 export const loadedImagesPath = 'node/loaded';

@@ -34,7 +34,8 @@ import { createHash } from 'node:crypto';
 import { copyFile, link, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../files.js';
-import { sha256OfFile, writeImageArchive, writeImagesArchive, type BaseLayer, type ImageFile, type ImageSpec, type ImageSymlink, type WrittenImage } from './oci-image.js';
+import { sha256OfFile } from '../files.js';
+import { writeImageArchive, writeImagesArchive, type BaseLayer, type ImageFile, type ImageSpec, type ImageSymlink, type WrittenImage } from './oci-image.js';
 
 /** kubeadm's imageRepository for every node image. */
 export const imageRepository = 'provisioner.local';

@@ -424,13 +424,6 @@ function sha256(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** The sha256 (hex) of a file, streamed. */
-export async function sha256OfFile(file: string): Promise<string> {
-  const hash = createHash('sha256');
-  await pipeline(createReadStream(file), hash);
-  return hash.digest('hex');
-}
-
 /** Where a member of an archive lies: its content's first byte and its size. */
 export interface ArchiveMember {
   offset: number;

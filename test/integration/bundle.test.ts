@@ -9,7 +9,8 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ensureBinaries, hashFile } from '../../src/embedded/cache.js';
+import { ensureBinaries } from '../../src/embedded/cache.js';
+import { sha256OfFile } from '../../src/files.js';
 import { loadCatalog, packageRoot, type BundleCatalog } from '../../src/embedded/catalog.js';
 import type { BundledBinary } from '../../src/embedded/manifest.js';
 import { messageOf } from '../../src/errors.js';
@@ -148,7 +149,7 @@ describe('the binary bundle', () => {
       expect(file.startsWith(path.join(scratch, 'cache', 'bin', b.sha256))).toBe(true);
       const st = await stat(file);
       expect({ name: b.name, size: st.size, mode: st.mode & 0o777 }).toEqual({ name: b.name, size: b.size, mode: 0o755 });
-      expect(await hashFile(file)).toBe(b.sha256);
+      expect(await sha256OfFile(file)).toBe(b.sha256);
       for (const link of b.links ?? []) {
         expect(paths[link]).toBe(path.join(scratch, 'cache', 'bin', b.sha256, link));
         expect((await stat(paths[link]!)).ino).toBe(st.ino);
