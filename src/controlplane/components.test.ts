@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ControlPlanePki } from '../pki/index.js';
 import type { ArgMap } from '../process/args.js';
-import { apiServerArgs, controllerArgs, etcdArgs, forwarderArgs } from './components.js';
+import { UsageError } from '../errors.js';
+import { apiServerArgs, controllerArgs, controlPlaneGoGcEnv, etcdArgs, forwarderArgs, goRuntimeEnv } from './components.js';
 
 const files = (name: string) => ({ certFile: `/pki/${name}.crt`, keyFile: `/pki/${name}.key` });
 // Only the file paths are read by the arg builders; no keys are generated for this test.
@@ -131,5 +132,28 @@ describe('forwarderArgs', () => {
     expect(args).toMatchObject({ 'artifacts-listen': '198.18.0.1:6480', 'artifacts-dir': '/d/.provisioner/controlplane/artifacts' });
     const hosts = addressFlags(args).flatMap(([, value]) => hostsOf(value));
     expect(new Set(hosts)).toEqual(new Set(['198.18.0.1', '127.0.0.1']));
+  });
+});
+
+describe('goRuntimeEnv', () => {
+  it('gives every child GOGC=25 unless PROVISIONER_CONTROL_PLANE_GOGC names another whole percentage', () => {
+    expect(goRuntimeEnv({})).toEqual({ GOGC: '25' });
+    expect(goRuntimeEnv({ [controlPlaneGoGcEnv]: '' })).toEqual({ GOGC: '25' });
+    expect(goRuntimeEnv({ [controlPlaneGoGcEnv]: ' 100 ' })).toEqual({ GOGC: '100' });
+    expect(goRuntimeEnv({ [controlPlaneGoGcEnv]: '10' })).toEqual({ GOGC: '10' });
+  });
+
+  it('refuses a value that is not a percentage from 10 to 1000, naming the variable and the range', () => {
+    for (const value of ['off', '9', '1001', '50%', '-1', '1e2']) {
+      let error: unknown;
+      try {
+        goRuntimeEnv({ [controlPlaneGoGcEnv]: value });
+      } catch (thrown) {
+        error = thrown;
+      }
+      expect(error, value).toBeInstanceOf(UsageError);
+      expect((error as UsageError).message).toBe(`PROVISIONER_CONTROL_PLANE_GOGC is ${JSON.stringify(value)}: not a garbage-collection target`);
+      expect((error as UsageError).hint).toContain('from 10 to 1000');
+    }
   });
 });

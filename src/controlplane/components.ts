@@ -5,6 +5,7 @@
  * loopback; providers bind their webhook and simulated-cluster servers to
  * PROVISIONER_BIND_ADDRESS, which the bundle build patched in (scripts/bundle/patches.ts).
  */
+import { UsageError } from '../errors.js';
 import type { ArgMap } from '../process/args.js';
 import type { ControlPlanePki } from '../pki/index.js';
 
@@ -195,14 +196,31 @@ export function apiServerEnv(): Record<string, string> {
 const childGoGc = 25;
 
 /**
- * Go runtime settings of every control-plane process (all are Go programs), under the
- * caller's environment. GOGC=25 keeps each heap near its live size: kube-apiserver's
- * resident memory dropped from 555 MB (default) to 468 MB at GOGC=50 and 382 MB at 25, for
- * more CPU during the boot (12 s, 16 s, 21 s in its first minute) and none once idle. No
- * GOMEMLIMIT: kube-apiserver's live heap is 230-300 MB, and a limit under it made the
- * collector run without pause (26 s of CPU in 45 idle seconds at 200 MiB).
- * See docs/architecture.md, "Footprint".
+ * The environment variable that replaces childGoGc: Go's GOGC for every control-plane
+ * process, a whole percentage from 10 to 1000. Larger trades memory for CPU: at Go's 100,
+ * kube-apiserver used 11-13 s of CPU in its first minute against 21 s, and held 555 MB
+ * against 382 (docs/benchmarks.md, "Settings measured"). The test suite sets 100: on its
+ * 2-core machine CPU is what runs out.
  */
-export function goRuntimeEnv(): Record<string, string> {
-  return { GOGC: String(childGoGc) };
+export const controlPlaneGoGcEnv = 'PROVISIONER_CONTROL_PLANE_GOGC';
+
+/**
+ * Go runtime settings of every control-plane process (all are Go programs), under the
+ * caller's environment. GOGC=25 (default) keeps each heap near its live size:
+ * kube-apiserver's resident memory dropped from 555 MB (Go's default) to 468 MB at GOGC=50
+ * and 382 MB at 25, for more CPU during the boot (12 s, 16 s, 21 s in its first minute) and
+ * none once idle. No GOMEMLIMIT: kube-apiserver's live heap is 230-300 MB, and a limit under
+ * it made the collector run without pause (26 s of CPU in 45 idle seconds at 200 MiB).
+ * `$PROVISIONER_CONTROL_PLANE_GOGC` replaces the 25. See docs/architecture.md, "Footprint".
+ */
+export function goRuntimeEnv(source: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const value = source[controlPlaneGoGcEnv]?.trim();
+  if (!value) return { GOGC: String(childGoGc) };
+  const percent = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(percent >= 10 && percent <= 1000)) {
+    throw new UsageError(`${controlPlaneGoGcEnv} is ${JSON.stringify(value)}: not a garbage-collection target`, {
+      hint: `Give a whole percentage from 10 to 1000 (Go's GOGC; ${childGoGc} when unset), or unset it.`,
+    });
+  }
+  return { GOGC: String(percent) };
 }
