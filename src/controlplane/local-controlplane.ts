@@ -79,6 +79,11 @@ export interface LocalControlPlaneOptions {
   forwarderBinary?: string;
   /** Extra flags per process name, e.g. `{ 'kube-apiserver': { v: 2 } }`. Default none. */
   argOverrides?: Record<string, ArgMap>;
+  /**
+   * The Go runtime settings every child gets (GOGC). Default: `goRuntimeEnv()`, read from the
+   * environment once, when the control plane is built, so a bad value is refused before any stage.
+   */
+  goRuntime?: Record<string, string>;
   events?: EventSink;
   signal?: AbortSignal;
   /** Called when a controller crashed past its restart budget: the caller fails what it is doing. */
@@ -133,8 +138,10 @@ export class LocalControlPlane {
   private adminCert: string | undefined;
   private adminKey: string | undefined;
   private readonly startAbort = new AbortController();
+  private readonly goRuntime: Record<string, string>;
 
   constructor(private readonly options: LocalControlPlaneOptions) {
+    this.goRuntime = options.goRuntime ?? goRuntimeEnv();
     this.layout = controlPlaneLayout(options.dir);
     this.events = options.events ?? nullSink;
     this.supervisor = new Supervisor({
@@ -400,7 +407,7 @@ export class LocalControlPlane {
       name,
       binary,
       args: renderArgs(args),
-      env: { extra: { ...goRuntimeEnv(), ...extraEnv } },
+      env: { extra: { ...this.goRuntime, ...extraEnv } },
       cwd: this.layout.stateDir,
       logDir: this.layout.logDir,
       readiness,

@@ -571,7 +571,8 @@ async function archiveProblem(binary: BinarySource): Promise<string | undefined>
 
 /**
  * A pass-through stream that hashes (sha256) and counts what flows through it; `onChunk`
- * sees the running byte count (extraction's progress). Resume it to use it as a sink.
+ * sees the running byte count (extraction's progress). Resume it to use it as a sink. Read
+ * `result()` once the stream has ended; the digest is kept, so reading it again gives the same.
  */
 function digestStream(onChunk?: (bytes: number) => void): { stream: Transform; result(): { sha256: string; bytes: number } } {
   const hash = createHash('sha256');
@@ -584,7 +585,8 @@ function digestStream(onChunk?: (bytes: number) => void): { stream: Transform; r
       callback(null, chunk);
     },
   });
-  return { stream, result: () => ({ sha256: hash.digest('hex'), bytes }) };
+  let sha256: string | undefined;
+  return { stream, result: () => ({ sha256: (sha256 ??= hash.digest('hex')), bytes }) };
 }
 
 export interface CacheErrorContext {

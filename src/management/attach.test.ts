@@ -2,11 +2,15 @@
  * localManagement: the one description of an install's local control plane that
  * attachManagement starts (create cluster, destroy, wait-for, images load and pivot alike).
  */
-import { describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { validateInstallConfigText } from '../config/index.js';
+import { controlPlaneGoGcEnv } from '../controlplane/components.js';
+import { binariesDirEnv } from '../embedded/cache.js';
+import { UsageError } from '../errors.js';
 import { nullSink } from '../events.js';
 import { installConfigSchema, platformNamed } from '../platforms/index.js';
-import { localManagement } from './attach.js';
+import { localManagement, prepareLocalControlPlane } from './attach.js';
 
 const dir = '/tmp/provisioner-attach-test';
 const awsConfig = validateInstallConfigText(`apiVersion: provisioner.dev/v1alpha1
@@ -50,5 +54,19 @@ describe('localManagement', () => {
     const request = localManagement({ ...base, config: undefined, platform });
     expect(request.controllers).toEqual(platform.controllers);
     expect(request.credentials).toBeUndefined();
+  });
+});
+
+describe('prepareLocalControlPlane', () => {
+  afterEach(() => vi.unstubAllEnvs());
+
+  it('refuses a bad PROVISIONER_CONTROL_PLANE_GOGC before it extracts a binary or writes to the directory', async () => {
+    const binaries = `${dir}-binaries`;
+    vi.stubEnv(controlPlaneGoGcEnv, 'off');
+    vi.stubEnv(binariesDirEnv, binaries);
+    await expect(prepareLocalControlPlane({ ...base, detached: false })).rejects.toThrow(UsageError);
+    await expect(prepareLocalControlPlane({ ...base, detached: false })).rejects.toThrow(`${controlPlaneGoGcEnv} is "off"`);
+    expect(existsSync(binaries), 'the binary cache').toBe(false);
+    expect(existsSync(dir), 'the install directory').toBe(false);
   });
 });

@@ -10,6 +10,7 @@
  * provider's component manifest (`management start` uses it directly).
  */
 import { removeStoredObjects } from '../controlplane/etcd-storage.js';
+import { goRuntimeEnv } from '../controlplane/components.js';
 import { LocalControlPlane, controlPlaneStatus, forwarderName, readListenRecord, stopRecordedControllers, type ProviderSpec } from '../controlplane/local-controlplane.js';
 import { ensureBinaries } from '../embedded/cache.js';
 import { loadBinaryCatalog } from '../embedded/catalog.js';
@@ -57,6 +58,8 @@ export interface LocalControlPlaneRequest {
 }
 
 export async function prepareLocalControlPlane(request: LocalControlPlaneRequest): Promise<LocalControlPlane> {
+  // Read first: a bad PROVISIONER_CONTROL_PLANE_GOGC is refused before any binary is extracted.
+  const goRuntime = goRuntimeEnv();
   const catalog = await loadBinaryCatalog();
   const reconcile = request.reconcile ?? true;
   const planned = planProviders(catalog.components, { controllers: request.controllers, credentials: request.credentials ?? [], sink: request.sink });
@@ -80,6 +83,7 @@ export async function prepareLocalControlPlane(request: LocalControlPlaneRequest
     ...(forwarder.length > 0 ? { listenAddress: request.listenAddress!, forwarderBinary: binaries[forwarderName]! } : {}),
     detached: request.detached,
     reconcile,
+    goRuntime,
     events: request.sink,
     signal: request.signal,
     ...(request.onFatal ? { onFatal: request.onFatal } : {}),
