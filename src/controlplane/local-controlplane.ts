@@ -192,7 +192,7 @@ export class LocalControlPlane {
     // Parsing the providers' manifests (about 4 MB of YAML) overlaps the etcd and API server boot.
     const componentsLoading = Promise.all(this.options.providers.map((p) => loadComponents(p.provider, p.namespace, p.componentsFile)));
     componentsLoading.catch(() => {}); // awaited below; a failure surfaces there
-    const stale = await stopStale(layout.stateDir, { events });
+    const stale = await stopStaleInStopOrder(layout.stateDir, { events });
     if (stale.length > 0) log(events, 'warn', `Stopped ${stale.length} process(es) left running by an earlier command: ${stale.map((e) => e.name).join(', ')}`);
 
     // Every controller keeps its certificates and ports even in a start without them, so the next full start finds them.
@@ -588,6 +588,18 @@ export async function readListenRecord(dir: string): Promise<ListenRecord | unde
  */
 const controllerFenceGraceMs = 0;
 
+/**
+ * Stops the processes a control plane's pidfiles record, whoever started them: the controllers
+ * and the forwarder first, then the API server, then etcd. The order matters: an API server
+ * whose etcd went first does not finish its shutdown and waits out the whole grace for SIGKILL.
+ */
+async function stopStaleInStopOrder(stateDir: string, options: { events?: EventSink } = {}): Promise<PidfileEntry[]> {
+  const stopOrder: ((e: PidfileEntry) => boolean)[] = [(e) => e.name !== etcdName && e.name !== apiServerName, (e) => e.name === apiServerName, (e) => e.name === etcdName];
+  const stopped: PidfileEntry[] = [];
+  for (const filter of stopOrder) stopped.push(...(await stopStale(stateDir, { ...options, filter })));
+  return stopped;
+}
+
 /** The processes a control plane keeps when its controllers stop: what stores and serves the API. */
 const infrastructureNames: ReadonlySet<string> = new Set([etcdName, apiServerName, forwarderName]);
 
@@ -608,19 +620,11 @@ export async function stopRecordedControllers(dir: string, events: EventSink = n
 export async function stopRecordedControlPlane(dir: string, events: EventSink = nullSink): Promise<string[]> {
   const layout = controlPlaneLayout(dir);
   const running = await findStale(layout.stateDir);
-  const groups: ((e: PidfileEntry) => boolean)[] = [
-    (e) => e.name !== etcdName && e.name !== apiServerName,
-    (e) => e.name === apiServerName,
-    (e) => e.name === etcdName,
-  ];
-  const stopped: string[] = [];
-  for (const filter of groups) {
-    // Stopping is what was asked for here, so no "left running" warnings: one info line each.
-    for (const entry of await stopStale(layout.stateDir, { filter })) {
-      stopped.push(entry.name);
-      log(events, 'info', `Stopped ${entry.name} (pid ${entry.pid})`);
-    }
-  }
+  // Stopping is what was asked for here, so no "left running" warnings: one info line each.
+  const stopped = (await stopStaleInStopOrder(layout.stateDir)).map((entry) => {
+    log(events, 'info', `Stopped ${entry.name} (pid ${entry.pid})`);
+    return entry.name;
+  });
   if (running.length !== stopped.length) {
     throw new EnvironmentError(`Could not stop every process of the control plane in ${layout.dir}`, { hint: 'Look for them with `ps` and stop them by hand.' });
   }

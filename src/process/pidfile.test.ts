@@ -87,7 +87,10 @@ describe('pidfile registry', () => {
     expect(stopped.map((e) => e.name).sort()).toEqual(['polite', 'stubborn']);
     expect(await Promise.all(exits)).toEqual(['SIGTERM', 'SIGKILL']);
     expect(await readPidfiles(dir)).toEqual([]);
-    expect(sink.ofType('log').filter((e) => e.level === 'warn')).toHaveLength(2);
+    const warnings = sink.ofType('log').filter((e) => e.level === 'warn').map((e) => e.message);
+    expect(warnings.filter((m) => m.includes('left running by an earlier run'))).toHaveLength(2);
+    // The one that needed SIGKILL says so; the polite one does not.
+    expect(warnings.filter((m) => m.includes('killed with SIGKILL'))).toEqual([`stubborn (pid ${stubborn.pid}) did not exit within 0.3 s of SIGTERM: killed with SIGKILL`]);
   });
 
   it('stops only what the filter selects', async () => {

@@ -116,7 +116,10 @@ export async function stopStale(stateDir: string, options: StopStaleOptions = {}
         binary: entry.binary,
         startedAt: entry.startedAt,
       });
-      await terminateRecorded(entry, options.graceMs ?? defaultStaleGraceMs);
+      const graceMs = options.graceMs ?? defaultStaleGraceMs;
+      if ((await terminateRecorded(entry, graceMs)) === 'killed' && graceMs > 0) {
+        log(events, 'warn', `${entry.name} (pid ${entry.pid}) did not exit within ${graceMs / 1000} s of SIGTERM: killed with SIGKILL`, { pid: entry.pid });
+      }
       await removePidfile(stateDir, entry.name, entry.pid);
     }),
   );
@@ -132,9 +135,10 @@ const killWaitMs = 5_000;
  * SIGTERM to a recorded process and its whole process group (every child leads its own, see
  * ManagedProcess), wait up to `graceMs`, then SIGKILL. Signals are sent only while the pid
  * still has the recorded start time, and while it lives no other process can lead a group of
- * that id. Resolves true when it is gone.
+ * that id. Resolves how it ended: `terminated` (gone within the grace), `killed` (gone after
+ * SIGKILL) or `survived` (still there after SIGKILL too).
  */
-async function terminateRecorded(entry: Pick<PidfileEntry, 'pid' | 'startTime'>, graceMs: number): Promise<boolean> {
+async function terminateRecorded(entry: Pick<PidfileEntry, 'pid' | 'startTime'>, graceMs: number): Promise<'terminated' | 'killed' | 'survived'> {
   const signal = (sig: NodeJS.Signals) => {
     if (!isAlive(entry)) return;
     try {
@@ -159,9 +163,9 @@ async function terminateRecorded(entry: Pick<PidfileEntry, 'pid' | 'startTime'>,
     });
   };
   signal('SIGTERM');
-  if (await waitGone(graceMs)) return true;
+  if (await waitGone(graceMs)) return 'terminated';
   signal('SIGKILL');
-  return waitGone(killWaitMs);
+  return (await waitGone(killWaitMs)) ? 'killed' : 'survived';
 }
 
 function parseEntry(text: string | undefined): PidfileEntry | undefined {

@@ -343,6 +343,9 @@ describe('provisioner management, as a user runs it', () => {
       expect(run.exitCode, run.stderr).toBe(0);
       // Half a control plane (no CRDs, no controllers) is not "already running".
       expect(run.stderr).not.toContain('already running');
+      // What was left is stopped API server first, so each exits on SIGTERM (an API server whose etcd went first hangs until SIGKILL).
+      expect(run.stderr).toMatch(/Stopping kube-apiserver \(pid \d+\) left running/);
+      expect(run.stderr).not.toContain('killed with SIGKILL');
       await expectAllHealthy(dir);
       expect(await stillAliveAfter(left, 0)).toEqual([]);
     });
