@@ -6,7 +6,9 @@
  * - `pivot <dir>` with PIVOT_KILL_AFTER=<phase>: `pivot --to self`'s move into `D/auth/kubeconfig`
  *   (services/pivot.ts, what `pivotToSelf` runs once the providers are installed), which SIGKILLs
  *   its own process right after the journal records that phase: a real kill at a chosen point.
+ *   Its log lines go to stderr (the test reads where a resumed run resumed from).
  */
+import type { EventSink } from '../../../src/events.js';
 import { RecordingSink } from '../../support/recording-sink.js';
 import { prepareLocalControlPlane } from '../../../src/management/attach.js';
 import { pivotTargetKubeconfig, selfTarget } from '../../../src/pivot/target.js';
@@ -24,10 +26,15 @@ if (mode === 'start' && dir) {
   process.exit(0);
 } else if (mode === 'pivot' && dir) {
   const killAfter = process.env['PIVOT_KILL_AFTER'];
+  const logToStderr: EventSink = {
+    emit(event) {
+      if (event.type === 'log') process.stderr.write(`${event.message}\n`);
+    },
+  };
   await pivot({
     dir,
     toKubeconfig: pivotTargetKubeconfig(dir, selfTarget),
-    sink: new RecordingSink(),
+    sink: logToStderr,
     signal: new AbortController().signal,
     afterPhase: (phase) => {
       if (phase !== killAfter) return;
