@@ -30,7 +30,7 @@ import { hashArgs } from './args.js';
 import { buildChildEnv, type ChildEnvOptions } from './env.js';
 import { describeExit, ProcessError } from './errors.js';
 import { defaultLogMaxBytes, readLogTail, rotateIfOver, RotatingLogFile } from './log-file.js';
-import { removePidfile, writePidfile } from './pidfile.js';
+import { removePidfile, stateDirEnv, writePidfile } from './pidfile.js';
 import { polling, until, type Observation } from '../progress/until.js';
 import { processStartTime } from './proc.js';
 import type { ReadinessProbe } from './probes.js';
@@ -303,6 +303,8 @@ export class ManagedProcess {
     const maxBytes = this.options.logMaxBytes ?? defaultLogMaxBytes;
     const header = `=== ${new Date().toISOString()} provisioner: starting ${this.name}: ${[binary, ...args].join(' ')}\n`;
     const env = buildChildEnv(this.options.env ?? {});
+    // Lets the next run find this child even if this process dies before it records the pidfile.
+    if (this.options.stateDir !== undefined) env[stateDirEnv] = this.options.stateDir;
 
     let child: ChildProcess;
     let log: RotatingLogFile | undefined;

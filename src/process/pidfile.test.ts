@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RecordingSink } from '../../test/support/recording-sink.js';
-import { findStale, isAlive, pidfilePath, pidsDir, readPidfiles, removePidfile, stopStale, writePidfile, type PidfileEntry } from './pidfile.js';
+import { findStale, isAlive, pidfilePath, pidsDir, readPidfiles, removePidfile, stateDirEnv, stopStale, writePidfile, type PidfileEntry } from './pidfile.js';
 import { isPidRunning, isSameProcess, processStartTime } from './proc.js';
 import { sleep } from '../concurrency.js';
 
@@ -16,8 +16,8 @@ function entryFor(name: string, pid: number, startTime: string | null): PidfileE
   return { name, pid, startTime, binary: '/bin/sleep', argsHash: 'h', ports: {}, logFile: '/dev/null', detached: false, ownerPid: 1, startedAt: new Date().toISOString() };
 }
 
-async function sleeper(args: string[] = ['300']): Promise<ChildProcess> {
-  const child = spawn('/bin/sleep', args, { stdio: 'ignore' });
+async function sleeper(args: string[] = ['300'], env?: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const child = spawn('/bin/sleep', args, { stdio: 'ignore', ...(env ? { env } : {}) });
   children.push(child);
   await new Promise((resolve) => child.once('spawn', resolve));
   return child;
@@ -91,6 +91,26 @@ describe('pidfile registry', () => {
     expect(warnings.filter((m) => m.includes('left running by an earlier run'))).toHaveLength(2);
     // The one that needed SIGKILL says so; the polite one does not.
     expect(warnings.filter((m) => m.includes('killed with SIGKILL'))).toEqual([`stubborn (pid ${stubborn.pid}) did not exit within 0.3 s of SIGTERM: killed with SIGKILL`]);
+  });
+
+  it('finds and stops a child started for this state dir that no pidfile records (its command killed before it wrote one)', async () => {
+    const recordedChild = await sleeper(['300'], { [stateDirEnv]: dir });
+    const unrecorded = await sleeper(['301'], { [stateDirEnv]: dir });
+    const otherDirs = await sleeper(['302'], { [stateDirEnv]: `${dir}-other` });
+    await writePidfile(dir, entryFor('recorded', recordedChild.pid!, processStartTime(recordedChild.pid!)!));
+
+    const stale = await findStale(dir);
+    // The recorded one once, by its pidfile; the unrecorded one by its command name; not the other dir's.
+    expect(stale.map((e) => [e.name, e.pid])).toEqual([['recorded', recordedChild.pid], ['sleep', unrecorded.pid]]);
+    expect(stale[1]).toMatchObject({ detached: true, startTime: processStartTime(unrecorded.pid!) });
+
+    const exit = new Promise<NodeJS.Signals | null>((resolve) => unrecorded.once('exit', (_code, signal) => resolve(signal)));
+    const sink = new RecordingSink();
+    await stopStale(dir, { filter: (e) => e.name === 'sleep', graceMs: 1_000, events: sink });
+    expect(await exit).toBe('SIGTERM');
+    expect(sink.ofType('log').map((e) => e.message)).toEqual([`Stopping sleep (pid ${unrecorded.pid}) left running by an earlier run`]);
+    expect(isPidRunning(otherDirs.pid!)).toBe(true);
+    expect((await findStale(dir)).map((e) => e.name)).toEqual(['recorded']);
   });
 
   it('stops only what the filter selects', async () => {

@@ -10,7 +10,14 @@ import { log, nullSink, type EventSink } from '../events.js';
 import { polling, until, type Observation } from '../progress/until.js';
 import { readIfExists, writeFileAtomic } from '../files.js';
 import { isErrno } from './fs.js';
-import { isSameProcess } from './proc.js';
+import { isSameProcess, processesWithEnv } from './proc.js';
+
+/**
+ * Set to the state dir in the environment of every child that records a pidfile there
+ * (ManagedProcess), so `findStale` also finds one whose command was killed between spawning it
+ * and writing its pidfile: a detached child would otherwise run on unrecorded.
+ */
+export const stateDirEnv = 'PROVISIONER_STATE_DIR';
 
 export interface PidfileEntry {
   /** Component name; also the file name. */
@@ -82,13 +89,20 @@ export function isAlive(entry: Pick<PidfileEntry, 'pid' | 'startTime'>): boolean
 /**
  * Entries whose process still runs (same pid and start time). Entries whose process is gone
  * are removed. Includes detached processes (`entry.detached`), which are meant to outlive
- * their CLI; filter them out when only a killed run's leftovers should go.
+ * their CLI; filter them out when only a killed run's leftovers should go. Also includes, as
+ * detached entries named by their command, live processes started for this state dir that no
+ * pidfile records (`stateDirEnv`): a command killed before it recorded one.
  */
 export async function findStale(stateDir: string): Promise<PidfileEntry[]> {
   const alive: PidfileEntry[] = [];
   for (const entry of await readPidfiles(stateDir)) {
     if (isAlive(entry)) alive.push(entry);
     else await removePidfile(stateDir, entry.name, entry.pid);
+  }
+  const recorded = new Set(alive.map((e) => e.pid));
+  for (const found of await processesWithEnv(stateDirEnv, stateDir)) {
+    if (recorded.has(found.pid)) continue;
+    alive.push({ name: found.command, pid: found.pid, startTime: found.startTime, binary: found.exe, argsHash: '', ports: {}, logFile: '', detached: true, ownerPid: 0, startedAt: '' });
   }
   return alive;
 }

@@ -4,6 +4,7 @@
  * unknown (null) and only "a process with this pid exists" can be checked.
  */
 import { readFileSync } from 'node:fs';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 
 /**
  * Start time of `pid` in clock ticks since boot (field 22 of /proc/<pid>/stat), as a string;
@@ -55,4 +56,47 @@ function procAvailable(): boolean {
     }
   }
   return procChecked;
+}
+
+/** A live process found by `processesWithEnv`. */
+export interface FoundProcess {
+  pid: number;
+  startTime: string;
+  /** Its command name (/proc/<pid>/comm: the executable's name, at most 15 characters). */
+  command: string;
+  /** Its executable, or '' when it cannot be read. */
+  exe: string;
+}
+
+/**
+ * Live processes other than this one whose environment holds `name=value` exactly. Reads
+ * /proc/<pid>/environ, which the kernel shows only for one's own processes (others are
+ * skipped); none where /proc is unavailable.
+ */
+export async function processesWithEnv(name: string, value: string): Promise<FoundProcess[]> {
+  const entry = Buffer.from(`${name}=${value}\0`);
+  let pids: number[];
+  try {
+    pids = (await readdir('/proc')).filter((n) => /^\d+$/.test(n)).map(Number).filter((pid) => pid !== process.pid);
+  } catch {
+    return [];
+  }
+  const found: FoundProcess[] = [];
+  for (const pid of pids) {
+    const environ = await readFile(`/proc/${pid}/environ`).catch(() => undefined);
+    if (!environ || !holdsEntry(environ, entry)) continue;
+    const startTime = processStartTime(pid);
+    if (!startTime) continue; // gone, or a zombie
+    const command = (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
+    found.push({ pid, startTime, command, exe: await readlink(`/proc/${pid}/exe`).catch(() => '') });
+  }
+  return found;
+}
+
+/** Whether a NUL-separated environment holds `entry` (`name=value\0`) as a whole entry. */
+function holdsEntry(environ: Buffer, entry: Buffer): boolean {
+  for (let at = environ.indexOf(entry); at !== -1; at = environ.indexOf(entry, at + 1)) {
+    if (at === 0 || environ[at - 1] === 0) return true;
+  }
+  return false;
 }

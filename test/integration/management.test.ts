@@ -14,13 +14,15 @@ import { loadComponents } from '../../src/controlplane/install.js';
 import { ExitCode } from '../../src/errors.js';
 import { managementControllers } from '../../src/services/management.js';
 import { KubeClient } from '../../src/kube/client.js';
-import type { PidfileEntry } from '../../src/process/pidfile.js';
+import { stateDirEnv, type PidfileEntry } from '../../src/process/pidfile.js';
+import { processesWithEnv } from '../../src/process/proc.js';
 import {
   aliveRecorded,
   GiveUp,
   expectedProcessCount,
   recordedProcesses,
   removeInstallDir,
+  stateDirOf,
   stillAliveAfter,
   tempInstallDir,
   waitFor,
@@ -330,6 +332,8 @@ describe('provisioner management, as a user runs it', () => {
       expect(run.exitCode, run.stderr).toBe(0);
       expect(await stillAliveAfter(left, 0)).toEqual([]);
       expect(await aliveRecorded(dir)).toEqual([]);
+      // Nor one the killed CLI had started without recording it yet (the kill lands as the API server starts).
+      expect(await processesWithEnv(stateDirEnv, stateDirOf(dir))).toEqual([]);
     });
 
     it('comes back healthy when `management start` follows a SIGKILL of the CLI after the API server was ready', async () => {

@@ -7,7 +7,7 @@ import { readdir, readFile, readlink, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { controlPlaneLayout } from '../../../src/controlplane/layout.js';
 import { loadCatalog } from '../../../src/embedded/catalog.js';
-import { isAlive, readPidfiles, type PidfileEntry } from '../../../src/process/pidfile.js';
+import { findStale, isAlive, readPidfiles, type PidfileEntry } from '../../../src/process/pidfile.js';
 import { runTempDir } from '../../support/run-dirs.js';
 
 export const loopbackAddress = '127.0.0.1';
@@ -77,7 +77,9 @@ export async function stillAliveAfter(entries: readonly PidfileEntry[], timeoutM
 
 /** SIGKILLs every recorded process still alive, and its process group (each child leads one). For cleanup after a failed test. */
 export async function killRecorded(dir: string): Promise<void> {
-  for (const entry of await aliveRecorded(dir)) {
+  // findStale: the recorded ones, and any started for this dir by a command killed before it recorded it.
+  const left = await findStale(stateDirOf(dir));
+  for (const entry of left) {
     for (const target of [-entry.pid, entry.pid]) {
       try {
         process.kill(target, 'SIGKILL');
@@ -86,7 +88,7 @@ export async function killRecorded(dir: string): Promise<void> {
       }
     }
   }
-  await stillAliveAfter(await recordedProcesses(dir), 5_000);
+  await stillAliveAfter(left, 5_000);
 }
 
 /** Kills leftovers and removes the directory. */
