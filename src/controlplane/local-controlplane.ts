@@ -23,7 +23,7 @@ import { renderArgs, type ArgMap } from '../process/args.js';
 import { ProcessError } from '../process/errors.js';
 import { writeFileAtomic } from '../files.js';
 import { ManagedProcess } from '../process/managed-process.js';
-import { findStale, isAlive, readPidfiles, stopStale, type PidfileEntry } from '../process/pidfile.js';
+import { findStale, isAlive, readPidfiles, stopFound, stopStale, type PidfileEntry } from '../process/pidfile.js';
 import { allocatePort, isAddressInUse } from '../process/ports.js';
 import { httpProbe, tcpTlsProbe, type ReadinessProbe } from '../process/probes.js';
 import { Supervisor } from '../process/supervisor.js';
@@ -595,8 +595,9 @@ const controllerFenceGraceMs = 0;
  */
 async function stopStaleInStopOrder(stateDir: string, options: { events?: EventSink } = {}): Promise<PidfileEntry[]> {
   const stopOrder: ((e: PidfileEntry) => boolean)[] = [(e) => e.name !== etcdName && e.name !== apiServerName, (e) => e.name === apiServerName, (e) => e.name === etcdName];
+  const found = await findStale(stateDir);
   const stopped: PidfileEntry[] = [];
-  for (const filter of stopOrder) stopped.push(...(await stopStale(stateDir, { ...options, filter })));
+  for (const filter of stopOrder) stopped.push(...(await stopFound(stateDir, found, { ...options, filter })));
   return stopped;
 }
 

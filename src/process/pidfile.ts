@@ -121,8 +121,13 @@ const defaultStaleGraceMs = 10_000;
 
 /** Stops (SIGTERM, grace, SIGKILL) the stale processes `findStale` reports and removes their files; returns them. */
 export async function stopStale(stateDir: string, options: StopStaleOptions = {}): Promise<PidfileEntry[]> {
+  return stopFound(stateDir, await findStale(stateDir), options);
+}
+
+/** `stopStale` for entries `findStale` already returned, so a caller stopping them in groups searches once. */
+export async function stopFound(stateDir: string, found: readonly PidfileEntry[], options: StopStaleOptions = {}): Promise<PidfileEntry[]> {
   const events = options.events ?? nullSink;
-  const targets = (await findStale(stateDir)).filter(options.filter ?? (() => true));
+  const targets = found.filter(options.filter ?? (() => true));
   await Promise.all(
     targets.map(async (entry) => {
       log(events, 'warn', `Stopping ${entry.name} (pid ${entry.pid}) left running by an earlier run`, {
