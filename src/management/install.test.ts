@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../errors.js';
-import { describePlan, installManagement, type ManagementInstallResult } from './install.js';
+import { describePlan, installManagement, nodesLackingImages, type ManagementInstallResult } from './install.js';
 
 describe('describePlan (--dry-run)', () => {
   it('names each Deployment and image, the certificates to issue and every object it would create or apply over', () => {
@@ -48,5 +48,21 @@ describe('installManagement with registry options', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('nodesLackingImages', () => {
+  const node = (name: string, ...names: string[][]) => ({ apiVersion: 'v1', kind: 'Node', metadata: { name }, status: { images: names.map((n) => ({ names: n })) } });
+
+  it('names every node whose kubelet does not report each image, by any of its names', async () => {
+    const nodes = [
+      node('cp', ['provisioner.local/capi-manager:v1.14.2', 'sha256:aa'], ['provisioner.local/node-artifacts:v1']),
+      node('worker', ['provisioner.local/capi-manager:v1.14.2']),
+      { apiVersion: 'v1', kind: 'Node', metadata: { name: 'new' } },
+    ];
+    const client = { list: async () => Promise.resolve(nodes) } as unknown as Parameters<typeof nodesLackingImages>[0];
+    expect(await nodesLackingImages(client, ['provisioner.local/capi-manager:v1.14.2'])).toEqual(['new']);
+    expect(await nodesLackingImages(client, ['provisioner.local/capi-manager:v1.14.2', 'provisioner.local/node-artifacts:v1'])).toEqual(['worker', 'new']);
+    expect(await nodesLackingImages(client, [])).toEqual([]);
   });
 });

@@ -42,6 +42,7 @@ import { until, polling, type Observation } from '../progress/until.js';
 import { loadImagesLocked } from '../nodeartifacts/load.js';
 import { prepareNodeArtifactsFor } from '../nodeartifacts/prepare.js';
 import { acquireDirLock } from '../process/lock.js';
+import { recordedExternalManagement } from '../installdir/management.js';
 import { readRegistryAuth, type RegistryCredentials } from '../imageregistry/auth.js';
 import { RegistryClient } from '../imageregistry/client.js';
 import { pushArchiveImage } from '../imageregistry/push.js';
@@ -216,8 +217,15 @@ export async function installManagement(request: ManagementInstallRequest): Prom
       };
     }
 
+    // A cluster managed from elsewhere (itself, after a self pivot, or another cluster) has no local control plane
+    // any more: nothing to serve archives to its nodes from, and no local list of the files its nodes hold.
+    const managedElsewhere = dir !== undefined && (await recordedExternalManagement(dir)) !== undefined;
+    const unchanged: string[] = [];
     // Without a registry: loaded onto the nodes of a hosts install's cluster.
-    if (!registry && dir) {
+    if (!registry && managedElsewhere && (await nodesLackingImages(client, built.map((b) => b.ref))).length === 0) {
+      // A run again at the versions it has (a renewal; any other version is refused above): nothing to load.
+      log(sink, 'info', `Every node already has the images (${built.map((b) => b.ref).join(', ')}): nothing to load`);
+    } else if (!registry && dir) {
       // As `images load` does it, under the install directory's lock for the load only.
       const lock = request.lockHeld ? undefined : await acquireDirLock(path.resolve(dir), { command: 'images load', events: sink });
       try {
@@ -236,7 +244,16 @@ export async function installManagement(request: ManagementInstallRequest): Prom
     client.resetDiscovery();
     await applyAll(client, objects.workloads, signal);
     // What the cluster's machines download, served from inside it (after the load above, so the images just loaded are among it).
-    const served = dir && inCluster ? inCluster.render({ images: Object.fromEntries(built.map((b) => [b.binary, pushed.get(b.ref)?.pushedAs ?? b.ref])), served: await prepareNodeArtifactsFor({ dir, sink, signal }), server: client.server }) : undefined;
+    // Once managed from elsewhere, the objects the first install made list the files the nodes hold; the local artifacts
+    // they came from are gone with the local control plane, so a run again (a renewal) leaves them as they are.
+    const served = dir && inCluster && !managedElsewhere ? inCluster.render({ images: Object.fromEntries(built.map((b) => [b.binary, pushed.get(b.ref)?.pushedAs ?? b.ref])), served: await prepareNodeArtifactsFor({ dir, sink, signal }), server: client.server }) : undefined;
+    if (dir && inCluster && managedElsewhere) {
+      for (const obj of inCluster.render({ images: Object.fromEntries(built.map((b) => [b.binary, b.ref])), served: [], server: client.server }).objects) {
+        const ref = describeRef(obj);
+        if (await client.get(obj as KubeObject)) unchanged.push(ref);
+        else log(sink, 'warn', `${ref} is not in the cluster, and the files it would list are not on this machine: hosts that join will not find their node files inside the cluster`);
+      }
+    }
     const servedBefore = new Map<string, string | undefined>();
     for (const obj of served?.objects ?? []) servedBefore.set(describeRef(obj), (await client.get(obj as KubeObject))?.metadata.resourceVersion);
     await applyAll(client, (served?.objects ?? []) as KubeObject[], signal);
@@ -246,7 +263,6 @@ export async function installManagement(request: ManagementInstallRequest): Prom
     await applyAll(client, [...objects.webhooks, ...objects.inventory], signal);
 
     const changed: string[] = [];
-    const unchanged: string[] = [];
     for (const obj of allObjects(objects)) {
       const ref = describeRef(obj);
       const rv = (await client.get(obj))?.metadata.resourceVersion;
@@ -267,6 +283,21 @@ export async function installManagement(request: ManagementInstallRequest): Prom
   } finally {
     client.close();
   }
+}
+
+/**
+ * The nodes whose kubelet does not report every one of `refs` among its images (`status.images`, which lists at most
+ * the kubelet's `--node-status-max-images`, 50 by default, largest first: a node past that may be named though it has them).
+ */
+export async function nodesLackingImages(client: Pick<KubeClient, 'list'>, refs: readonly string[]): Promise<string[]> {
+  interface NodeImages extends KubeObject { status?: { images?: { names?: string[] }[] } }
+  const nodes = await client.list<NodeImages>('v1', 'Node');
+  return nodes
+    .filter((node) => {
+      const names = new Set((node.status?.images ?? []).flatMap((image) => image.names ?? []));
+      return refs.some((ref) => !names.has(ref));
+    })
+    .map((node) => node.metadata.name);
 }
 
 interface RegistryAccess {

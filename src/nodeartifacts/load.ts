@@ -15,6 +15,7 @@ import { keepLoadedImage } from './loaded-images.js';
 import { platformFor } from '../platforms/index.js';
 import { attachManagement } from '../management/attach.js';
 import { recordedExternalManagement } from '../installdir/management.js';
+import { isSelfManaged } from '../pivot/target.js';
 import { prepareNodeArtifactsFor } from './prepare.js';
 
 export interface LoadImagesRequest {
@@ -58,8 +59,13 @@ export async function loadImagesLocked(request: LoadImagesRequest): Promise<Load
       hint: 'Push the image to a registry the nodes reach and refer to it there.',
     });
   }
-  if (await recordedExternalManagement(dir)) {
-    throw new EnvironmentError(`The cluster of ${dir} is managed by another cluster, which serves no node files`, { hint: 'Import the archive on each node with `ctr -n k8s.io images import <archive>`.' });
+  const external = await recordedExternalManagement(dir);
+  if (external) {
+    // Archives reach the nodes from the install's local control plane, which a cluster managed from elsewhere no longer has.
+    const managedBy = isSelfManaged(dir, external) ? 'manages itself' : `is managed by the cluster of ${external}`;
+    throw new EnvironmentError(`The cluster of ${dir} ${managedBy}: there is no local control plane to serve image archives to its nodes`, {
+      hint: 'Import the archive on each node with `ctr -n k8s.io images import <archive>`, or push the image to a registry the nodes reach.',
+    });
   }
   // Every archive is checked before anything is served: a bad one changes nothing.
   const kept: LoadedImage[] = [];
