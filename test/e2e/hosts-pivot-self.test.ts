@@ -9,7 +9,12 @@
  * `pivot --to self` says there is nothing to move. Day 2 from the install directory works against
  * it: wait-for, hosts list, hosts registration-command (the cluster's own endpoint), plan apply
  * (a NodePlan runs on the worker) and gather. The bundled clusterctl describes the cluster with its
- * control plane and Machines Ready. The Machines recorded right after the pivot (UIDs, nodes) are
+ * control plane and Machines Ready. The providers run as four pods where one local process served
+ * them, their webhooks answer through their Services, clusterctl reads their inventory (a dry-run
+ * move), `management install` run again changes nothing, and one run against another version of a
+ * provider in the inventory is refused naming it (issue 28 item 1's claims, on the cluster the
+ * self pivot installed them into; `management install --dry-run` runs against the second cluster
+ * below, which has no providers). The Machines recorded right after the pivot (UIDs, nodes) are
  * checked again at the end of the later tests (scale, day-2 plans, the second cluster) and once at
  * least 3 minutes after the pivot, waiting only for what the tests between left of it (the test
  * prints the window). A third
@@ -60,6 +65,20 @@ const secondName = 'second';
 let secondDir = '';
 
 const json = <T>(args: readonly string[]): Promise<T> => lab.kubectlJson<T>(kubeconfig(), args);
+
+/** The provider Deployments `management install` makes, and clusterctl's inventory of them. */
+const providerDeployments = [
+  ['capi-system', 'capi-controller-manager'],
+  ['capi-kubeadm-bootstrap-system', 'capi-kubeadm-bootstrap-controller-manager'],
+  ['capi-kubeadm-control-plane-system', 'capi-kubeadm-control-plane-controller-manager'],
+  ['provisioner-agent-system', 'provisioner-agent-controller-manager'],
+] as const;
+const inventory = [
+  'capi-kubeadm-bootstrap-system/bootstrap-kubeadm BootstrapProvider',
+  'capi-kubeadm-control-plane-system/control-plane-kubeadm ControlPlaneProvider',
+  'capi-system/cluster-api CoreProvider',
+  'provisioner-agent-system/agent-provisioner InfrastructureProvider',
+];
 
 beforeAll(async () => {
   await ensureBuilt();
@@ -141,6 +160,8 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
     const local = (await lab.processesOf(['capi-manager'], dir)).local;
     figures['providers as local processes before the pivot, RSS (MiB)'] = Math.round(local.reduce((sum, p) => sum + p.rssKiB, 0) / 1024);
     figures['local provider processes'] = local.length;
+    // One capi-manager serves the four providers locally (docs/architecture.md); after the pivot they are four pods.
+    expect(local, 'local provider processes').toHaveLength(1);
     started.run.child.kill('SIGKILL');
     await started.run.child;
     // Killed before the move began: the Cluster is still only in the local control plane.
@@ -296,6 +317,87 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
     for (const line of machines) expect(line, run.stdout).toMatch(/\sTrue\s+Ready\s/);
   }, 300_000);
 
+  it('the providers as pods in the cluster: four capi-manager pods, their webhooks answering through their Services, and the inventory clusterctl reads', async () => {
+    await created();
+    expect((await lab.processesOf(['capi-manager'], dir)).pods, 'provider pods (one per provider namespace)').toHaveLength(4);
+    for (const [ns, deploymentName] of providerDeployments) {
+      const deployment = await json<{ status: { conditions?: { type: string; status: string }[] } }>(['get', 'deployment', deploymentName, '-n', ns]);
+      expect(deployment.status.conditions?.some((c) => c.type === 'Available' && c.status === 'True'), `${ns}/${deploymentName}: ${JSON.stringify(deployment.status)}`).toBe(true);
+    }
+
+    // Cluster API's Machine webhook refuses a Machine with no bootstrap (a rule its CRD does not carry: only the webhook
+    // says this) and defaults a valid one (label and version: only a mutating webhook changes an object), on a server-side dry-run.
+    const machine = (spec: Record<string, unknown>) => JSON.stringify({
+      apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'Machine', metadata: { name: 'probe', namespace: 'default' },
+      spec: { clusterName: 'none', infrastructureRef: { apiGroup: 'infrastructure.provisioner.dev', kind: 'HostMachine', name: 'none' }, ...spec },
+    });
+    const refused = await lab.kubectlWith(kubeconfig(), ['create', '--dry-run=server', '-f', '-'], machine({ bootstrap: {} }));
+    expect(refused.exitCode, refused.stdout).not.toBe(0);
+    expect(refused.stderr).toContain('expected either spec.bootstrap.dataSecretName or spec.bootstrap.configRef to be populated');
+    const defaulted = await lab.kubectlWith(kubeconfig(), ['create', '--dry-run=server', '-o', 'json', '-f', '-'], machine({ bootstrap: { dataSecretName: 'none' }, version: '1.36.3' }));
+    expect(defaulted.exitCode, defaulted.stderr).toBe(0);
+    const view = JSON.parse(defaulted.stdout) as { metadata: { labels?: Record<string, string> }; spec: { version?: string } };
+    expect(view.spec.version).toBe('v1.36.3');
+    expect(view.metadata.labels?.['cluster.x-k8s.io/cluster-name']).toBe('none');
+    // And ours: a HostCluster reaches the agent provider's webhook (allowed or denied, never unreachable).
+    const hostCluster = { apiVersion: 'infrastructure.provisioner.dev/v1alpha1', kind: 'HostCluster', metadata: { name: 'probe', namespace: 'default' }, spec: {} };
+    const ours = await lab.kubectlWith(kubeconfig(), ['create', '--dry-run=server', '-f', '-'], JSON.stringify(hostCluster));
+    expect(`${ours.stdout}${ours.stderr}`).not.toMatch(/failed calling webhook|connection refused|no endpoints/i);
+
+    const providers = await json<{ items: { metadata: { namespace: string; name: string; labels: Record<string, string> }; type: string }[] }>(['get', 'providers.clusterctl.cluster.x-k8s.io', '-A']);
+    expect(providers.items.map((p) => `${p.metadata.namespace}/${p.metadata.name} ${p.type}`).sort()).toEqual(inventory);
+    for (const p of providers.items) expect(p.metadata.labels).toMatchObject({ 'clusterctl.cluster.x-k8s.io': '', 'clusterctl.cluster.x-k8s.io/core': 'inventory' });
+    // clusterctl (bundled, built from its own module) reads that inventory and the cluster's objects: a dry-run move plans
+    // them and changes nothing (its target is read only when it moves).
+    const { clusterctl } = await ensureBinaries(['clusterctl']);
+    const move = await lab.net.run(lab.net.machine.namespace, clusterctl!, ['move', '--kubeconfig', kubeconfig(), '--to-kubeconfig', kubeconfig(), '--namespace', name, '--dry-run', '--v', '2'], {
+      env: { HOME: path.join(lab.net.root, 'clusterctl-home'), CLUSTERCTL_DISABLE_VERSIONCHECK: 'true' },
+      timeout: 120_000,
+      all: true,
+    });
+    expect(move.exitCode, `${move.stdout}\n${move.stderr}`).toBe(0);
+    expect(`${move.stdout}\n${move.stderr}`, 'the dry-run move plans the one cluster').toMatch(/This is a dry-run move[\s\S]*Moving Cluster API objects\s+Clusters=1/);
+    await expectPivotedMachinesUnchanged();
+  }, 300_000);
+
+  it('management install again against the self-managed cluster changes nothing', async () => {
+    await created();
+    const started = Date.now();
+    const run = await lab.cli(['management', 'install', '--kubeconfig', kubeconfig(), '--dir', dir, '--output', 'json'], 900_000);
+    figures['management install again, changing nothing (s)'] = (Date.now() - started) / 1000;
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
+    const result = run.stdout.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { type: string; data?: { created: string[]; changed: string[]; unchanged: string[]; certificatesIssued: string[] } }).find((e) => e.type === 'result');
+    expect(result?.data?.created, run.stdout).toEqual([]);
+    expect(result?.data?.changed, run.stdout).toEqual([]);
+    expect(result?.data?.certificatesIssued).toEqual([]);
+    expect(result?.data?.unchanged.length).toBeGreaterThan(40);
+    // Nothing loaded (no local control plane is left to serve the archives, and every node has them), nothing made locally.
+    expect(run.stdout).toMatch(/Every node already has the images \(provisioner\.local\/capi-manager:[^)]*\): nothing to load/);
+    expect(existsSync(path.join(dir, '.provisioner', 'controlplane')), 'a local control plane directory').toBe(false);
+    await expectPivotedMachinesUnchanged();
+  }, 900_000);
+
+  it('management install refuses a cluster with another version of one of these providers, naming it, before anything changes', async () => {
+    await created();
+    const inventoryVersion = async () => (await json<{ version: string }>(['get', 'providers.clusterctl.cluster.x-k8s.io', 'cluster-api', '-n', 'capi-system'])).version;
+    const bundled = await inventoryVersion();
+    const patch = (version: string) => lab.kubectlWith(kubeconfig(), ['patch', 'providers.clusterctl.cluster.x-k8s.io', 'cluster-api', '-n', 'capi-system', '--type', 'merge', '-p', JSON.stringify({ version })]);
+    const patched = await patch('v1.13.4');
+    expect(patched.exitCode, patched.stderr).toBe(0);
+    try {
+      const deployment = () => json<{ metadata: { resourceVersion: string } }>(['get', 'deployment', 'capi-controller-manager', '-n', 'capi-system']);
+      const before = (await deployment()).metadata.resourceVersion;
+      const run = await lab.cli(['management', 'install', '--kubeconfig', kubeconfig(), '--dir', dir], 300_000);
+      expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(8);
+      expect(run.stderr).toContain('capi-system/cluster-api CoreProvider v1.13.4');
+      expect((await deployment()).metadata.resourceVersion, 'the core provider Deployment').toBe(before);
+    } finally {
+      // The cluster manages itself: its inventory goes back to what is installed for the tests after this one.
+      const restored = await patch(bundled);
+      expect(restored.exitCode, restored.stderr).toBe(0);
+    }
+  }, 600_000);
+
   it('a host registered after the pivot joins: the worker pool scaled to 2 from inside gives a third Ready node, its node files served by the cluster itself', async () => {
     await created();
     // Served from inside: the Deployment is Available and the list new bootstrap plans get points through the API server's proxy.
@@ -396,6 +498,20 @@ describe('issue 28 item 2: create cluster --pivot-to self', () => {
     expect(machineIdentities(after.items)).toEqual(machineIdentities(before.items));
     await expectPivotedMachinesUnchanged();
   }, 1_800_000);
+
+  it('management install --dry-run into the second cluster (no providers there) prints what it would create and creates nothing', async () => {
+    await secondCreated();
+    const secondKubeconfig = path.join(secondDir, 'auth', 'kubeconfig');
+    const run = await lab.cli(['management', 'install', '--kubeconfig', secondKubeconfig, '--dir', secondDir, '--dry-run'], 300_000);
+    expect(run.exitCode, `${run.stdout}\n${run.stderr}`).toBe(0);
+    for (const [ns, deployment] of providerDeployments) expect(run.stdout).toContain(`create Deployment ${ns}/${deployment}`);
+    expect(run.stdout).toContain('create CustomResourceDefinition clusters.cluster.x-k8s.io');
+    expect(run.stdout).toContain('create Provider capi-system/cluster-api');
+    const namespaces = await lab.kubectlJson<{ items: { metadata: { name: string } }[] }>(secondKubeconfig, ['get', 'namespaces']);
+    expect(namespaces.items.map((n) => n.metadata.name)).not.toContain('capi-system');
+    const crds = await lab.kubectlWith(secondKubeconfig, ['get', 'crds', '--no-headers']);
+    expect(crds.stdout).not.toContain('cluster.x-k8s.io');
+  }, 600_000);
 
   it('destroy cluster of the first cluster while it manages the second is refused, naming the second and how to remove it; nothing changes', async () => {
     await secondCreated();

@@ -3,8 +3,8 @@
  * API server booted from the bundle (a local control plane running no controllers, standing in
  * for the cluster): it lists every object it would create, the providers' and the platform's
  * in-cluster artifacts' (the node-artifacts Deployment, Service and list, served from inside a
- * self-managed cluster), and their images, and creates nothing. The install itself is
- * e2e/hosts-management-install.test.ts's.
+ * self-managed cluster), and their images, and creates nothing. The install itself, and a dry-run
+ * against a real cluster, are e2e/hosts-pivot-self.test.ts's.
  * Fails (never skips) when the bundle has not been built: run `npm run bundle` first.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
