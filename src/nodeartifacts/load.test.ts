@@ -2,29 +2,16 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { renderNewInstallConfig } from '../assets/index.js';
 import { validateInstallConfigText } from '../config/index.js';
 import { EnvironmentError } from '../errors.js';
 import { recordExternalManagement } from '../installdir/management.js';
 import { installConfigSchema } from '../platforms/index.js';
 import { loadImagesLocked } from './load.js';
 
+// What `create install-config --platform hosts` writes.
 const config = validateInstallConfigText(
-  `apiVersion: provisioner.dev/v1alpha1
-kind: InstallConfig
-metadata:
-  name: demo
-networking:
-  podCIDRs: [198.19.0.0/17]
-  serviceCIDRs: [198.19.128.0/20]
-machinePools:
-  - name: control-plane
-    quantity: 1
-    roles: [etcd, controlPlane]
-platform:
-  hosts: {}
-bootstrap:
-  listenAddress: 198.18.0.1
-`,
+  renderNewInstallConfig({ name: 'demo', platform: 'hosts', kubernetesVersion: 'v1.36.3', controlPlaneReplicas: 1, workers: 0, platformAnswers: { listenAddress: '198.18.0.1' } }),
   { schema: installConfigSchema },
 ).config;
 
