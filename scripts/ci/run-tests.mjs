@@ -131,9 +131,14 @@ function summarizeVitestTier(tier, runs, wallMs) {
     console.log(`tests: the ${tier} tier wrote no report`);
   }
 }
+/** A tier's vitest projects: the unit tier's files that replace modules run in a project of their own (vitest.config.ts). */
+function tierProjects(tier) {
+  return tier === 'unit' ? ['unit', 'unit-isolated'] : [tier];
+}
+
 /** One vitest process over `tier`'s files (narrowed by `args`), writing its JSON report; resolves to its exit code. */
 function runVitest(tier, report, args) {
-  const child = spawn('npx', ['vitest', 'run', '--project', tier, ...args, '--reporter=default', '--reporter=json', `--outputFile.json=${report}`], { stdio: 'inherit' });
+  const child = spawn('npx', ['vitest', 'run', ...tierProjects(tier).flatMap((project) => ['--project', project]), ...args, '--reporter=default', '--reporter=json', `--outputFile.json=${report}`], { stdio: 'inherit' });
   return new Promise((resolve) => {
     child.on('error', () => resolve(1));
     child.on('close', (code) => resolve(code ?? 1));

@@ -135,6 +135,9 @@ describe('pushing an archive', () => {
   };
 
   it('uploads the config and the layer, then the manifest by tag; a second push uploads nothing', async () => {
+    // A registry that has none of it, whichever test of this file ran before.
+    registry.blobs.clear();
+    registry.manifests.clear();
     const first = await push();
     expect(first.digest).toBe(manifestDigest);
     expect(first.blobs).toHaveLength(2);

@@ -68,10 +68,11 @@ export class TestApiServer {
     return answering.by;
   }
 
-  /** Forgets the requests seen and restores the default handler. */
+  /** Before each test: nothing seen, every path 404, and a client that has discovered nothing yet (so no test rides on another's discovery). */
   reset(): void {
     this.seen.length = 0;
     this.handler = notFound;
+    this.client.resetDiscovery();
   }
 
   async close(): Promise<void> {
