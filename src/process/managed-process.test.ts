@@ -9,7 +9,7 @@ import { ProcessError } from './errors.js';
 import { rotatedPath } from './log-file.js';
 import { defaultPdeathsigWrapper, ManagedProcess, type ManagedProcessOptions } from './managed-process.js';
 import { pidfilePath, readPidfiles } from './pidfile.js';
-import { isPidRunning, processStartTime } from './proc.js';
+import { fieldsAfterComm, isPidRunning, processStartTime } from './proc.js';
 import { sleep } from '../concurrency.js';
 
 let dir: string;
@@ -248,8 +248,7 @@ describe('ManagedProcess', () => {
     const proc = managed({ name: 'lasting', binary, detached: true, stateDir });
     await proc.start();
     const pid = proc.pid!;
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const fields = fieldsAfterComm(readFileSync(`/proc/${pid}/stat`, 'utf8'));
     expect(fields[6 - 3]).toBe(String(pid)); // session id == pid: a session leader
     for (let i = 0; i < 50 && !(await readFile(proc.logFile, 'utf8')).includes('detached output'); i++) await sleep(20);
     expect(await readFile(proc.logFile, 'utf8')).toContain('detached output');
@@ -273,6 +272,5 @@ describe('ManagedProcess stop during spawn', () => {
 
 /** Process group id of a running process: /proc/<pid>/stat field 5. */
 function processGroupOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  return Number(fieldsAfterComm(readFileSync(`/proc/${pid}/stat`, 'utf8'))[5 - 3]);
 }

@@ -3,12 +3,15 @@
  * another program is never mistaken for ours. Linux reads /proc; elsewhere the start time is
  * unknown (null) and only "a process with this pid exists" can be checked.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { readdir, readFile, readlink } from 'node:fs/promises';
 
 /**
  * Start time of `pid` in clock ticks since boot (field 22 of /proc/<pid>/stat), as a string;
  * undefined when the process does not exist or is a zombie; null when /proc is unavailable.
+ * A zombie leader whose other threads still run is alive: a SIGKILLed process shows its
+ * leader as `Z` while the rest of its threads exit, and until the last one has, its files
+ * (a listening socket among them) are still open.
  */
 export function processStartTime(pid: number): string | null | undefined {
   let stat: string;
@@ -20,11 +23,34 @@ export function processStartTime(pid: number): string | null | undefined {
     // No /proc, or not readable (e.g. EACCES): the start time is unknown.
     return isPidRunning(pid) ? null : undefined;
   }
-  // Field 2 (comm) is in parentheses and may itself hold spaces or ')'; fields 3.. follow the last ')'.
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const rest = fieldsAfterComm(stat);
   const state = rest[0]; // field 3
-  if (state === 'Z' || state === 'X') return undefined;
+  if (state === 'X' || (state === 'Z' && !hasLiveThread(pid))) return undefined;
   return rest[22 - 3];
+}
+
+/** Fields 3 onwards of a /proc stat line: field 2 (comm) is in parentheses and may itself hold spaces or ')'. */
+export function fieldsAfterComm(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** Whether a thread of `pid` other than its leader is neither a zombie nor dead. */
+function hasLiveThread(pid: number): boolean {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return false;
+  }
+  return tids.some((tid) => {
+    if (tid === String(pid)) return false;
+    try {
+      const state = fieldsAfterComm(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'))[0];
+      return state !== 'Z' && state !== 'X';
+    } catch {
+      return false; // exited while we read
+    }
+  });
 }
 
 /** True when `pid` is the same process that had `startTime` (null: unknown, so any live pid matches). */
