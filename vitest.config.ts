@@ -1,6 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
@@ -17,10 +18,12 @@ const env = {
 };
 
 const unitFiles = ['src/**/*.test.ts', 'src/**/*.test.tsx', 'scripts/**/*.test.ts'];
+/** This file's directory, vitest's root: the globs above are relative to it, whatever the working directory. */
+const root = path.dirname(fileURLToPath(import.meta.url));
 /** Unit test files that replace modules (vi.mock, vi.doMock): each needs a module graph of its own, so they are found, not listed. */
 const moduleMockingFiles = ['src', 'scripts']
-  .flatMap((root) => readdirSync(root, { recursive: true, encoding: 'utf8' }).map((file) => path.join(root, file)))
-  .filter((file) => /\.test\.tsx?$/.test(file) && /\bvi\.(do)?mock\(/.test(readFileSync(file, 'utf8')))
+  .flatMap((dir) => readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' }).map((file) => path.join(dir, file)))
+  .filter((file) => /\.test\.tsx?$/.test(file) && /\bvi\.(do)?mock\(/.test(readFileSync(path.join(root, file), 'utf8')))
   .sort();
 
 // Four tiers (see README "Tests"): unit tests sit beside the code; integration and
