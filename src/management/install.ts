@@ -204,11 +204,9 @@ export async function installManagement(request: ManagementInstallRequest): Prom
       // The in-cluster artifacts' objects by name: what they serve (the node files) is prepared only when installing.
       const imageRefOf = (b: string): string => (registry ? targetImageRef(registry.target, b, catalog.binary(b).version) : providerImageRef(b, catalog.binary(b).version));
       const servedImages = dir && inCluster ? Object.fromEntries(inCluster.binaries.map((b) => [b, imageRefOf(b)])) : {};
-      for (const obj of dir && inCluster ? inCluster.render({ images: servedImages, served: [], server: client.server }).objects : []) {
-        const ref = describeRef(obj);
-        const rv = (await client.get(obj as KubeObject))?.metadata.resourceVersion;
-        before.set(ref, rv);
-        if (rv === undefined) created.push(ref);
+      for (const { ref, resourceVersion } of dir && inCluster ? await inClusterObjectsByName(client, inCluster, servedImages) : []) {
+        before.set(ref, resourceVersion);
+        if (resourceVersion === undefined) created.push(ref);
       }
       const images = imageBinaries.map((b): ManagementImage => ({ ref: providerImageRef(b, catalog.binary(b).version), file: '', loaded: false, ...(registry ? { pushedAs: imageRefOf(b) } : {}) }));
       return {
@@ -248,9 +246,8 @@ export async function installManagement(request: ManagementInstallRequest): Prom
     // they came from are gone with the local control plane, so a run again (a renewal) leaves them as they are.
     const served = dir && inCluster && !managedElsewhere ? inCluster.render({ images: Object.fromEntries(built.map((b) => [b.binary, pushed.get(b.ref)?.pushedAs ?? b.ref])), served: await prepareNodeArtifactsFor({ dir, sink, signal }), server: client.server }) : undefined;
     if (dir && inCluster && managedElsewhere) {
-      for (const obj of inCluster.render({ images: Object.fromEntries(built.map((b) => [b.binary, b.ref])), served: [], server: client.server }).objects) {
-        const ref = describeRef(obj);
-        if (await client.get(obj as KubeObject)) unchanged.push(ref);
+      for (const { ref, resourceVersion } of await inClusterObjectsByName(client, inCluster, Object.fromEntries(built.map((b) => [b.binary, b.ref])))) {
+        if (resourceVersion !== undefined) unchanged.push(ref);
         else log(sink, 'warn', `${ref} is not in the cluster, and the files it would list are not on this machine: hosts that join will not find their node files inside the cluster`);
       }
     }
@@ -283,6 +280,18 @@ export async function installManagement(request: ManagementInstallRequest): Prom
   } finally {
     client.close();
   }
+}
+
+/**
+ * The in-cluster artifacts' objects by name, rendered with no node files (the dry run and a run on a cluster managed
+ * from elsewhere prepare none), each with its resourceVersion in the cluster: undefined where it is not there.
+ */
+async function inClusterObjectsByName(client: KubeClient, inCluster: InClusterArtifacts, images: Record<string, string>): Promise<Array<{ ref: string; resourceVersion: string | undefined }>> {
+  const found: Array<{ ref: string; resourceVersion: string | undefined }> = [];
+  for (const obj of inCluster.render({ images, served: [], server: client.server }).objects) {
+    found.push({ ref: describeRef(obj), resourceVersion: (await client.get(obj as KubeObject))?.metadata.resourceVersion });
+  }
+  return found;
 }
 
 /**
