@@ -20,7 +20,7 @@ describe('processStartTime', () => {
   it('counts a zombie leader whose other thread still runs as alive, and as gone once that thread exits', async () => {
     const exitCall = sysExit[process.arch];
     if (exitCall === undefined) throw new Error(`no exit(2) number for ${process.arch}: add it to sysExit`);
-    // Perl (Debian's essential perl-base) with a thread that lives 1.5 s; the leader ends only itself.
+    // Perl with its threads module (Debian's perl; .ci/run installs it) and a thread that lives 1.5 s; the leader ends only itself.
     const child = spawn('perl', ['-Mthreads', '-e', `threads->create(sub { sleep 1.5 })->detach; select(undef, undef, undef, 0.2); syscall(${exitCall}, 0);`], { stdio: 'ignore' });
     const exited = once(child, 'exit');
     const pid = child.pid!;
