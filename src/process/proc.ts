@@ -112,7 +112,7 @@ export async function processesWithEnv(name: string, value: string): Promise<Fou
     const environ = await readFile(`/proc/${pid}/environ`).catch(() => undefined);
     if (!environ || !holdsEntry(environ, entry)) continue;
     const startTime = processStartTime(pid);
-    if (!startTime) continue; // gone, or a zombie
+    if (!startTime) continue; // gone, or a zombie with no live thread
     const command = (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim();
     found.push({ pid, startTime, command, exe: await readlink(`/proc/${pid}/exe`).catch(() => '') });
   }

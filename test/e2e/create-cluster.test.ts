@@ -338,9 +338,8 @@ describe('resume after SIGKILL of the CLI during the machines (1 + 1)', () => {
     const listenFailed = /failed to start WorkloadClusterListener[^\n]*:\d+/g;
     const managerLog = path.join(dir, 'logs', 'capi-manager.log');
     const failuresBefore = (await readFile(managerLog, 'utf8')).match(listenFailed)?.length ?? 0;
-    // A killed process counts as gone once its leader thread is a zombie, while its other threads may still hold its
-    // sockets for a moment (a cold CI run, run 27, failed here with EADDRINUSE 13 ms after the kill): take the port once it is free.
-    const holder = await waitFor(`port ${port}, once the killed provider's threads let go of it`, () => hold(port).catch(() => undefined), 30_000);
+    // killRecorded waited until every killed process's last thread was gone (process/proc.ts), so its sockets are closed.
+    const holder = await hold(port);
     const create = await startCreate(dir);
     try {
       await waitFor('capi-manager to fail to listen on the held port', async () => ((await readFile(managerLog, 'utf8')).match(listenFailed)?.length ?? 0) > failuresBefore, 300_000);
