@@ -93,6 +93,11 @@ describe('apiServerArgs', () => {
     expect(groups.filter((g) => /^(apps|batch|policy|storage\.k8s\.io)\//.test(g))).toEqual([]);
   });
 
+  it('keeps no watch cache for CRDs alone, every other resource keeping its own', () => {
+    expect(args['watch-cache-sizes']).toBe('customresourcedefinitions.apiextensions.k8s.io#0');
+    expect('watch-cache' in args).toBe(false);
+  });
+
   it('keeps the webhook admission plugins and NamespaceLifecycle on', () => {
     const disabled = String(args['disable-admission-plugins']).split(',');
     expect(disabled).toContain('ResourceQuota');

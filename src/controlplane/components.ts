@@ -127,6 +127,12 @@ export function apiServerArgs(pki: ControlPlanePki, etcdClientPort: number, port
     // the Go settings of goRuntimeEnv, what keeps the footprint down (docs/architecture.md, "Footprint").
     'runtime-config': ['api/all=false', ...servedApiGroups.map((group) => `${group}=true`)].join(','),
     'disable-admission-plugins': disabledAdmissionPlugins.join(','),
+    // No watch cache for CRDs: its event buffer kept every version of every CRD the install
+    // wrote (created, NamesAccepted, Established: large objects) for as long as the process
+    // ran, 13 MB of kube-apiserver's 228 (docs/benchmarks.md, "Settings measured"). Their
+    // few watchers (the API server's own CRD controllers, the managers' CRD migrator, the
+    // CLI's wait for Established) read etcd instead.
+    'watch-cache-sizes': 'customresourcedefinitions.apiextensions.k8s.io#0',
     ...overrides,
   };
 }
