@@ -519,13 +519,28 @@ function buildControlPlane(config: InstallConfig, platform: Platform, pool: Mach
   };
 }
 
+/**
+ * Cluster API's annotation that names MachineSet preflight checks to skip; a MachineSet reads
+ * it from its bootstrap config template too, so one place covers both layouts.
+ */
+export const skipPreflightChecksAnnotation = 'machineset.cluster.x-k8s.io/skip-preflight-checks';
+
+/**
+ * The worker pools skip ControlPlaneIsStable: with it, Cluster API creates no worker Machine
+ * while the control plane is provisioning, so a worker host could not download and import
+ * its images (or a cloud VM boot) beside the first control plane's; its join waits for the
+ * control plane's join data anyway. The version-skew checks stay (docs/architecture.md,
+ * "Cluster API settings").
+ */
+const skippedWorkerPreflightChecks = 'ControlPlaneIsStable';
+
 function buildBootstrapTemplate(config: InstallConfig, platform: Platform, pool: MachinePool, metadata: ObjectMeta): KubeadmConfigTemplate {
   const registration = nodeRegistration(platform, config, pool, 'worker');
   const kubeadm = platform.kubeadm(config, 'worker');
   return {
     apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2',
     kind: 'KubeadmConfigTemplate',
-    metadata,
+    metadata: { ...metadata, annotations: sortKeys({ ...metadata.annotations, [skipPreflightChecksAnnotation]: skippedWorkerPreflightChecks }) },
     // The CRD needs at least one field in the spec: joinConfiguration is always there.
     spec: { template: { spec: { joinConfiguration: phaseSettings(kubeadm, registration, 'join') ?? {}, ...machineSetup(kubeadm) } } },
   };
