@@ -530,7 +530,7 @@ export const skipPreflightChecksAnnotation = 'machineset.cluster.x-k8s.io/skip-p
  * while the control plane is provisioning, so a worker host could not download and import
  * its images (or a cloud VM boot) beside the first control plane's; its join waits for the
  * control plane's join data anyway. The version-skew checks stay (docs/architecture.md,
- * "Cluster API settings").
+ * "Cluster API settings for a new cluster's pace").
  */
 const skippedWorkerPreflightChecks = 'ControlPlaneIsStable';
 
