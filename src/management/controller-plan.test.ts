@@ -45,13 +45,13 @@ describe('planProviders', () => {
     expect(planned.filter((p) => p.env?.AWS_SHARED_CREDENTIALS_FILE).map((p) => p.controller)).toEqual(['capa-manager']);
   });
 
-  it('turns ClusterTopology on for the core and kubeadm control-plane providers and the dev provider (its DevClusterTemplate webhook reads it), and reconciler rate limiting off for the three core providers', () => {
+  it('turns ClusterTopology on for the core and kubeadm control-plane providers, and the dev provider (its DevClusterTemplate webhook reads it)', () => {
     const planned = planProviders(components, { controllers: platform('inmemory').controllers, credentials: [], sink: new RecordingSink() });
     const gates = (provider: string) => planned.find((p) => p.component.provider === provider)?.featureGates;
-    expect(gates('cluster-api')).toEqual({ ClusterTopology: true, ReconcilerRateLimiting: false });
-    expect(gates('control-plane-kubeadm')).toEqual({ ClusterTopology: true, ReconcilerRateLimiting: false });
-    expect(gates('bootstrap-kubeadm')).toEqual({ ReconcilerRateLimiting: false });
+    expect(gates('cluster-api')).toEqual({ ClusterTopology: true });
+    expect(gates('control-plane-kubeadm')).toEqual({ ClusterTopology: true });
     expect(gates('infrastructure-docker')).toEqual({ ClusterTopology: true });
+    expect(gates('bootstrap-kubeadm')).toBeUndefined();
   });
 
   it('without a selection (management start) runs every bundled controller with the settings the platforms declare', () => {

@@ -341,18 +341,6 @@ export const clusterTopologyGate = { ClusterTopology: true } as const;
 const clusterTopology = clusterTopologyGate;
 
 /**
- * Cluster API's ReconcilerRateLimiting gate (beta, on by default since v1.14) off: with it,
- * each object is reconciled at most once a second, so every step of a new cluster that needs
- * its object reconciled again right after its own write (a finalizer, the paused condition, an
- * owner reference) waits up to a second. That guards an API server serving thousands of
- * clusters; a management cluster made here serves a few, and the wait is most of the time
- * from the objects applied to the first host's prepare plan (docs/benchmarks.md, hosts).
- * Set for each core provider: one process-wide flag in capi-manager, and each provider's own
- * Deployment when `management install` runs them in a cluster.
- */
-const reconcilerRateLimitingOff = { ReconcilerRateLimiting: false } as const;
-
-/**
  * The node agent's provider (provider/: registration, NodePlans, and the infrastructure
  * provider of machines on registered hosts), served by capi-manager beside Cluster API's
  * own. Not one platform's alone: `provisioner hosts` and `plan` use it on any management
@@ -385,8 +373,8 @@ export function sharedControllers(): ControllerRequirement[] {
 /** The core, bootstrap and control-plane providers every platform needs, all served by one process (capi-manager, which serves the agent provider too). */
 export function coreControllers(): ControllerRequirement[] {
   return [
-    { binary: 'capi-manager', provider: 'cluster-api', featureGates: { ...clusterTopology, ...reconcilerRateLimitingOff }, bundled: true },
-    { binary: 'capi-manager', provider: 'bootstrap-kubeadm', featureGates: { ...reconcilerRateLimitingOff }, bundled: true },
-    { binary: 'capi-manager', provider: 'control-plane-kubeadm', featureGates: { ...clusterTopology, ...reconcilerRateLimitingOff }, bundled: true },
+    { binary: 'capi-manager', provider: 'cluster-api', featureGates: { ...clusterTopology }, bundled: true },
+    { binary: 'capi-manager', provider: 'bootstrap-kubeadm', featureGates: {}, bundled: true },
+    { binary: 'capi-manager', provider: 'control-plane-kubeadm', featureGates: { ...clusterTopology }, bundled: true },
   ];
 }
