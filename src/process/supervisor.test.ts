@@ -195,6 +195,18 @@ describe('Supervisor', () => {
     expect(states('dies')).toEqual(['starting', 'ready', 'exited', 'restarting']);
   });
 
+  it('does not restart what stopSome gave up, and cancels its pending restart (a fence must not be undone by a crash just before it)', async () => {
+    const binary = await script('dies-fenced', 'sleep 0.1; exit 1');
+    const s = supervisor({ restart: { initialDelayMs: 300 } });
+    await s.start([proc('dies-fenced', binary), proc('stays', '/bin/sleep', { args: ['300'] })]);
+    await until(() => states('dies-fenced').includes('restarting'));
+    await s.stopSome((p) => p.name === 'dies-fenced');
+    await sleep(800);
+    expect(states('dies-fenced')).toEqual(['starting', 'ready', 'exited', 'restarting']);
+    expect(s.processes.map((p) => p.name)).toEqual(['stays']);
+    await s.stopAll();
+  });
+
   it('collects every stop error into one InfrastructureError', async () => {
     const s = supervisor({ stopTimeoutMs: 200 });
     const stuck = proc('stuck', '/bin/sleep', { args: ['300'] });

@@ -53,6 +53,12 @@ export class Supervisor {
   private readonly owned: ManagedProcess[] = [];
   private readonly restartTimes = new Map<ManagedProcess, number[]>();
   private readonly unsubscribe = new Map<ManagedProcess, () => void>();
+  /**
+   * One per owned process, aborted when it is given up (stopSome, stopAll): cancels its pending
+   * restart, which would otherwise start again a process nobody owns any more, on the ports
+   * the next start of its replacement needs.
+   */
+  private readonly ownership = new Map<ManagedProcess, AbortController>();
   /** Aborted by stopAll: cancels restart waits and in-flight starts. */
   private readonly shutdown = new AbortController();
   private stopAllPromise: Promise<void> | undefined;
@@ -96,6 +102,7 @@ export class Supervisor {
       }
       started.push(proc);
       this.owned.push(proc);
+      this.ownership.set(proc, new AbortController());
       this.unsubscribe.set(
         proc,
         proc.onUnexpectedExit((info) => void this.restart(proc, info)),
@@ -137,6 +144,8 @@ export class Supervisor {
   private release(proc: ManagedProcess): void {
     this.unsubscribe.get(proc)?.();
     this.unsubscribe.delete(proc);
+    this.ownership.get(proc)?.abort();
+    this.ownership.delete(proc);
     const index = this.owned.indexOf(proc);
     if (index >= 0) this.owned.splice(index, 1);
   }
@@ -164,9 +173,13 @@ export class Supervisor {
 
   /** Handles one unexpected exit: restart after backoff, or report `failed` when the budget is used up. */
   private async restart(proc: ManagedProcess, info: ExitInfo): Promise<void> {
+    const owned = this.ownership.get(proc);
+    if (!owned) return;
+    // Given up (stopSome) or shut down (stopAll) meanwhile: no restart, and an in-flight start stops.
+    const cancelled = AbortSignal.any([this.shutdown.signal, owned.signal]);
     let last = info;
     for (;;) {
-      if (this.shutdown.signal.aborted) return;
+      if (cancelled.aborted) return;
       const now = Date.now();
       const recent = (this.restartTimes.get(proc) ?? []).filter((t) => now - t < this.policy.windowMs);
       if (recent.length >= this.policy.maxRestarts) {
@@ -184,13 +197,13 @@ export class Supervisor {
         logFile: proc.logFile,
         message: `restart ${recent.length} of ${this.policy.maxRestarts} in ${delayMs} ms after it exited with ${describeExit(last.exitCode, last.signal)}`,
       });
-      await sleep(delayMs, this.shutdown.signal);
-      if (this.shutdown.signal.aborted) return;
+      await sleep(delayMs, cancelled);
+      if (cancelled.aborted) return;
       try {
-        await proc.start({ signal: this.shutdown.signal });
+        await proc.start({ signal: cancelled });
         return; // ready again; its next unexpected exit calls restart() afresh
       } catch (error) {
-        if (this.shutdown.signal.aborted) return;
+        if (cancelled.aborted) return;
         last =
           error instanceof ProcessError
             ? { exitCode: error.exitStatus, signal: error.exitSignal, logTail: [...error.logTail] }
