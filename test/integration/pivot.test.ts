@@ -21,6 +21,7 @@ import { ensureBinaries } from '../../src/embedded/cache.js';
 import { packageRoot } from '../../src/embedded/catalog.js';
 import { ExternalError, InterruptedError } from '../../src/errors.js';
 import { RecordingSink } from '../support/recording-sink.js';
+import type { ProvisionerEvent } from '../../src/events.js';
 import { KubeClient, type KubeObject } from '../../src/kube/client.js';
 import { handOverAgents } from '../../src/pivot/agents.js';
 import { contentDifference } from '../../src/pivot/graph.js';
@@ -31,7 +32,7 @@ import { attachedFrom, prepareLocalControlPlane } from '../../src/management/att
 import { allControllers } from '../../src/platforms/index.js';
 import { issueRegistrationCommand } from '../../src/agent/registration.js';
 import { pivotFrom, type PivotRequest } from '../../src/pivot/from.js';
-import { checkMoved, seedCluster, setClusterPaused } from '../support/move-fixtures.js';
+import { checkMoved, retriedWrite, seedCluster, setClusterPaused } from '../support/move-fixtures.js';
 import { removeInstallDir, waitFor } from './support/controlplane.js';
 import { runTempDir } from '../support/run-dirs.js';
 
@@ -50,10 +51,10 @@ async function seed(client: KubeClient, name: string): Promise<KubeObject[]> {
     const text = (await readFile(path.join(goldenDir, file), 'utf8')).replaceAll('demo', name).replace(/replicas: \d+/g, 'replicas: 1');
     for (const doc of parseAllDocuments(text)) objects.push(doc.toJS() as KubeObject);
   }
-  for (const obj of objects) await client.apply(obj);
+  for (const obj of objects) await retriedWrite(() => client.apply(obj));
   const cluster = await getObject(client, objects.find((o) => o.kind === 'Cluster')!);
   expect((cluster!['spec'] as { paused?: boolean }).paused ?? false).toBe(false);
-  await client.apply({
+  await retriedWrite(() => client.apply({
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: {
@@ -64,7 +65,7 @@ async function seed(client: KubeClient, name: string): Promise<KubeObject[]> {
     },
     type: 'cluster.x-k8s.io/secret',
     data: { value: Buffer.from('apiVersion: v1\nkind: Config\n').toString('base64') },
-  });
+  }));
   // Let the source's controllers reconcile it (status, finalizers, the endpoint the
   // in-memory DevCluster writes into its own spec, KubeadmControlPlane adopting the
   // kubeconfig Secret), as a real cluster would have: a write still in flight when the move
@@ -100,6 +101,20 @@ function getObject(client: KubeClient, o: KubeObject): Promise<KubeObject | unde
   return client.get<KubeObject>({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace! } });
 }
 
+/**
+ * Records like any sink and says on stderr when a source process exits unasked (its supervisor
+ * restarts it, and our writes retry the refused webhook meanwhile), with its log's tail: a CI
+ * log then shows why a webhook went away, after the run's temp dirs are gone.
+ */
+class SourceSink extends RecordingSink {
+  override emit(event: ProvisionerEvent): void {
+    super.emit(event);
+    if (event.type === 'process' && (event.state === 'exited' || event.state === 'restarting' || event.state === 'failed')) {
+      console.warn(`source ${event.name} ${event.state}: ${event.message ?? ''} (exit ${event.exitCode ?? event.signal ?? '?'})\n${(event.logTail ?? []).join('\n')}`);
+    }
+  }
+}
+
 describe('pivot between two real control planes', () => {
   let sourceDir: string;
   let targetDir: string;
@@ -114,7 +129,7 @@ describe('pivot between two real control planes', () => {
    * half the time of a start with every provider (14.5 against 29 s on this machine).
    */
   const sourceControllers = allControllers().filter((c) => c.binary === 'capi-manager');
-  const sourceRequest = () => ({ dir: sourceDir, detached: false, sink: new RecordingSink(), signal: abort.signal, controllers: sourceControllers });
+  const sourceRequest = () => ({ dir: sourceDir, detached: false, sink: new SourceSink(), signal: abort.signal, controllers: sourceControllers });
 
   beforeAll(async () => {
     sourceDir = await runTempDir('pivot-src');

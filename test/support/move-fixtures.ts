@@ -20,6 +20,17 @@ export interface Seeded {
   objects: KubeObject[];
 }
 
+/**
+ * One write of a test's fixture, retried like any write of ours (`KubeApiError.isTransient`, conflicts):
+ * a busy machine's etcd answers "request timed out" now and then, and a webhook is refused while
+ * its manager restarts; seeding is not what is measured.
+ */
+export async function retriedWrite<T>(op: () => Promise<T>): Promise<T> {
+  const result = await withRetry(op, { policy: defaultRetryPolicy, isRetryable: (e) => e instanceof KubeApiError && (e.isTransient || e.isConflict), sleep });
+  if (!result.ok) throw result.error;
+  return result.value;
+}
+
 type Owner = { apiVersion: string; kind: string; name: string; uid: string };
 const ownerRef = (o: KubeObject, controller = true) => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, uid: o.metadata.uid!, controller });
 
@@ -34,15 +45,9 @@ export async function seedCluster(kube: KubeClient, namespace: string, shape: { 
     ...(extra.ownerReferences ? { ownerReferences: extra.ownerReferences } : {}),
   });
   const objects: KubeObject[] = [];
-  // Retried like any write of ours: a busy machine's etcd answers "request timed out" now and then, and seeding is not what is measured.
-  const retried = async <T>(op: () => Promise<T>): Promise<T> => {
-    const result = await withRetry(op, { policy: defaultRetryPolicy, isRetryable: (e) => e instanceof KubeApiError && (e.isTransient || e.isConflict), sleep });
-    if (!result.ok) throw result.error;
-    return result.value;
-  };
   const create = async (obj: KubeObject, status?: unknown): Promise<KubeObject> => {
-    let created = await retried(() => kube.apply(obj));
-    if (status !== undefined) created = await retried(() => kube.applyStatus({ ...created, status }));
+    let created = await retriedWrite(() => kube.apply(obj));
+    if (status !== undefined) created = await retriedWrite(() => kube.applyStatus({ ...created, status }));
     objects.push(created);
     return created;
   };
