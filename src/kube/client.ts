@@ -15,7 +15,7 @@ const watchTimeoutSeconds = 300;
 const readRetryPolicy: RetryPolicy = { maxAttempts: 6, initialDelayMs: 400, maxDelayMs: 5_000 };
 
 /** Field manager recorded on every server-side apply (`kubectl get -o yaml --show-managed-fields` shows it). */
-const fieldManager = 'provisioner';
+export const fieldManager = 'provisioner';
 
 export interface ObjectMeta {
   name: string;

@@ -523,7 +523,7 @@ function buildControlPlane(config: InstallConfig, platform: Platform, pool: Mach
  * Cluster API's annotation that names MachineSet preflight checks to skip; a MachineSet reads
  * it from its bootstrap config template too, so one place covers both layouts.
  */
-export const skipPreflightChecksAnnotation = 'machineset.cluster.x-k8s.io/skip-preflight-checks';
+const skipPreflightChecksAnnotation = 'machineset.cluster.x-k8s.io/skip-preflight-checks';
 
 /**
  * The worker pools skip ControlPlaneIsStable: with it, Cluster API creates no worker Machine

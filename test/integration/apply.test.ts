@@ -20,7 +20,7 @@ import { defaultKubernetesVersion, desiredSetSelector, newInstallConfigDocument,
 import type { LocalControlPlane } from '../../src/controlplane/local-controlplane.js';
 import { ConfigError } from '../../src/errors.js';
 import { RecordingSink } from '../support/recording-sink.js';
-import type { KubeObject } from '../../src/kube/client.js';
+import { fieldManager, type KubeObject } from '../../src/kube/client.js';
 import { generateManifests, type GeneratedManifest } from '../../src/platforms/generate.js';
 import { defaultPlatform, installConfigSchema } from '../../src/platforms/registry.js';
 import { prepareLocalControlPlane } from '../../src/management/attach.js';
@@ -156,7 +156,7 @@ describe('desired-set apply against the real local control plane', () => {
       // the running controllers write into these objects meanwhile (status, conditions, and the
       // Cluster's spec.controlPlaneEndpoint, which its controller copies from the DevCluster
       // once that is ready), and that is not the apply writing.
-      const applied = (o: KubeObject | undefined) => (o?.metadata['managedFields'] as { manager?: string }[] | undefined)?.filter((f) => f.manager === 'provisioner');
+      const applied = (o: KubeObject | undefined) => (o?.metadata['managedFields'] as { manager?: string }[] | undefined)?.filter((f) => f.manager === fieldManager);
       expect(after.map(applied)).toEqual(before.map(applied));
       expect(after.every((o) => (applied(o)?.length ?? 0) === 1)).toBe(true);
       // And neither refused value is in the cluster.
