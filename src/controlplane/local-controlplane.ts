@@ -532,10 +532,15 @@ export interface ProcessStatus {
   pid: number;
   running: boolean;
   healthy: boolean | undefined;
+  /** Why the health probe failed (its HTTP status and body, a refused connection, a timeout); absent when healthy or not running. */
+  unhealthyReason?: string;
   ports: Record<string, number>;
   logFile: string;
   startedAt: string;
 }
+
+/** How long `management status` waits for one process's health endpoint before calling it unhealthy. */
+const statusProbeTimeoutMs = 3000;
 
 /**
  * Reads the pidfiles of a control plane and probes each running process's health. `usable`:
@@ -553,14 +558,28 @@ export async function controlPlaneStatus(dir: string): Promise<{ layout: Control
   for (const entry of [...entries].sort((a, b) => order(a) - order(b) || a.name.localeCompare(b.name))) {
     const running = isAlive(entry);
     let healthy: boolean | undefined;
+    let unhealthyReason: string | undefined;
     if (running) {
       const probe =
         entry.name === etcdName ? httpProbe(`http://${loopback}:${entry.ports.metrics}/readyz`)
         : entry.name === apiServerName ? httpProbe(`https://${loopback}:${entry.ports.secure}/readyz`, { ...(ca ? { ca } : {}), ...(adminCert ? { cert: adminCert } : {}), ...(adminKey ? { key: adminKey } : {}) })
         : httpProbe(`http://${loopback}:${entry.ports.health}/readyz`);
-      healthy = await probe(AbortSignal.timeout(3000)).catch(() => false);
+      const deadline = AbortSignal.timeout(statusProbeTimeoutMs);
+      healthy = await probe(deadline).catch((error: unknown) => {
+        unhealthyReason = deadline.aborted ? `its health endpoint did not answer within ${statusProbeTimeoutMs / 1000} s` : error instanceof Error ? error.message : String(error);
+        return false;
+      });
     }
-    processes.push({ name: entry.name, pid: entry.pid, running, healthy, ports: entry.ports, logFile: entry.logFile, startedAt: entry.startedAt });
+    processes.push({
+      name: entry.name,
+      pid: entry.pid,
+      running,
+      healthy,
+      ...(unhealthyReason ? { unhealthyReason } : {}),
+      ports: entry.ports,
+      logFile: entry.logFile,
+      startedAt: entry.startedAt,
+    });
   }
   const started = await access(layout.startedFile).then(() => true, () => false);
   return { layout, processes, usable: started && processes.length > 0 && processes.every((p) => p.running && p.healthy === true) };

@@ -5,7 +5,7 @@
  * SIGKILL of the CLI in the middle of a start. dist/ is rebuilt first when it is older than
  * src/. Fails (never skips) when the bundle is missing: `management start` exits 4 with the hint.
  */
-import { stat, readdir, writeFile } from 'node:fs/promises';
+import { readFile, stat, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -100,6 +100,8 @@ interface StatusRow {
   pid: number;
   running: boolean;
   healthy: boolean | undefined;
+  unhealthyReason?: string;
+  logFile: string;
 }
 
 /** `management status --output json`: every stdout line is JSON; the result event holds the processes. */
@@ -112,10 +114,24 @@ async function statusJson(dir: string): Promise<StatusRow[]> {
   return result!.data!.processes;
 }
 
+/**
+ * What a failed health check shows: each process not running and healthy, with its row and
+ * the tail of its log, read now (the run's temp dirs are gone by the time anyone reads a CI log).
+ */
+async function unhealthyReport(processes: readonly StatusRow[]): Promise<string> {
+  const lines: string[] = [];
+  for (const p of processes.filter((row) => !(row.running && row.healthy))) {
+    const tail = (await readFile(p.logFile, 'utf8').catch((e: Error) => e.message)).split('\n').slice(-40).join('\n');
+    lines.push(`${p.name} (pid ${p.pid}): running ${p.running}, healthy ${p.healthy}${p.unhealthyReason ? ` (${p.unhealthyReason})` : ''}; ${p.logFile}:\n${tail}`);
+  }
+  return lines.join('\n\n');
+}
+
 async function expectAllHealthy(dir: string): Promise<void> {
   const processes = await statusJson(dir);
   expect(processes).toHaveLength(await expectedProcessCount());
-  expect(processes.filter((p) => !(p.running && p.healthy)).map((p) => p.name)).toEqual([]);
+  const unhealthy = processes.filter((p) => !(p.running && p.healthy)).map((p) => p.name);
+  expect(unhealthy, unhealthy.length ? await unhealthyReport(processes) : undefined).toEqual([]);
 }
 
 function killAll(entries: readonly PidfileEntry[]): void {
@@ -176,10 +192,13 @@ describe('provisioner management, as a user runs it', () => {
       await running();
       const run = await cli(['management', 'status', '--dir', dir], 60_000);
       expect(run.exitCode, run.stderr).toBe(0);
-      const rows = run.stdout.split('\n').slice(1).filter((l) => l.trim() && !l.startsWith('kubeconfig:'));
+      // The table, then the kubeconfig line, then one line per unhealthy process saying why.
+      const lines = run.stdout.split('\n');
+      const rows = lines.slice(1, lines.findIndex((l) => l.startsWith('kubeconfig:'))).filter((l) => l.trim());
       const managers = [...new Set((await loadCatalog()).components.flatMap((c) => (c.binary ? [c.binary] : [])))];
       expect(rows.map((r) => r.split(/\s+/)[0]).sort()).toEqual(['etcd', 'kube-apiserver', ...managers].sort());
-      for (const row of rows) expect(row.split(/\s+/)[2], row).toBe('healthy');
+      const notHealthy = rows.filter((row) => row.split(/\s+/)[2] !== 'healthy');
+      expect(notHealthy, notHealthy.length ? `${run.stdout}\n\n${await unhealthyReport(await statusJson(dir))}` : undefined).toEqual([]);
       expect(run.stdout).toContain(`kubeconfig: ${kubeconfig()}`);
       await expectAllHealthy(dir);
     });

@@ -143,7 +143,9 @@ export function registerManagement(program: Command, run: Runner): void {
         ]);
         const header = ['PROCESS', 'PID', 'STATE', 'PORTS', 'LOG'];
         const lines = formatTable(header, rows);
-        const text = status.processes.length ? `${lines.join('\n')}\nkubeconfig: ${status.kubeconfig}` : `no management cluster recorded in ${options.dir}`;
+        // Why each unhealthy process failed its probe, under the table: the next step is its log.
+        const reasons = status.processes.flatMap((p) => (p.unhealthyReason ? [`${p.name} unhealthy: ${p.unhealthyReason} (its log: ${p.logFile})`] : []));
+        const text = status.processes.length ? [...lines, `kubeconfig: ${status.kubeconfig}`, ...reasons].join('\n') : `no management cluster recorded in ${options.dir}`;
         ctx.sink.emit({ type: 'result', kind: 'status', text, data: status });
       }),
     );
