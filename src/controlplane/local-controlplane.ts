@@ -565,10 +565,12 @@ export async function controlPlaneStatus(dir: string): Promise<{ layout: Control
         : entry.name === apiServerName ? httpProbe(`https://${loopback}:${entry.ports.secure}/readyz`, { ...(ca ? { ca } : {}), ...(adminCert ? { cert: adminCert } : {}), ...(adminKey ? { key: adminKey } : {}) })
         : httpProbe(`http://${loopback}:${entry.ports.health}/readyz`);
       const deadline = AbortSignal.timeout(statusProbeTimeoutMs);
-      healthy = await probe(deadline).catch((error: unknown) => {
+      try {
+        healthy = await probe(deadline);
+      } catch (error) {
+        healthy = false;
         unhealthyReason = deadline.aborted ? `its health endpoint did not answer within ${statusProbeTimeoutMs / 1000} s` : error instanceof Error ? error.message : String(error);
-        return false;
-      });
+      }
     }
     processes.push({
       name: entry.name,

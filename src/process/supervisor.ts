@@ -52,11 +52,10 @@ export class Supervisor {
   private readonly policy: RestartPolicy;
   private readonly owned: ManagedProcess[] = [];
   private readonly restartTimes = new Map<ManagedProcess, number[]>();
-  private readonly unsubscribe = new Map<ManagedProcess, () => void>();
   /**
-   * One per owned process, aborted when it is given up (stopSome, stopAll): cancels its pending
-   * restart, which would otherwise start again a process nobody owns any more, on the ports
-   * the next start of its replacement needs.
+   * One per owned process, aborted when it is given up (stopSome, stopAll): unsubscribes its
+   * exit handler and cancels its pending restart, which would otherwise start again a process
+   * nobody owns any more, on the ports the next start of its replacement needs.
    */
   private readonly ownership = new Map<ManagedProcess, AbortController>();
   /** Aborted by stopAll: cancels restart waits and in-flight starts. */
@@ -102,11 +101,9 @@ export class Supervisor {
       }
       started.push(proc);
       this.owned.push(proc);
-      this.ownership.set(proc, new AbortController());
-      this.unsubscribe.set(
-        proc,
-        proc.onUnexpectedExit((info) => void this.restart(proc, info)),
-      );
+      const owned = new AbortController();
+      this.ownership.set(proc, owned);
+      owned.signal.addEventListener('abort', proc.onUnexpectedExit((info) => void this.restart(proc, info)), { once: true });
     }
   }
 
@@ -142,8 +139,6 @@ export class Supervisor {
   }
 
   private release(proc: ManagedProcess): void {
-    this.unsubscribe.get(proc)?.();
-    this.unsubscribe.delete(proc);
     this.ownership.get(proc)?.abort();
     this.ownership.delete(proc);
     const index = this.owned.indexOf(proc);

@@ -100,7 +100,6 @@ interface StatusRow {
   pid: number;
   running: boolean;
   healthy: boolean | undefined;
-  unhealthyReason?: string;
   logFile: string;
 }
 
@@ -114,24 +113,18 @@ async function statusJson(dir: string): Promise<StatusRow[]> {
   return result!.data!.processes;
 }
 
-/**
- * What a failed health check shows: each process not running and healthy, with its row and
- * the tail of its log, read now (the run's temp dirs are gone by the time anyone reads a CI log).
- */
-async function unhealthyReport(processes: readonly StatusRow[]): Promise<string> {
-  const lines: string[] = [];
-  for (const p of processes.filter((row) => !(row.running && row.healthy))) {
-    const tail = (await readFile(p.logFile, 'utf8').catch((e: Error) => e.message)).split('\n').slice(-40).join('\n');
-    lines.push(`${p.name} (pid ${p.pid}): running ${p.running}, healthy ${p.healthy}${p.unhealthyReason ? ` (${p.unhealthyReason})` : ''}; ${p.logFile}:\n${tail}`);
-  }
-  return lines.join('\n\n');
+/** The last 40 lines of each log, read now: the run's temp dirs are gone by the time anyone reads a CI log. */
+async function logTails(logFiles: readonly string[]): Promise<string> {
+  const tails: string[] = [];
+  for (const file of logFiles) tails.push(`${file}:\n${(await readFile(file, 'utf8').catch((e: Error) => e.message)).split('\n').slice(-40).join('\n')}`);
+  return tails.join('\n\n');
 }
 
 async function expectAllHealthy(dir: string): Promise<void> {
   const processes = await statusJson(dir);
   expect(processes).toHaveLength(await expectedProcessCount());
-  const unhealthy = processes.filter((p) => !(p.running && p.healthy)).map((p) => p.name);
-  expect(unhealthy, unhealthy.length ? await unhealthyReport(processes) : undefined).toEqual([]);
+  const unhealthy = processes.filter((p) => !(p.running && p.healthy));
+  expect(unhealthy.map((p) => p.name), `${JSON.stringify(unhealthy)}\n${await logTails(unhealthy.map((p) => p.logFile))}`).toEqual([]);
 }
 
 function killAll(entries: readonly PidfileEntry[]): void {
@@ -197,8 +190,9 @@ describe('provisioner management, as a user runs it', () => {
       const rows = lines.slice(1, lines.findIndex((l) => l.startsWith('kubeconfig:'))).filter((l) => l.trim());
       const managers = [...new Set((await loadCatalog()).components.flatMap((c) => (c.binary ? [c.binary] : [])))];
       expect(rows.map((r) => r.split(/\s+/)[0]).sort()).toEqual(['etcd', 'kube-apiserver', ...managers].sort());
+      // On failure: the whole output (its last lines say why) and each such process's log tail (the row's last column).
       const notHealthy = rows.filter((row) => row.split(/\s+/)[2] !== 'healthy');
-      expect(notHealthy, notHealthy.length ? `${run.stdout}\n\n${await unhealthyReport(await statusJson(dir))}` : undefined).toEqual([]);
+      expect(notHealthy, `${run.stdout}\n${await logTails(notHealthy.map((row) => row.split(/\s+/).at(-1)!))}`).toEqual([]);
       expect(run.stdout).toContain(`kubeconfig: ${kubeconfig()}`);
       await expectAllHealthy(dir);
     });
