@@ -33,7 +33,7 @@ import { exists, sha256OfFile, writeFileAtomic } from '../../src/files.js';
 import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type BundledComponents, type BundledLayer } from '../../src/embedded/manifest.js';
 import { buildKey, localReplaces, patchedReplace, readModuleInputs, readWrapperInputs, type WrapperInput } from './build-key.js';
 import { assembleComponents } from './components.js';
-import { addedFiles, sourcePatches } from './patches.js';
+import { addedFiles, patchesFor, sourcePatches } from './patches.js';
 import { binaryRecipes, builtFor, componentRecipes, hostTarget, parseTarget, targetPlatform, type BinaryRecipe, type ComponentsRecipe, type Target } from './recipe.js';
 import { buildUserlandLayer, dpkgArchitecture } from './userland.js';
 
@@ -438,8 +438,8 @@ function preparePatchedWrapper(wrapper: string, cacheRoot: string): Promise<stri
       for (const module of modules) {
         const info = await inGraph(module);
         if (!info?.Dir) continue;
-        const patches = sourcePatches.filter((p) => p.module === module);
-        const added = addedFiles.filter((a) => a.module === module);
+        const { patches, added } = patchesFor(wrapper, module);
+        if (patches.length === 0 && added.length === 0) continue;
         const key = createHash('sha256').update(JSON.stringify({ builderRevision, version: info.Version, patches, added })).digest('hex').slice(0, 16);
         const copy = path.join(cacheRoot, 'patched', `${module.replaceAll('/', '_')}@${info.Version}-${key}`);
         if (!(await exists(path.join(copy, '.complete')))) {

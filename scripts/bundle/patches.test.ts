@@ -1,6 +1,8 @@
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { apiServerEnv, controllerEnv } from '../../src/controlplane/components.js';
-import { addedFiles, bindAddressEnv, skipOpenApiV2Env, sourcePatches } from './patches.js';
+import { coreControllers, localReconcileRateLimitInterval } from '../../src/platforms/platform.js';
+import { addedFiles, bindAddressEnv, patchesFor, rateLimitIntervalVariable, skipOpenApiV2Env, sourcePatches } from './patches.js';
 
 /** The Go a patch adds for one module: its edits' replacements and its added files. */
 function goAddedFor(module: string): string {
@@ -46,4 +48,23 @@ describe('source patches and the environment the local control plane sets', () =
     expect(Object.keys(controllerEnv())).toContain(bindAddressEnv);
     expect(goAddedFor('sigs.k8s.io/controller-runtime')).toContain(`os.Getenv("${bindAddressEnv}")`);
   });
+
+  it("Cluster API's rate-limit interval: the capi wrapper alone takes the patch, its main sets the variable from the flag the local control plane passes", async () => {
+    const capi = patchesFor('capi', 'sigs.k8s.io/cluster-api');
+    expect(capi.patches.map((p) => p.file)).toEqual(['util/controller/builder.go']);
+    expect(capi.patches[0]!.edits[0]!.replace).toContain(`rateLimitInterval := ${rateLimitIntervalVariable}\n`);
+    expect(capi.added.map((a) => a.content)).toEqual([expect.stringContaining(`var ${rateLimitIntervalVariable} = time.Second\n`)]);
+    // CAPA and CAPV build against another Cluster API and set nothing: their builds take neither.
+    for (const wrapper of ['capa', 'capv']) expect(patchesFor(wrapper, 'sigs.k8s.io/cluster-api')).toEqual({ patches: [], added: [] });
+    // A patch that names no wrapper still reaches every wrapper with the module.
+    expect(patchesFor('capa', 'sigs.k8s.io/controller-runtime').patches).toHaveLength(1);
+
+    const main = await readFile(new URL('../../embedded/modules/capi/main.go', import.meta.url), 'utf8');
+    expect(main).toContain(`capicontroller.${rateLimitIntervalVariable} = opts.rateLimitInterval`);
+    expect(main).toContain('fs.DurationVar(&o.rateLimitInterval, "reconcile-rate-limit-interval", time.Second,');
+    const core = coreControllers().find((c) => c.provider === 'cluster-api')!;
+    expect(core.args).toEqual({ 'reconcile-rate-limit-interval': localReconcileRateLimitInterval });
+    expect(localReconcileRateLimitInterval).toBe('100ms');
+  });
 });
+

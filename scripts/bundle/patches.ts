@@ -22,6 +22,8 @@ export interface SourcePatch {
   edits: readonly SourceEdit[];
   /** Why this patch exists. */
   why: string;
+  /** The wrappers (embedded/modules/<name>) whose builds take it. Default: every wrapper whose graph has the module. */
+  wrappers?: readonly string[];
 }
 
 /** A file added to a package of a module (the overlay creates it). */
@@ -30,6 +32,8 @@ export interface AddedFile {
   file: string;
   content: string;
   why: string;
+  /** As SourcePatch.wrappers. Default: every wrapper whose graph has the module. */
+  wrappers?: readonly string[];
 }
 
 /**
@@ -46,6 +50,12 @@ export const inMemoryDebugPortEnv = 'PROVISIONER_INMEMORY_DEBUG_PORT';
  * (a node image), which keeps upstream's.
  */
 export const skipOpenApiV2Env = 'PROVISIONER_APISERVER_SKIP_OPENAPI_V2';
+
+/**
+ * The Go variable the Cluster API patch below adds, which capi-manager's
+ * --reconcile-rate-limit-interval sets (embedded/modules/capi/main.go).
+ */
+export const rateLimitIntervalVariable = 'ProvisionerRateLimitInterval';
 
 export const sourcePatches: readonly SourcePatch[] = [
   {
@@ -124,6 +134,23 @@ export const sourcePatches: readonly SourcePatch[] = [
         // A cluster deleted before its first API server started releases the port it held.
         find: '\tdelete(m.workloadClusterNameByPort, fmt.Sprintf("%d", wcl.Port()))\n',
         replace: '\tdelete(m.workloadClusterNameByPort, fmt.Sprintf("%d", wcl.Port()))\n\tprovisionerReleasePort(wcl.Port())\n',
+      },
+    ],
+  },
+  {
+    module: 'sigs.k8s.io/cluster-api',
+    file: 'util/controller/builder.go',
+    wrappers: ['capi'],
+    why:
+      'With the ReconcilerRateLimiting gate on (its default), Cluster API reconciles each object at most once a second, a floor no flag lowers: in a local control plane ' +
+      'every reconcile that follows an object\'s own write (a finalizer, a condition, an owner reference) waited up to a second, about 5 s from the objects applied to the ' +
+      'first host\'s plan (docs/benchmarks.md, "hosts"). Turning the gate off would also skip the cache consistency check that MachineSet and KubeadmControlPlane rely on, ' +
+      'so the gate stays on and only its interval becomes a flag of capi-manager (a controller asking for a longer one still gets it). Only the capi wrapper takes it: ' +
+      'its main is the one that sets the variable, and CAPA\'s and CAPV\'s builds stay as they are.',
+    edits: [
+      {
+        find: '\trateLimitInterval := time.Second\n\tif blder.rateLimitInterval > time.Second {\n',
+        replace: `\trateLimitInterval := ${rateLimitIntervalVariable}\n\tif blder.rateLimitInterval > rateLimitInterval {\n`,
       },
     ],
   },
@@ -239,6 +266,22 @@ func provisionerReleasePort(port int32) {
 `,
   },
   {
+    module: 'sigs.k8s.io/cluster-api',
+    file: 'util/controller/provisioner_interval.go',
+    wrappers: ['capi'],
+    why: 'The variable of the util/controller/builder.go patch above.',
+    content: `package controller
+
+import "time"
+
+// ${rateLimitIntervalVariable} is how often at most a controller built here reconciles one
+// object while the ReconcilerRateLimiting gate is on. Upstream's is a fixed second;
+// provisioner's capi-manager sets it from --reconcile-rate-limit-interval before any
+// controller is built.
+var ${rateLimitIntervalVariable} = time.Second
+`,
+  },
+  {
     module: 'k8s.io/kubernetes',
     file: 'pkg/controlplane/apiserver/provisioner_openapi.go',
     why: 'Helper for the pkg/controlplane/apiserver/config.go patch above.',
@@ -254,3 +297,9 @@ func provisionerSkipOpenAPIV2() bool {
 `,
   },
 ];
+
+/** The source patches and added files a wrapper's build takes for one module of its graph. */
+export function patchesFor(wrapper: string, module: string): { patches: SourcePatch[]; added: AddedFile[] } {
+  const takes = (p: SourcePatch | AddedFile) => p.module === module && (p.wrappers ?? [wrapper]).includes(wrapper);
+  return { patches: sourcePatches.filter(takes), added: addedFiles.filter(takes) };
+}

@@ -370,10 +370,24 @@ export function sharedControllers(): ControllerRequirement[] {
   return [agentController()];
 }
 
+/**
+ * How often at most Cluster API's controllers reconcile one object in a local control plane
+ * (capi-manager's --reconcile-rate-limit-interval; upstream's fixed 1 s stays in a cluster
+ * `management install` writes). With a handful of objects, the second-long pauses after each
+ * object's own write were about 4 s of a hosts `create cluster` (docs/benchmarks.md, "hosts").
+ */
+export const localReconcileRateLimitInterval = '100ms';
+
 /** The core, bootstrap and control-plane providers every platform needs, all served by one process (capi-manager, which serves the agent provider too). */
 export function coreControllers(): ControllerRequirement[] {
   return [
-    { binary: 'capi-manager', provider: 'cluster-api', featureGates: { ...clusterTopology }, bundled: true },
+    {
+      binary: 'capi-manager',
+      provider: 'cluster-api',
+      featureGates: { ...clusterTopology },
+      args: { 'reconcile-rate-limit-interval': localReconcileRateLimitInterval },
+      bundled: true,
+    },
     { binary: 'capi-manager', provider: 'bootstrap-kubeadm', featureGates: {}, bundled: true },
     { binary: 'capi-manager', provider: 'control-plane-kubeadm', featureGates: { ...clusterTopology }, bundled: true },
   ];

@@ -43,6 +43,7 @@ import (
 	"sigs.k8s.io/cluster-api/core/setup"
 	"sigs.k8s.io/cluster-api/feature"
 	"sigs.k8s.io/cluster-api/util/apiwarnings"
+	capicontroller "sigs.k8s.io/cluster-api/util/controller"
 	"sigs.k8s.io/cluster-api/util/flags"
 	"sigs.k8s.io/cluster-api/version"
 )
@@ -63,6 +64,7 @@ type options struct {
 	clusterCacheQPS   float32
 	clusterCacheBurst int
 	clusterCacheRetry time.Duration
+	rateLimitInterval time.Duration
 	webhookPort       int
 	webhookCertDir    string
 	webhookCertName   string
@@ -96,6 +98,11 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 			"failed attempt (upstream: 30s). It first tries once the Cluster's infrastructure is provisioned, "+
 			"before the API server runs; everything that reads the workload cluster (add-ons, node refs, "+
 			"the control plane's initialization) waits for that connection.")
+	fs.DurationVar(&o.rateLimitInterval, "reconcile-rate-limit-interval", time.Second,
+		"How often at most Cluster API's controllers reconcile one object while the ReconcilerRateLimiting "+
+			"gate is on (upstream: a fixed 1s). Every reconcile that follows an object's own write waits for it; "+
+			"the local control plane, with a handful of objects, sets 100ms. The gate's cache consistency check "+
+			"runs either way.")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server (every provider's webhooks).")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs/", "Directory of the webhook server's certificate and key.")
 	fs.StringVar(&o.webhookCertName, "webhook-cert-name", "tls.crt", "Webhook certificate file name.")
@@ -142,6 +149,12 @@ func run(ctx context.Context, opts *options) error {
 	if err != nil {
 		return err
 	}
+	if opts.rateLimitInterval <= 0 {
+		return fmt.Errorf("--reconcile-rate-limit-interval is %s: give a positive duration, such as 1s (upstream's) or 100ms", opts.rateLimitInterval)
+	}
+	// Read by Cluster API's controller builder when each controller is set up (a build-time
+	// patch: scripts/bundle/patches.ts), so it is set before any.
+	capicontroller.ProvisionerRateLimitInterval = opts.rateLimitInterval
 	// The Runtime SDK client lives in an internal package of Cluster API that only its own
 	// mains may import; the gates that need it stay off here rather than half-working.
 	for _, gate := range []featuregate.Feature{feature.RuntimeSDK, feature.InPlaceUpdates} {
