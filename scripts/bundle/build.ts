@@ -436,10 +436,11 @@ function preparePatchedWrapper(wrapper: string, cacheRoot: string): Promise<stri
       const modules = [...new Set([...sourcePatches.map((p) => p.module), ...addedFiles.map((a) => a.module)])];
       const replaces: string[] = [];
       for (const module of modules) {
-        const info = await inGraph(module);
-        if (!info?.Dir) continue;
+        // A module none of whose patches this wrapper takes costs no `go list`.
         const { patches, added } = patchesFor(wrapper, module);
         if (patches.length === 0 && added.length === 0) continue;
+        const info = await inGraph(module);
+        if (!info?.Dir) continue;
         const key = createHash('sha256').update(JSON.stringify({ builderRevision, version: info.Version, patches, added })).digest('hex').slice(0, 16);
         const copy = path.join(cacheRoot, 'patched', `${module.replaceAll('/', '_')}@${info.Version}-${key}`);
         if (!(await exists(path.join(copy, '.complete')))) {

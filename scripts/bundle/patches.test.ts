@@ -67,4 +67,3 @@ describe('source patches and the environment the local control plane sets', () =
     expect(localReconcileRateLimitInterval).toBe('100ms');
   });
 });
-
