@@ -55,6 +55,7 @@ import { ensureBinaries } from '../../src/embedded/cache.js';
 import { loadBinaryCatalog, loadCatalog, packageRoot } from '../../src/embedded/catalog.js';
 import { controlPlaneLayout } from '../../src/controlplane/layout.js';
 import { nodeBinaryNames, nodeImageTag } from '../../src/nodeartifacts/node-images.js';
+import { controllerManagerClientRate } from '../../src/platforms/generate.js';
 import * as node from '../../src/platforms/hosts/node-settings.js';
 import { cliVersion } from '../../src/version.js';
 import { waitFor } from '../../test/integration/support/controlplane.js';
@@ -357,9 +358,10 @@ ${node.kubeletExtraArgs.map((a) => `  - name: ${a.name}\n    value: "${value(a.v
  * The floor, as a person with a shell does it with everything downloaded: on a fresh host
  * the control-plane archives imported with the plan's own command, `kubeadm init` with the
  * images present, the kubelet supervised as the plan starts it, and the platform's kubeadm
- * settings; then on a second fresh host the worker's archives imported and `kubeadm join`
- * with a bootstrap token the init made and the CA's public-key hash. Files are in place
- * already (`placeBaselineFiles`). Both hosts are reset afterwards.
+ * settings (with the controller manager's client rate every generated control plane has);
+ * then on a second fresh host the worker's archives imported and `kubeadm join` with a
+ * bootstrap token the init made and the CA's public-key hash. Files are in place already
+ * (`placeBaselineFiles`). Both hosts are reset afterwards.
  */
 async function floorByHand(lab: HostsLab, host: TestHost, worker: TestHost): Promise<Floor> {
   const catalog = await loadBinaryCatalog();
@@ -392,6 +394,9 @@ controlPlaneEndpoint: ${host.address}:6443
 etcd:
   local:
     imageTag: ${nodeImageTag('etcd', catalog.binary('etcd').version)}
+controllerManager:
+  extraArgs:
+${controllerManagerClientRate.map((arg) => `  - name: ${arg.name}\n    value: "${arg.value}"`).join('\n')}
 `;
   const configFile = path.join(host.dir, 'kubeadm.yaml');
   await writeFile(configFile, config, { mode: 0o600 });

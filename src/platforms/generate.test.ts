@@ -22,6 +22,8 @@ import { ConfigError, type FieldProblem } from '../errors.js';
 import { validateAgainstCrd } from '../../test/support/crd-schema.js';
 import { Random, prng, randomInstallConfig } from '../../test/support/random-install-config.js';
 import { generateManifests, installConfigSchema, platforms, type ManifestSet } from './index.js';
+import { controllerManagerClientRate, withControllerManagerDefaults } from './generate.js';
+import type { ClusterConfiguration } from './types.js';
 import { configSectionOf } from './registry.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -153,6 +155,20 @@ machinePools:
       { key: 'node-role.kubernetes.io/control-plane', effect: 'NoSchedule' },
       { key: 'example.com/x', effect: 'NoExecute' },
     ]);
+  });
+
+  it('runs kube-controller-manager at 150 requests a second, bursts of 300, on every platform; a platform\'s own value wins', async () => {
+    for (const platform of platforms) {
+      const config = load(await readFile(path.join(goldenRoot, platform.name, 'default.install-config.yaml'), 'utf8'));
+      const kcp = generateManifests(config).manifests.find((m) => m.object.kind === 'KubeadmControlPlane')!.object as unknown as { spec: { kubeadmConfigSpec: { clusterConfiguration: ClusterConfiguration } } };
+      expect(kcp.spec.kubeadmConfigSpec.clusterConfiguration.controllerManager?.extraArgs, platform.name).toEqual(expect.arrayContaining([...controllerManagerClientRate]));
+    }
+    expect(withControllerManagerDefaults(undefined)).toEqual({ controllerManager: { extraArgs: [...controllerManagerClientRate] } });
+    const own = { imageRepository: 'example.com', controllerManager: { extraArgs: [{ name: 'cloud-provider', value: 'external' }, { name: 'kube-api-qps', value: '5' }] } };
+    expect(withControllerManagerDefaults(own)).toEqual({
+      imageRepository: 'example.com',
+      controllerManager: { extraArgs: [{ name: 'cloud-provider', value: 'external' }, { name: 'kube-api-qps', value: '5' }, { name: 'kube-api-burst', value: '300' }] },
+    });
   });
 
   it('passes labels outside the Node-synced domains to the kubelet, and all labels to the Machines', () => {
