@@ -11,7 +11,8 @@ import { controlPlanePool, hasRole, machineSection, type InstallConfig, type Mac
 import { InfrastructureError, MachinesError, messageOf } from '../../errors.js';
 import { KubeClient, type KubeObject } from '../../kube/client.js';
 import { sleep } from '../../concurrency.js';
-import { polling, until, type Observation } from '../../progress/until.js';
+import { until, type Observation } from '../../progress/until.js';
+import { watching, type Snapshot } from '../../wait/waiter.js';
 import { agentApiVersion, issueRegistrationCommand } from '../../agent/registration.js';
 import type { PlatformHookContext } from '../platform.js';
 import { clusterNameLabel } from '../types.js';
@@ -31,8 +32,8 @@ export type HostRole = 'control-plane' | 'worker';
 
 /** How long the printed registration commands work: a day, for hosts someone has to go and set up. */
 const registrationTtl = '24h';
-/** How often the Hosts are listed while waiting. */
-const pollIntervalMs = 1000;
+/** How often the HostMachines are listed while looking for a failed plan or a released host. */
+const machineListIntervalMs = 2000;
 /** Time without a new usable host before the wait fails, when the caller gives no no-progress timeout. */
 const defaultRegistrationTimeoutMs = 30 * 60_000;
 
@@ -216,11 +217,13 @@ async function waitForRegisteredHosts(context: PlatformHookContext, published: P
 
     // A newly filled place in a pool is progress: the timeout counts from the last one.
     let filled = filledCount(supply);
-    const look = async (): Promise<Observation<PoolSupply[]>> => {
-      const seen = assignHosts(demands, await listHostViews(client), cluster);
+    // Watched, not polled: a host counts the moment its registration is recorded.
+    const judge = (snapshot: Snapshot): Observation<PoolSupply[]> => {
+      const hosts = [...(snapshot.get(`${agentApiVersion}/Host`)?.values() ?? [])].map((host) => hostView(host as HostObject));
+      const seen = assignHosts(demands, hosts, cluster);
       return { state: seen.every((s) => s.missing === 0) ? 'done' : 'waiting', value: seen, progress: String(filledCount(seen)) };
     };
-    supply = await until(polling(look, pollIntervalMs), {
+    supply = await until(watching(client, [{ apiVersion: agentApiVersion, kind: 'Host' }], judge), {
       what: `hosts to register for ${clusterName}`,
       noProgressTimeoutMs: timeoutMs,
       signal,
@@ -324,7 +327,7 @@ export async function watchHostPlans(context: PlatformHookContext): Promise<neve
       });
       const failure = planFailure(machines);
       if (failure) throw failure;
-      await sleep(2 * pollIntervalMs, context.signal);
+      await sleep(machineListIntervalMs, context.signal);
       context.signal.throwIfAborted();
     }
   } finally {
@@ -388,7 +391,7 @@ async function watchReleases(context: PlatformHookContext & { namespace: string 
         const released = machine.status?.conditions?.find((c) => c.type === 'HostReleased');
         if (host && released?.reason) releases.set(host, released.reason);
       }
-      await sleep(2 * pollIntervalMs, signal);
+      await sleep(machineListIntervalMs, signal);
     }
   } finally {
     client.close();
