@@ -141,11 +141,15 @@ function splitFromWatch(updates: readonly PlanUpdate[], plan: PlanObject): Split
   split.total = applied! - seen!;
   split['artifact downloads'] = files! - preflight!;
   for (const instruction of plan.spec.instructions ?? []) {
+    // The agent writes progress in the background, several changes in one write when they
+    // queue up, so a short instruction's "running" message may never be written alone: only
+    // the timed categories need theirs (a long instruction's is written as it starts).
+    const category = categoryOf(instruction);
+    if (category === 'the rest') continue;
     const started = first((u) => u.message.endsWith(`running ${instruction.name}`));
     const ended = first((u) => u.instructions.includes(instruction.name));
     if (started === undefined || ended === undefined) return `${updates.length} updates; instruction ${instruction.name}: start ${started ?? 'unseen'}, end ${ended ?? 'unseen'}`;
-    const category = categoryOf(instruction);
-    if (category !== 'the rest') split[category] += ended - started;
+    split[category] += ended - started;
   }
   split['the rest'] = split.total - categories.filter((c) => c !== 'the rest').reduce((n, c) => n + split[c], 0);
   return split;
