@@ -64,9 +64,6 @@ type Executor struct {
 	// the agent's own credentials; any other URL with http.DefaultClient, which sends
 	// none. Default: none (every URL without credentials).
 	APIServer *APIServerClient
-
-	// status queues the progress Execute reports (statusQueue); nil outside Execute.
-	status *statusQueue
 }
 
 // APIServerClient is the agent's API server and an HTTP client carrying its credentials.
@@ -128,10 +125,6 @@ func (e *Executor) Execute(ctx context.Context, plan *agentv1.NodePlan, priorAtt
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
 	defer cancel()
-	// Every change reported below is written before Execute returns: the runner writes the
-	// outcome after it.
-	e.status = newStatusQueue(ctx, e.Report, e.Log)
-	defer e.status.flush()
 	maxAttempts, backoffs := retrySchedule(plan.Spec.RetryStrategy)
 
 	if interrupted != nil {
@@ -139,7 +132,7 @@ func (e *Executor) Execute(ctx context.Context, plan *agentv1.NodePlan, priorAtt
 		if priorAttempts >= maxAttempts {
 			next = "no attempt is left"
 		}
-		e.report(ctx, func(s *agentv1.NodePlanStatus) {
+		_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
 			s.Interruptions = append(s.Interruptions, *interrupted)
 			s.Message = interrupted.Message + "; " + next
 		})
@@ -160,7 +153,7 @@ func (e *Executor) Execute(ctx context.Context, plan *agentv1.NodePlan, priorAtt
 		}
 		wait := backoffs(attempt)
 		e.Log.Info("attempt failed; retrying", "plan", key, "attempt", attempt, "backoff", wait.String(), "error", err.Error())
-		e.report(ctx, func(s *agentv1.NodePlanStatus) {
+		_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
 			s.Message = fmt.Sprintf("attempt %d of %d failed: %v; next attempt in %s", attempt, maxAttempts, err, wait)
 		})
 		select {
@@ -212,18 +205,15 @@ func retrySchedule(rs *agentv1.RetryStrategy) (int32, func(n int32) time.Duratio
 	}
 }
 
-// report records a change of status, even when ctx is already cancelled (the last word
-// must land): queued within Execute (statusQueue), written at once outside it.
-func (e *Executor) report(ctx context.Context, mutate func(*agentv1.NodePlanStatus)) {
-	if e.status != nil {
-		e.status.add(mutate)
-		return
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusWriteTimeout)
+// report saves status even when ctx is already cancelled (the last word must land).
+func (e *Executor) report(ctx context.Context, mutate func(*agentv1.NodePlanStatus)) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := e.Report(rctx, mutate); err != nil {
+	err := e.Report(rctx, mutate)
+	if err != nil {
 		e.Log.Error(err, "status update failed")
 	}
+	return err
 }
 
 func setCondition(s *agentv1.NodePlanStatus, generation int64, typ string, ok bool, reason, message string) {
@@ -236,7 +226,7 @@ func setCondition(s *agentv1.NodePlanStatus, generation int64, typ string, ok bo
 
 func (e *Executor) attempt(ctx context.Context, plan *agentv1.NodePlan, key string, attempt int32) error {
 	gen := plan.Generation
-	e.report(ctx, func(s *agentv1.NodePlanStatus) {
+	_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
 		if s.ObservedGeneration != gen || s.StartTime == nil {
 			s.StartTime = &metav1.Time{Time: time.Now()}
 		}
@@ -285,7 +275,7 @@ func (e *Executor) preflight(ctx context.Context, plan *agentv1.NodePlan) error 
 			}
 		}
 	}
-	e.report(ctx, func(s *agentv1.NodePlanStatus) {
+	_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
 		switch {
 		case len(requiredFailed) > 0:
 			setCondition(s, plan.Generation, agentv1.ConditionPreflightPassed, false, "RequiredCheckFailed", strings.Join(append(requiredFailed, optionalFailed...), "; "))
@@ -320,7 +310,7 @@ func (e *Executor) files(ctx context.Context, plan *agentv1.NodePlan) error {
 		}
 		if err := e.applyFile(ctx, plan.Namespace, f); err != nil {
 			err = fmt.Errorf("file %s: %w", f.Path, err)
-			e.report(ctx, func(s *agentv1.NodePlanStatus) {
+			_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
 				setCondition(s, plan.Generation, agentv1.ConditionFilesApplied, false, "FileFailed", err.Error())
 			})
 			return err
@@ -329,7 +319,7 @@ func (e *Executor) files(ctx context.Context, plan *agentv1.NodePlan) error {
 			downloaded[key] = f.Path
 		}
 	}
-	e.report(ctx, func(s *agentv1.NodePlanStatus) {
+	_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
 		setCondition(s, plan.Generation, agentv1.ConditionFilesApplied, true, "Applied", fmt.Sprintf("%d files", len(plan.Spec.Files)))
 	})
 	return nil
@@ -489,7 +479,7 @@ func (e *Executor) instructions(ctx context.Context, plan *agentv1.NodePlan, key
 	for i := range plan.Spec.Instructions {
 		ins := &plan.Spec.Instructions[i]
 		started := metav1.Now()
-		e.report(ctx, func(s *agentv1.NodePlanStatus) {
+		_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
 			s.Message = fmt.Sprintf("attempt %d: running %s", attempt, ins.Name)
 		})
 		exitCode, output, err := e.run(ctx, key, ins)
@@ -498,7 +488,7 @@ func (e *Executor) instructions(ctx context.Context, plan *agentv1.NodePlan, key
 		if ins.SaveOutput {
 			result.Output = output
 		}
-		e.report(ctx, func(s *agentv1.NodePlanStatus) {
+		_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
 			s.Instructions = append(s.Instructions, result)
 			if err != nil {
 				setCondition(s, plan.Generation, agentv1.ConditionInstructionsSucceeded, false, "InstructionFailed", fmt.Sprintf("%s: %v", ins.Name, err))
@@ -508,7 +498,7 @@ func (e *Executor) instructions(ctx context.Context, plan *agentv1.NodePlan, key
 			return fmt.Errorf("instruction %s: %w", ins.Name, err)
 		}
 	}
-	e.report(ctx, func(s *agentv1.NodePlanStatus) {
+	_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
 		setCondition(s, plan.Generation, agentv1.ConditionInstructionsSucceeded, true, "Succeeded", fmt.Sprintf("%d instructions", len(plan.Spec.Instructions)))
 	})
 	return nil
@@ -628,7 +618,7 @@ func (e *Executor) probes(ctx context.Context, plan *agentv1.NodePlan) error {
 	}
 	save := func(healthy bool, failure error) {
 		snapshot := append([]agentv1.ProbeStatus(nil), statuses...)
-		e.report(ctx, func(s *agentv1.NodePlanStatus) {
+		_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
 			s.ProbeStatuses = snapshot
 			switch {
 			case failure != nil:
