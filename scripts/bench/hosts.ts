@@ -141,9 +141,8 @@ function splitFromWatch(updates: readonly PlanUpdate[], plan: PlanObject): Split
   split.total = applied! - seen!;
   split['artifact downloads'] = files! - preflight!;
   for (const instruction of plan.spec.instructions ?? []) {
-    // The agent writes progress in the background, several changes in one write when they
-    // queue up, so a short instruction's "running" message may never be written alone: only
-    // the timed categories need theirs (a long instruction's is written as it starts).
+    // A short instruction's "running" message can be overwritten before the watch sees it:
+    // only the timed categories need theirs (a long instruction's is seen as it starts).
     const category = categoryOf(instruction);
     if (category === 'the rest') continue;
     const started = first((u) => u.message.endsWith(`running ${instruction.name}`));
