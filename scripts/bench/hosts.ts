@@ -345,6 +345,11 @@ async function superviseKubelet(lab: HostsLab, host: TestHost): Promise<void> {
   if (kubelet.exitCode !== 0) throw new Error(`baseline: supervise start on ${host.name} exited ${kubelet.exitCode}: ${kubelet.stderr}`);
 }
 
+/** kubeadm's `extraArgs` list (name, quoted value), each entry indented two spaces under its key. */
+function extraArgsYaml(args: readonly { name: string; value: string }[]): string {
+  return args.map((a) => `  - name: ${a.name}\n    value: "${a.value}"`).join('\n');
+}
+
 /** The platform's nodeRegistration settings, with the host's values where its cloud-config has variables. */
 function nodeRegistration(host: TestHost): string {
   const value = (v: string) => v.replaceAll(node.hostAddress, host.address).replaceAll(node.hostName, host.name);
@@ -354,7 +359,7 @@ function nodeRegistration(host: TestHost): string {
   imagePullPolicy: ${node.imagePullPolicy}
   ignorePreflightErrors: [${node.ignoredPreflightErrors.join(', ')}]
   kubeletExtraArgs:
-${node.kubeletExtraArgs.map((a) => `  - name: ${a.name}\n    value: "${value(a.value)}"`).join('\n')}`;
+${extraArgsYaml(node.kubeletExtraArgs.map((a) => ({ name: a.name, value: value(a.value) })))}`;
 }
 
 /**
@@ -399,7 +404,7 @@ etcd:
     imageTag: ${nodeImageTag('etcd', catalog.binary('etcd').version)}
 controllerManager:
   extraArgs:
-${controllerManagerClientRate.map((arg) => `  - name: ${arg.name}\n    value: "${arg.value}"`).join('\n')}
+${extraArgsYaml(controllerManagerClientRate)}
 `;
   const configFile = path.join(host.dir, 'kubeadm.yaml');
   await writeFile(configFile, config, { mode: 0o600 });

@@ -7,7 +7,7 @@ import { InfrastructureError, MachinesError } from '../errors.js';
 import type { ObjectEvent } from '../events.js';
 import { capiCoreApiVersion, kubeadmControlPlaneApiVersion } from '../capi.js';
 import type { KubeObject } from '../kube/client.js';
-import type { Snapshot, Verdict, WatchedKind } from './waiter.js';
+import { snapshotObjects, type Snapshot, type Verdict, type WatchedKind } from './waiter.js';
 
 export interface Condition {
   type: string;
@@ -69,7 +69,7 @@ export function clusterKinds(namespace: string): WatchedKind[] {
 }
 
 function objectsOf(snapshot: Snapshot, apiVersion: string, kind: string, clusterName: string): Obj[] {
-  const all = [...(snapshot.get(`${apiVersion}/${kind}`)?.values() ?? [])] as Obj[];
+  const all = snapshotObjects<Obj>(snapshot, { apiVersion, kind });
   if (kind === 'Cluster') return all.filter((o) => o.metadata.name === clusterName);
   return all.filter((o) => o.metadata.labels?.['cluster.x-k8s.io/cluster-name'] === clusterName || (o.spec as { clusterName?: string } | undefined)?.clusterName === clusterName);
 }
@@ -128,7 +128,7 @@ function machineReady(machine: Obj): boolean {
  * InfrastructureReady only summarises. Providers differ in condition names, so none is preferred.
  */
 function infrastructureClusterView(snapshot: Snapshot, clusterName: string, kind: { apiVersion: string; kind: string }): ObjectEvent | undefined {
-  const infra = [...(snapshot.get(`${kind.apiVersion}/${kind.kind}`)?.values() ?? [])].find((o) => o.metadata.name === clusterName) as Obj | undefined;
+  const infra = snapshotObjects<Obj>(snapshot, kind).find((o) => o.metadata.name === clusterName);
   if (!infra) return undefined;
   const failing = (infra.status?.conditions ?? []).filter((c) => c.status === 'False' && c.message && c.type !== 'Paused' && c.type !== 'Ready');
   const preference = [...failing.map((c) => c.type), 'Ready'];

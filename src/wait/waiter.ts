@@ -41,6 +41,16 @@ export interface WaitOptions {
   fatal?: Promise<never>;
 }
 
+/** The snapshot's key of a kind's objects. */
+function kindKey(kind: Pick<WatchedKind, 'apiVersion' | 'kind'>): string {
+  return `${kind.apiVersion}/${kind.kind}`;
+}
+
+/** The objects of one watched kind in `snapshot` (none when the kind is not watched or has none). */
+export function snapshotObjects<T extends KubeObject = KubeObject>(snapshot: Snapshot, kind: Pick<WatchedKind, 'apiVersion' | 'kind'>): T[] {
+  return [...(snapshot.get(kindKey(kind))?.values() ?? [])] as T[];
+}
+
 export function snapshotKey(obj: KubeObject): string {
   return `${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
 }
@@ -96,7 +106,7 @@ export function watching<T>(client: KubeClient, kinds: readonly WatchedKind[], j
       observe(observation);
     };
     const startWatch = async (kind: WatchedKind): Promise<void> => {
-      const key = `${kind.apiVersion}/${kind.kind}`;
+      const key = kindKey(kind);
       const objects = snapshot.get(key) ?? new Map<string, KubeObject>();
       snapshot.set(key, objects);
       // List first, then watch from the list's resourceVersion: a deletion between the two is

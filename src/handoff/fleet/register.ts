@@ -49,7 +49,7 @@ import { agentCheckedIn, fleetClusterEvent, fleetKinds, tokenIssued } from './wa
 import { InstallRecord } from '../../installdir/record.js';
 import { KubeApiError, KubeClient, describeRef, type KubeObject } from '../../kube/client.js';
 import { checkKubeconfigFile } from '../../kube/kubeconfig-file.js';
-import { waitFor, type Verdict } from '../../wait/waiter.js';
+import { snapshotObjects, waitFor, type Verdict } from '../../wait/waiter.js';
 import { StageRunner, stageSteps, type Stage } from '../../lifecycle/stages.js';
 
 export { defaultFleetNamespace } from './objects.js';
@@ -513,10 +513,10 @@ export async function deregisterFleet(request: { dir: string; sink: EventSink; s
         what: `the deletion of this cluster's Fleet Cluster in ${record.namespace}`,
         kinds: fleetKinds('Cluster', record.namespace),
         evaluate: (snapshot) => {
-          const remaining = [...(snapshot.get(`${fleetApiVersion}/Cluster`)?.values() ?? [])].filter((c) =>
+          const remaining = snapshotObjects<FleetCluster>(snapshot, { apiVersion: fleetApiVersion, kind: 'Cluster' }).filter((c) =>
             Object.entries(record.labels).every(([key, value]) => c.metadata.labels?.[key] === value),
           );
-          return { state: remaining.length === 0 ? 'done' : 'waiting', objects: remaining.map((c) => ({ ...fleetClusterEvent(c as FleetCluster), phase: 'Deleting' })) };
+          return { state: remaining.length === 0 ? 'done' : 'waiting', objects: remaining.map((c) => ({ ...fleetClusterEvent(c), phase: 'Deleting' })) };
         },
         onStall: (last, stalledMs) =>
           new ExternalError(`Fleet Cluster ${last.objects.map((o) => `${o.namespace}/${o.name}`).join(', ')} is still there ${Math.round(stalledMs / 1000)} s after its deletion`, {

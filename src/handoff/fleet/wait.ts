@@ -5,7 +5,7 @@
  */
 import type { ObjectEvent } from '../../events.js';
 import type { KubeObject } from '../../kube/client.js';
-import type { Snapshot, Verdict, WatchedKind } from '../../wait/waiter.js';
+import { snapshotObjects, type Snapshot, type Verdict, type WatchedKind } from '../../wait/waiter.js';
 import { agentRegistered, blockingCondition, fleetApiVersion, type ClusterRegistrationToken, type FleetCluster } from './objects.js';
 
 /** How a Fleet Cluster shows in progress views (its kind alone would read as a Cluster API Cluster). */
@@ -16,8 +16,7 @@ export function fleetKinds(kind: 'Cluster' | 'ClusterRegistrationToken', namespa
 }
 
 function labelled<T extends KubeObject>(snapshot: Snapshot, kind: string, labels: Readonly<Record<string, string>>): T[] {
-  const objects = [...(snapshot.get(`${fleetApiVersion}/${kind}`)?.values() ?? [])] as T[];
-  return objects.filter((o) => !o.metadata.deletionTimestamp && Object.entries(labels).every(([key, value]) => o.metadata.labels?.[key] === value));
+  return snapshotObjects<T>(snapshot, { apiVersion: fleetApiVersion, kind }).filter((o) => !o.metadata.deletionTimestamp && Object.entries(labels).every(([key, value]) => o.metadata.labels?.[key] === value));
 }
 
 /** The Fleet Cluster as the user sees it: registered, or what it waits on. */

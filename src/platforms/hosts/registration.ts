@@ -12,7 +12,7 @@ import { InfrastructureError, MachinesError, messageOf } from '../../errors.js';
 import { KubeClient, type KubeObject } from '../../kube/client.js';
 import { sleep } from '../../concurrency.js';
 import { until, type Observation } from '../../progress/until.js';
-import { watching, type Snapshot } from '../../wait/waiter.js';
+import { snapshotObjects, watching, type Snapshot } from '../../wait/waiter.js';
 import { agentApiVersion, issueRegistrationCommand } from '../../agent/registration.js';
 import type { PlatformHookContext } from '../platform.js';
 import { clusterNameLabel } from '../types.js';
@@ -219,7 +219,7 @@ async function waitForRegisteredHosts(context: PlatformHookContext, published: P
     let filled = filledCount(supply);
     // Watched, not polled: a host counts the moment its registration is recorded.
     const judge = (snapshot: Snapshot): Observation<PoolSupply[]> => {
-      const hosts = [...(snapshot.get(`${agentApiVersion}/Host`)?.values() ?? [])].map((host) => hostView(host as HostObject));
+      const hosts = snapshotObjects<HostObject>(snapshot, { apiVersion: agentApiVersion, kind: 'Host' }).map(hostView);
       const seen = assignHosts(demands, hosts, cluster);
       return { state: seen.every((s) => s.missing === 0) ? 'done' : 'waiting', value: seen, progress: String(filledCount(seen)) };
     };
