@@ -64,6 +64,14 @@ type Executor struct {
 	// the agent's own credentials; any other URL with http.DefaultClient, which sends
 	// none. Default: none (every URL without credentials).
 	APIServer *APIServerClient
+
+	// unwritten is the progress recorded since the last status write, in order. Only what
+	// must be on record before the agent goes on is written at once (a new attempt, the
+	// instruction about to run, a retry's backoff, a wait for probes), and it carries what
+	// came before it: the worker's plan of four instructions made fourteen writes, two per
+	// instruction, each a get and an update, on the path to its node. Whatever is left goes
+	// out with the outcome (Outcome.Unwritten).
+	unwritten []func(*agentv1.NodePlanStatus)
 }
 
 // APIServerClient is the agent's API server and an HTTP client carrying its credentials.
@@ -112,12 +120,21 @@ type Outcome struct {
 	Superseded bool
 	// Stopped: the agent is shutting down; the plan stays Executing for the next start.
 	Stopped bool
+	// Unwritten is the execution's last progress, not yet in status: the outcome's write
+	// applies it first. Empty when Stopped (Execute writes it itself: no outcome follows).
+	Unwritten []func(*agentv1.NodePlanStatus)
 }
 
 // Execute runs plan's attempts after priorAttempts (those an earlier agent process made
 // before it stopped; interrupted, when not nil, says how the last of them ended and is
 // added to the status). ctx is cancelled with a cause from this package to stop early.
-func (e *Executor) Execute(ctx context.Context, plan *agentv1.NodePlan, priorAttempts int32, interrupted *agentv1.PlanInterruption) Outcome {
+func (e *Executor) Execute(ctx context.Context, plan *agentv1.NodePlan, priorAttempts int32, interrupted *agentv1.PlanInterruption) (outcome Outcome) {
+	defer func() {
+		if outcome.Stopped {
+			e.write(ctx)
+		}
+		outcome.Unwritten, e.unwritten = e.unwritten, nil
+	}()
 	key := plan.Namespace + "/" + plan.Name
 	timeout := 30 * time.Minute
 	if plan.Spec.ExecutionTimeout != nil {
@@ -132,7 +149,7 @@ func (e *Executor) Execute(ctx context.Context, plan *agentv1.NodePlan, priorAtt
 		if priorAttempts >= maxAttempts {
 			next = "no attempt is left"
 		}
-		_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
+		e.record(func(s *agentv1.NodePlanStatus) {
 			s.Interruptions = append(s.Interruptions, *interrupted)
 			s.Message = interrupted.Message + "; " + next
 		})
@@ -153,7 +170,7 @@ func (e *Executor) Execute(ctx context.Context, plan *agentv1.NodePlan, priorAtt
 		}
 		wait := backoffs(attempt)
 		e.Log.Info("attempt failed; retrying", "plan", key, "attempt", attempt, "backoff", wait.String(), "error", err.Error())
-		_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
+		e.report(ctx, func(s *agentv1.NodePlanStatus) {
 			s.Message = fmt.Sprintf("attempt %d of %d failed: %v; next attempt in %s", attempt, maxAttempts, err, wait)
 		})
 		select {
@@ -205,15 +222,36 @@ func retrySchedule(rs *agentv1.RetryStrategy) (int32, func(n int32) time.Duratio
 	}
 }
 
-// report saves status even when ctx is already cancelled (the last word must land).
-func (e *Executor) report(ctx context.Context, mutate func(*agentv1.NodePlanStatus)) error {
+// record adds mutate to the progress that the next write carries.
+func (e *Executor) record(mutate func(*agentv1.NodePlanStatus)) {
+	e.unwritten = append(e.unwritten, mutate)
+}
+
+// report records mutate and writes it at once, with everything recorded before it.
+func (e *Executor) report(ctx context.Context, mutate func(*agentv1.NodePlanStatus)) {
+	e.record(mutate)
+	e.write(ctx)
+}
+
+// write saves the unwritten progress in one status update, in the order it was recorded,
+// even when ctx is already cancelled (the last word must land). A refused write is logged
+// and its changes stay for the next one, so none is lost and the order holds.
+func (e *Executor) write(ctx context.Context) {
+	if len(e.unwritten) == 0 {
+		return
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	err := e.Report(rctx, mutate)
-	if err != nil {
-		e.Log.Error(err, "status update failed")
+	changes := e.unwritten
+	if err := e.Report(rctx, func(s *agentv1.NodePlanStatus) {
+		for _, mutate := range changes {
+			mutate(s)
+		}
+	}); err != nil {
+		e.Log.Error(err, "status update failed", "changes", len(changes))
+		return
 	}
-	return err
+	e.unwritten = nil
 }
 
 func setCondition(s *agentv1.NodePlanStatus, generation int64, typ string, ok bool, reason, message string) {
@@ -226,7 +264,9 @@ func setCondition(s *agentv1.NodePlanStatus, generation int64, typ string, ok bo
 
 func (e *Executor) attempt(ctx context.Context, plan *agentv1.NodePlan, key string, attempt int32) error {
 	gen := plan.Generation
-	_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
+	// Written before anything runs: an agent that dies in this attempt leaves the plan
+	// Executing with the attempt counted, for the next start to resume.
+	e.report(ctx, func(s *agentv1.NodePlanStatus) {
 		if s.ObservedGeneration != gen || s.StartTime == nil {
 			s.StartTime = &metav1.Time{Time: time.Now()}
 		}
@@ -275,7 +315,7 @@ func (e *Executor) preflight(ctx context.Context, plan *agentv1.NodePlan) error 
 			}
 		}
 	}
-	_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
+	e.record(func(s *agentv1.NodePlanStatus) {
 		switch {
 		case len(requiredFailed) > 0:
 			setCondition(s, plan.Generation, agentv1.ConditionPreflightPassed, false, "RequiredCheckFailed", strings.Join(append(requiredFailed, optionalFailed...), "; "))
@@ -310,7 +350,7 @@ func (e *Executor) files(ctx context.Context, plan *agentv1.NodePlan) error {
 		}
 		if err := e.applyFile(ctx, plan.Namespace, f); err != nil {
 			err = fmt.Errorf("file %s: %w", f.Path, err)
-			_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
+			e.record(func(s *agentv1.NodePlanStatus) {
 				setCondition(s, plan.Generation, agentv1.ConditionFilesApplied, false, "FileFailed", err.Error())
 			})
 			return err
@@ -319,7 +359,7 @@ func (e *Executor) files(ctx context.Context, plan *agentv1.NodePlan) error {
 			downloaded[key] = f.Path
 		}
 	}
-	_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
+	e.record(func(s *agentv1.NodePlanStatus) {
 		setCondition(s, plan.Generation, agentv1.ConditionFilesApplied, true, "Applied", fmt.Sprintf("%d files", len(plan.Spec.Files)))
 	})
 	return nil
@@ -479,7 +519,8 @@ func (e *Executor) instructions(ctx context.Context, plan *agentv1.NodePlan, key
 	for i := range plan.Spec.Instructions {
 		ins := &plan.Spec.Instructions[i]
 		started := metav1.Now()
-		_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
+		// On record before it runs: an agent killed during it leaves a status naming it.
+		e.report(ctx, func(s *agentv1.NodePlanStatus) {
 			s.Message = fmt.Sprintf("attempt %d: running %s", attempt, ins.Name)
 		})
 		exitCode, output, err := e.run(ctx, key, ins)
@@ -488,7 +529,7 @@ func (e *Executor) instructions(ctx context.Context, plan *agentv1.NodePlan, key
 		if ins.SaveOutput {
 			result.Output = output
 		}
-		_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
+		e.record(func(s *agentv1.NodePlanStatus) {
 			s.Instructions = append(s.Instructions, result)
 			if err != nil {
 				setCondition(s, plan.Generation, agentv1.ConditionInstructionsSucceeded, false, "InstructionFailed", fmt.Sprintf("%s: %v", ins.Name, err))
@@ -498,7 +539,7 @@ func (e *Executor) instructions(ctx context.Context, plan *agentv1.NodePlan, key
 			return fmt.Errorf("instruction %s: %w", ins.Name, err)
 		}
 	}
-	_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
+	e.record(func(s *agentv1.NodePlanStatus) {
 		setCondition(s, plan.Generation, agentv1.ConditionInstructionsSucceeded, true, "Succeeded", fmt.Sprintf("%d instructions", len(plan.Spec.Instructions)))
 	})
 	return nil
@@ -618,7 +659,7 @@ func (e *Executor) probes(ctx context.Context, plan *agentv1.NodePlan) error {
 	}
 	save := func(healthy bool, failure error) {
 		snapshot := append([]agentv1.ProbeStatus(nil), statuses...)
-		_ = e.report(ctx, func(s *agentv1.NodePlanStatus) {
+		e.record(func(s *agentv1.NodePlanStatus) {
 			s.ProbeStatuses = snapshot
 			switch {
 			case failure != nil:
@@ -678,6 +719,8 @@ func (e *Executor) probes(ctx context.Context, plan *agentv1.NodePlan) error {
 		if changed {
 			save(false, nil)
 		}
+		// Waiting: what the probes saw so far goes on record.
+		e.write(ctx)
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)

@@ -510,7 +510,7 @@ func (r *planReconciler) start(plan *agentv1.NodePlan, prior int32, interrupted 
 	}()
 }
 
-// finish writes the outcome, retried until it lands or the plan is gone (then the lock
+// finish writes the execution's last progress and its outcome, retried until it lands or the plan is gone (then the lock
 // may be released: true), or the agent stops (false: the lock stays, so the next start
 // finds this plan and settles it). Releasing before the write would leave a plan
 // Executing with no lock, and the next start would run it again.
@@ -519,6 +519,9 @@ func (r *planReconciler) finish(log logr.Logger, key types.NamespacedName, gener
 	for {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.base), 30*time.Second)
 		err := r.reporter(key)(ctx, func(s *agentv1.NodePlanStatus) {
+			for _, mutate := range outcome.Unwritten {
+				mutate(s)
+			}
 			s.Phase = outcome.Phase
 			s.Message = outcome.Message
 			s.LockHolder = ""
