@@ -12,12 +12,13 @@
  *  - the timeline from the start of `create cluster`: registration commands printed, hosts
  *    registered, first node Ready, 2 nodes Ready (each node's Ready condition's
  *    lastTransitionTime, whole seconds), exit;
- *  - each bootstrap NodePlan split into artifact downloads (the files phase: kubelet, kubeadm
- *    and the image archives fetched from the forwarder, digest-checked), image import
- *    (`ctr images import`), `kubeadm init`, `kubeadm join`, and the rest (waiting for the
- *    agent, preflight checks, the other instructions, probes). Times come from a watch on
- *    the NodePlans that stamps every status update as it arrives (ms; the agent reports
- *    before and after each instruction and after each phase), and, as a cross-check, from
+ *  - each bootstrap NodePlan split into artifact downloads (the preflight checks and the files
+ *    phase: kubelet, kubeadm and the image archives fetched from the forwarder,
+ *    digest-checked), image import (`ctr images import`), `kubeadm init`, `kubeadm join`, and
+ *    the rest (waiting for the agent, the other instructions, probes). Times come from a watch
+ *    on the NodePlans that stamps every status update as it arrives (ms; the agent writes as
+ *    an attempt starts and before each instruction, each write carrying the results before
+ *    it), and, as a cross-check, from
  *    the plans' own status times (status.startTime and each status.instructions entry's
  *    start and completion: whole seconds);
  *  - the bundle: the node binaries the platform added (kubelet, kubeadm,
@@ -128,18 +129,22 @@ function categoryOf(instruction: { command: string; args?: string[] }): Category
 
 const emptySplit = (): Split => ({ 'artifact downloads': 0, 'image import': 0, 'kubeadm init': 0, 'kubeadm join': 0, 'the rest': 0, total: 0 });
 
-/** From the watch: first sighting → Applied; the files phase (PreflightPassed → FilesApplied reported); each instruction from its "running" message to its result. */
+/**
+ * From the watch: first sighting → Applied; the preflight checks and the files phase (the
+ * attempt's start → FilesApplied, which the agent writes with the first instruction's
+ * "running" message); each instruction from its "running" message to its result.
+ */
 function splitFromWatch(updates: readonly PlanUpdate[], plan: PlanObject): Split | string {
   const first = (test: (u: PlanUpdate) => boolean) => updates.find(test)?.at;
   const seen = updates[0]?.at;
   const applied = first((u) => u.phase === 'Applied');
-  const preflight = first((u) => u.conditions.includes('PreflightPassed')) ?? first((u) => u.phase === 'Executing');
+  const started = first((u) => u.phase === 'Executing');
   const files = first((u) => u.conditions.includes('FilesApplied'));
-  const missing = Object.entries({ seen, applied, preflight, files }).filter(([, v]) => v === undefined).map(([k]) => k);
+  const missing = Object.entries({ seen, applied, started, files }).filter(([, v]) => v === undefined).map(([k]) => k);
   if (missing.length > 0) return `${updates.length} updates, none with ${missing.join(', ')}`;
   const split = emptySplit();
   split.total = applied! - seen!;
-  split['artifact downloads'] = files! - preflight!;
+  split['artifact downloads'] = files! - started!;
   for (const instruction of plan.spec.instructions ?? []) {
     // A short instruction's "running" message can be overwritten before the watch sees it:
     // only the timed categories need theirs (a long instruction's is seen as it starts).
@@ -706,7 +711,7 @@ export async function run(): Promise<BenchRecord> {
     notes.push(
       `One run on ${os.availableParallelism()} cores, shared with other work: 1-minute load ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after create cluster, ${loadBaseline.toFixed(2)} at the baseline. Single figures, not medians: read the shares and ratios.`,
       'The hosts are registered by this benchmark as soon as the commands print, so pre-provision holds the registration, not a person walking to a machine. Node Ready times are the Ready condition\'s lastTransitionTime (whole seconds).',
-      'Plan parts, summed over a host\'s prepare plan (written when the host is claimed) and bootstrap plan: downloads = the files phases (kubelet, kubeadm and the role\'s image archives from the forwarder, digest-checked, in the prepare plan; the cloud-config\'s files in the bootstrap plan); the rest = the time from the plan\'s creation to the agent taking it, preflight checks, the other instructions (ip_forward check, CNI config, kubelet start, a worker\'s undo of an unfinished join) and probes. The status columns have whole-second times, so a part there is off by up to a second.',
+      'Plan parts, summed over a host\'s prepare plan (written when the host is claimed) and bootstrap plan: downloads = the preflight checks and the files phases (kubelet, kubeadm and the role\'s image archives from the forwarder, digest-checked, in the prepare plan; the cloud-config\'s files in the bootstrap plan); the rest = the time from the plan\'s creation to the agent taking it, the other instructions (ip_forward check, CNI config, kubelet start, a worker\'s undo of an unfinished join) and probes. The status columns have whole-second times, so a part there is off by up to a second.',
       baseline
         ? 'Floor: on two fresh hosts after destroy cluster (the machine quieter than during create): the plan\'s image-import command by hand, kubeadm init with the platform\'s settings, then on the second host the worker\'s import and kubeadm join, one after the other as a person types them; no downloads (everything is in place). Ours includes the local control plane\'s start and the downloads; the floor has neither.'
         : 'No baseline (PROVISIONER_BENCH_HOSTS_BASELINE=0).',
