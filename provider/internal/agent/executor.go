@@ -68,8 +68,8 @@ type Executor struct {
 	// unwritten is the progress recorded since the last status write, in order. Only what
 	// must be on record before the agent goes on is written at once (a new attempt, the
 	// instruction about to run, a retry's backoff, a wait for probes), and it carries what
-	// came before it: the worker's plan of four instructions made fourteen writes, two per
-	// instruction, each a get and an update, on the path to its node. Whatever is left goes
+	// came before it: a plan of four instructions made thirteen writes, two per instruction,
+	// each a get and an update, on the path to its node; it makes six. Whatever is left goes
 	// out with the outcome (Outcome.Unwritten).
 	unwritten []func(*agentv1.NodePlanStatus)
 }

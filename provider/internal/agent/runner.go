@@ -510,10 +510,10 @@ func (r *planReconciler) start(plan *agentv1.NodePlan, prior int32, interrupted 
 	}()
 }
 
-// finish writes the execution's last progress and its outcome, retried until it lands or the plan is gone (then the lock
-// may be released: true), or the agent stops (false: the lock stays, so the next start
-// finds this plan and settles it). Releasing before the write would leave a plan
-// Executing with no lock, and the next start would run it again.
+// finish writes the execution's last progress and its outcome, retried until it lands or
+// the plan is gone (then the lock may be released: true), or the agent stops (false: the
+// lock stays, so the next start finds this plan and settles it). Releasing before the
+// write would leave a plan Executing with no lock, and the next start would run it again.
 func (r *planReconciler) finish(log logr.Logger, key types.NamespacedName, generation int64, outcome Outcome) bool {
 	backoff := 200 * time.Millisecond
 	for {
