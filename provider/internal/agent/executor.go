@@ -242,16 +242,20 @@ func (e *Executor) write(ctx context.Context) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	changes := e.unwritten
-	if err := e.Report(rctx, func(s *agentv1.NodePlanStatus) {
-		for _, mutate := range changes {
-			mutate(s)
-		}
-	}); err != nil {
-		e.Log.Error(err, "status update failed", "changes", len(changes))
+	if err := e.Report(rctx, inOrder(e.unwritten)); err != nil {
+		e.Log.Error(err, "status update failed", "changes", len(e.unwritten))
 		return
 	}
 	e.unwritten = nil
+}
+
+// inOrder is one change of status made of changes, applied in the order given.
+func inOrder(changes []func(*agentv1.NodePlanStatus)) func(*agentv1.NodePlanStatus) {
+	return func(s *agentv1.NodePlanStatus) {
+		for _, mutate := range changes {
+			mutate(s)
+		}
+	}
 }
 
 func setCondition(s *agentv1.NodePlanStatus, generation int64, typ string, ok bool, reason, message string) {

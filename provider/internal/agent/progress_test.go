@@ -18,7 +18,7 @@ import (
 type recordedStatus struct {
 	mu     sync.Mutex
 	status agentv1.NodePlanStatus
-	// writes is the message and instruction count after each write that landed.
+	// writes is the message and the instructions' names after each write that landed.
 	writes []string
 	// refuse is the 1-based number of the write to refuse (0: none).
 	refuse, tried int

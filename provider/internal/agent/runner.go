@@ -519,9 +519,7 @@ func (r *planReconciler) finish(log logr.Logger, key types.NamespacedName, gener
 	for {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.base), 30*time.Second)
 		err := r.reporter(key)(ctx, func(s *agentv1.NodePlanStatus) {
-			for _, mutate := range outcome.Unwritten {
-				mutate(s)
-			}
+			inOrder(outcome.Unwritten)(s)
 			s.Phase = outcome.Phase
 			s.Message = outcome.Message
 			s.LockHolder = ""
