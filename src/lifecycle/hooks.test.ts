@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HookError, InterruptedError } from '../errors.js';
+import { expectGone } from '../../test/support/process-gone.js';
 import { RecordingSink } from '../../test/support/recording-sink.js';
-import { processStartTime } from '../process/proc.js';
 import { runUserHooks, type HookContext } from './hooks.js';
 
 describe('runUserHooks', () => {
@@ -110,7 +110,7 @@ describe('runUserHooks', () => {
     expect(error.message).toMatch(/^The pre-provision hook forking.sh did not finish within/);
     expect(error.details).toContain('| started');
     expect(took).toBeLessThan(4_000);
-    expect(processStartTime(await grandchild())).toBeUndefined();
+    await expectGone(await grandchild());
   });
 
   it("stops a hook and the hook's children at once when the run is interrupted", async () => {
@@ -122,7 +122,7 @@ describe('runUserHooks', () => {
     expect(error.message).toBe('The pre-provision hook forking.sh was interrupted');
     expect(error.details).toContain('| started');
     expect(performance.now() - started).toBeLessThan(4_000);
-    expect(processStartTime(await grandchild())).toBeUndefined();
+    await expectGone(await grandchild());
   });
 
   it('sends SIGTERM first so a hook can clean up, and SIGKILL to a child that ignores it', async () => {
@@ -143,7 +143,7 @@ describe('runUserHooks', () => {
     // The stubborn child kept the pipe open until the grace ended in SIGKILL.
     expect(took).toBeGreaterThan(4_500);
     expect(took).toBeLessThan(10_000);
-    expect(processStartTime(Number((await readFile(stubbornPid, 'utf8')).trim()))).toBeUndefined();
+    await expectGone(Number((await readFile(stubbornPid, 'utf8')).trim()));
   });
 
   it('gives the hook the stage, dir and kubeconfig path from an allow-list, not the parent environment', async () => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EnvironmentError, InterruptedError } from '../errors.js';
+import { expectGone } from '../../test/support/process-gone.js';
 import { RecordingSink } from '../../test/support/recording-sink.js';
 import { ProcessError } from './errors.js';
 import { rotatedPath } from './log-file.js';
@@ -238,8 +239,7 @@ describe('ManagedProcess', () => {
     await proc.stop();
     expect(isPidRunning(pid)).toBe(false);
     // Gone, or a zombie until whoever inherited it reaps it: either way it runs nothing.
-    for (let i = 0; i < 50 && processStartTime(grandchild) !== undefined; i++) await sleep(20);
-    expect(processStartTime(grandchild)).toBeUndefined();
+    await expectGone(grandchild);
   });
 
   it('runs detached in its own session with output in the log file', async () => {

@@ -4,6 +4,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { expectGone } from '../../test/support/process-gone.js';
 import { RecordingSink } from '../../test/support/recording-sink.js';
 import { findStale, isAlive, pidfilePath, pidsDir, readPidfiles, removePidfile, stateDirEnv, stopStale, writePidfile, type PidfileEntry } from './pidfile.js';
 import { isPidRunning, isSameProcess, processStartTime } from './proc.js';
@@ -133,8 +134,7 @@ describe('pidfile registry', () => {
     const grandchild = Number(readFileSync(grandchildFile, 'utf8').trim());
     await writePidfile(dir, entryFor('leader', leader.pid!, processStartTime(leader.pid!)!));
     await stopStale(dir, { graceMs: 2_000 });
-    for (let i = 0; i < 50 && processStartTime(grandchild) !== undefined; i++) await sleep(20);
-    expect(processStartTime(grandchild)).toBeUndefined();
+    await expectGone(grandchild);
   });
 
   it('removes a pidfile only when it still records the given pid', async () => {
