@@ -44,8 +44,11 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** Runs the CLI from source with the recording hook; returns its stdout and every module URL it resolved. */
-async function runRecorded(name: string, args: string[]): Promise<{ stdout: string; urls: string[] }> {
+/**
+ * Runs the CLI from source with the recording hook; returns its stdout and stderr and every module
+ * URL it resolved. `exitCode`: what the CLI must exit with (default 0).
+ */
+async function runRecorded(name: string, args: string[], exitCode = 0): Promise<{ stdout: string; stderr: string; urls: string[] }> {
   const logFile = path.join(dir, `${name}.log`);
   const register = path.join(dir, `register-${name}.mjs`);
   await writeFile(logFile, '');
@@ -54,13 +57,17 @@ async function runRecorded(name: string, args: string[]): Promise<{ stdout: stri
     `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(path.join(dir, 'hooks.mjs')).href)}, { data: { logFile: ${JSON.stringify(logFile)} } });\n`,
   );
   // tsx first, the recorder last: the hook registered last runs first and sees tsx's final answer.
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--import', pathToFileURL(register).href, mainTs, ...args], {
+  const { stdout, stderr, code } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--import', pathToFileURL(register).href, mainTs, ...args], {
     cwd: repoRoot,
     env: { ...process.env, NO_COLOR: '1' },
     timeout: 60_000,
-  });
+  }).then(
+    ({ stdout, stderr }) => ({ stdout, stderr, code: 0 }),
+    (error: { stdout: string; stderr: string; code?: unknown }) => ({ stdout: error.stdout, stderr: error.stderr, code: error.code }),
+  );
+  expect(code, stderr).toBe(exitCode);
   const urls = (await readFile(logFile, 'utf8')).split('\n').filter(Boolean);
-  return { stdout, urls };
+  return { stdout, stderr, urls };
 }
 
 /** The packages among `urls` that are in `heavy`. */
@@ -93,6 +100,16 @@ describe('start-up imports', { timeout: 60_000 }, () => {
     expect(stdout).toContain('--no-progress-timeout <minutes>');
     expect(heavyPackagesIn(urls)).toEqual([]);
     expect(urls.some((url) => url.includes('/src/services/'))).toBe(false);
+  });
+
+  it('a command that runs imports the Kubernetes client only when a client first needs its credentials', async () => {
+    // No management cluster in an empty directory: the service runs, names what is missing and exits 2, having sent no request.
+    const empty = await mkdtemp(path.join(dir, 'install-'));
+    const { stderr, urls } = await runRecorded('hosts-list', ['hosts', 'list', '--dir', empty], 2);
+    expect(stderr).toContain(`No running management cluster in ${empty}`);
+    expect(urls.some((url) => url.includes('/src/services/'))).toBe(true);
+    expect(urls.some((url) => url.includes('/src/kube/client.ts'))).toBe(true);
+    expect(heavyPackagesIn(urls)).toEqual(['yaml']);
   });
 
   it('create install-config --help still lists the flags each platform declares', async () => {

@@ -1,10 +1,19 @@
-import { readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parse, stringify } from 'yaml';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { KubeApiError, KubeClient, type KubeObject, type WatchPhase } from './client.js';
 import { answerStatus, servesThings, TestApiServer } from '../../test/support/test-api-server.js';
 import { sleep } from '../concurrency.js';
+
+/** The parts of a kubeconfig written by writeKubeconfig that the tests rewrite. */
+interface Kubeconfig {
+  clusters: { name: string; cluster: { server: string; 'certificate-authority-data'?: string } }[];
+  users: { name: string; user: { 'client-certificate-data'?: string; 'client-key-data'?: string } }[];
+}
 
 const eventLine = (type: string, object: unknown) => `${JSON.stringify({ type, object })}\n`;
 const thing = (name: string): KubeObject => ({ apiVersion: 'example.com/v1', kind: 'Thing', metadata: { name, namespace: 'ns' } });
@@ -108,6 +117,45 @@ describe('KubeClient against a local https server', () => {
       await sleep(200);
       expect(watch.done).toEqual([]);
       expect(watch.events).toEqual([['ADDED', 'one']]);
+    });
+  });
+
+  describe('kubeconfig', () => {
+    it('reaches the server with certificates the kubeconfig names by paths relative to its own directory', async () => {
+      const written = parse(await readFile(server.kubeconfig, 'utf8')) as Kubeconfig;
+      const dir = await mkdtemp(path.join(tmpdir(), 'kubeconfig-relative-'));
+      try {
+        const pem = (base64: string) => Buffer.from(base64, 'base64').toString('utf8');
+        const { cluster } = written.clusters[0]!;
+        const { user } = written.users[0]!;
+        await mkdir(path.join(dir, 'pki'));
+        await writeFile(path.join(dir, 'pki', 'ca.crt'), pem(cluster['certificate-authority-data']!));
+        await writeFile(path.join(dir, 'pki', 'admin.crt'), pem(user['client-certificate-data']!));
+        await writeFile(path.join(dir, 'pki', 'admin.key'), pem(user['client-key-data']!), { mode: 0o600 });
+        const relative = {
+          ...written,
+          clusters: [{ ...written.clusters[0]!, cluster: { server: cluster.server, 'certificate-authority': 'pki/ca.crt' } }],
+          users: [{ ...written.users[0]!, user: { 'client-certificate': 'pki/admin.crt', 'client-key': 'pki/admin.key' } }],
+        };
+        await writeFile(path.join(dir, 'kubeconfig'), stringify(relative), { mode: 0o600 });
+        server.handler = (_request, response) => void response.writeHead(200, { 'content-type': 'application/json' }).end('{"gitVersion":"v1.35.0"}');
+        const client = KubeClient.fromFile(path.join(dir, 'kubeconfig'));
+        try {
+          expect(client.cluster).toEqual({ name: written.clusters[0]!.name, server: cluster.server, caFile: path.join(dir, 'pki', 'ca.crt') });
+          expect(await client.raw('/version')).toBe('{"gitVersion":"v1.35.0"}');
+        } finally {
+          client.close();
+        }
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
+
+    it('a kubeconfig whose current context names no cluster gives a client without one, whose requests fail as NoCluster', async () => {
+      const client = KubeClient.fromText(stringify({ apiVersion: 'v1', kind: 'Config', 'current-context': 'gone', contexts: [], clusters: [], users: [] }));
+      expect(client.cluster).toBeUndefined();
+      expect(client.server).toBe('');
+      await expect(client.raw('/version')).rejects.toMatchObject({ reason: 'NoCluster' });
     });
   });
 

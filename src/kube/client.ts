@@ -3,10 +3,35 @@
  * cluster through `KubeClient`, with plain object types and typed errors, so the
  * client library can be swapped or upgraded in one place.
  */
+import { readFileSync } from 'node:fs';
 import https from 'node:https';
-import * as k8s from '@kubernetes/client-node';
+import path from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { parse } from 'yaml';
 import { sleep, withRetry, type RetryPolicy } from '../concurrency.js';
 import { ExternalError } from '../errors.js';
+import { currentCluster, type KubeconfigCluster } from './kubeconfig-file.js';
+
+/**
+ * The client library, imported when a client first needs its credentials: the import evaluates
+ * the library's generated API client, which we never call, and took 0.65 s of the 0.9 s a
+ * command needed to start (docs/benchmarks.md, "startup"). Which cluster a kubeconfig names
+ * is read without it (kubeconfig-file.ts).
+ */
+let clientLibrary: Promise<typeof import('@kubernetes/client-node')> | undefined;
+
+function loadClientLibrary(): Promise<typeof import('@kubernetes/client-node')> {
+  return (clientLibrary ??= import('@kubernetes/client-node'));
+}
+
+/**
+ * Starts the client library's import without waiting for it, for a caller that knows a client
+ * comes later and has a wait to spend meanwhile (the local control plane, while etcd and
+ * kube-apiserver start). A failed import is reported by the client that needs it.
+ */
+export function preloadKubeClient(): void {
+  loadClientLibrary().catch(() => undefined);
+}
 
 /** How long the server keeps a watch open before the caller re-lists and watches again. */
 const watchTimeoutSeconds = 300;
@@ -211,24 +236,42 @@ export function apiRequestsMade(): number {
 export class KubeClient {
   private readonly agent = new https.Agent({ keepAlive: true, maxSockets: 32 });
   private readonly discovery = new Map<string, Promise<ApiResource[]>>();
+  /** The library's view of the kubeconfig, for the credentials: loaded by the first request. */
+  private credentials: Promise<KubeConfig> | undefined;
+  /** The current context's cluster; undefined when the kubeconfig names none (a request then fails with NoCluster). */
+  readonly cluster: KubeconfigCluster | undefined;
 
-  private constructor(readonly config: k8s.KubeConfig) {}
+  /** `dir`: the kubeconfig file's directory, against which its relative paths resolve; undefined for text. */
+  private constructor(
+    private readonly kubeconfig: string,
+    private readonly dir: string | undefined,
+  ) {
+    const cluster = currentCluster(parse(kubeconfig), dir);
+    this.cluster = 'path' in cluster ? undefined : cluster;
+  }
 
   static fromFile(kubeconfigPath: string): KubeClient {
-    const config = new k8s.KubeConfig();
-    config.loadFromFile(kubeconfigPath);
-    return new KubeClient(config);
+    return new KubeClient(readFileSync(kubeconfigPath, 'utf8'), path.dirname(kubeconfigPath));
   }
 
   /** A client from kubeconfig text (e.g. a cluster's kubeconfig Secret), never written to disk. */
   static fromText(kubeconfig: string): KubeClient {
-    const config = new k8s.KubeConfig();
-    config.loadFromString(kubeconfig);
-    return new KubeClient(config);
+    return new KubeClient(kubeconfig, undefined);
   }
 
   get server(): string {
-    return this.config.getCurrentCluster()?.server ?? '';
+    return this.cluster?.server ?? '';
+  }
+
+  /** Sets `options`' TLS material and headers from the kubeconfig's user (certificates, token, exec plugin), as the client library does. */
+  private async authorize(options: https.RequestOptions): Promise<void> {
+    this.credentials ??= loadClientLibrary().then((k8s) => {
+      const config = new k8s.KubeConfig();
+      config.loadFromString(this.kubeconfig);
+      if (this.dir !== undefined) config.makePathsAbsolute(this.dir);
+      return config;
+    });
+    await (await this.credentials).applyToHTTPSOptions(options);
   }
 
   /** Closes idle keep-alive connections, so the process can exit. */
@@ -265,6 +308,15 @@ export class KubeClient {
       body: { ...obj, metadata: name ? { name, ...metadata } : metadata },
       object: described,
     })) as T;
+  }
+
+  /**
+   * POSTs `body` to a subresource of an object (`token` of a ServiceAccount for a
+   * TokenRequest) and returns the answer: a create that `create`, which POSTs to the
+   * collection, does not reach.
+   */
+  async createSubresource<T>(ref: Pick<KubeObject, 'apiVersion' | 'kind' | 'metadata'>, subresource: string, body: unknown): Promise<T> {
+    return (await this.request({ method: 'POST', path: `${await this.objectPath(ref)}/${subresource}`, body, object: `${describeRef(ref)} ${subresource}` })) as T;
   }
 
   /**
@@ -372,7 +424,7 @@ export class KubeClient {
     onEvent: (phase: WatchPhase, obj: KubeObject) => void,
     onDone: (error?: Error) => void,
   ): Promise<() => void> {
-    const cluster = this.config.getCurrentCluster();
+    const cluster = this.cluster;
     if (!cluster) throw new KubeApiError(0, 'NoCluster', 'kubeconfig has no current cluster');
     const url = new URL(apiPath, cluster.server);
     requestsMade++;
@@ -381,7 +433,7 @@ export class KubeClient {
       if (value !== undefined) url.searchParams.set(key, String(value));
     }
     const options: https.RequestOptions = { method: 'GET', headers: { accept: 'application/json' } };
-    await this.config.applyToHTTPSOptions(options);
+    await this.authorize(options);
     let stopped = false;
     let finished = false;
     const done = (error?: Error) => {
@@ -504,13 +556,13 @@ export class KubeClient {
   }
 
   private async requestOnce(options: RequestOptions, text: boolean): Promise<unknown> {
-    const cluster = this.config.getCurrentCluster();
+    const cluster = this.cluster;
     if (!cluster) throw new KubeApiError(0, 'NoCluster', 'kubeconfig has no current cluster');
     const url = new URL(options.path, cluster.server);
     for (const [key, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
     const timeoutMs = options.timeoutMs ?? 60_000;
     const httpsOptions: https.RequestOptions = { method: options.method, agent: this.agent, timeout: timeoutMs, headers: { accept: 'application/json' } };
-    await this.config.applyToHTTPSOptions(httpsOptions);
+    await this.authorize(httpsOptions);
     // The library sets a fresh Agent per call, which costs a TLS handshake per request
     // (measured: 300 applies 4.1 s → 1.9 s with reuse). Our keep-alive agent pools by the
     // same TLS options (CA, cert, key) the library put on the request.

@@ -24,7 +24,6 @@
  * `failures` keeps what went wrong (a test can assert there was nothing).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import https from 'node:https';
 import { parse, stringify } from 'yaml';
 import { KubeClient, type KubeObject } from '../../src/kube/client.js';
 
@@ -138,22 +137,13 @@ export class FleetDouble {
 
   /** A TokenRequest for the service account: a credential the real API server accepts. */
   private async requestToken(namespace: string, account: string): Promise<string> {
-    const { config } = this.options.manager;
-    const url = new URL(`/api/v1/namespaces/${namespace}/serviceaccounts/${account}/token`, config.getCurrentCluster()!.server);
-    const options: https.RequestOptions = { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' } };
-    await config.applyToHTTPSOptions(options);
-    const body = JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
-    const answer = await new Promise<string>((resolve, reject) => {
-      const request = https.request(url, options, (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => ((response.statusCode ?? 0) < 300 ? resolve(text) : reject(new Error(`TokenRequest: HTTP ${response.statusCode}: ${text}`))));
-      });
-      request.on('error', reject);
-      request.end(body);
+    const serviceAccount = { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: account, namespace } };
+    const answer = await this.options.manager.createSubresource<{ status: { token: string } }>(serviceAccount, 'token', {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 3600 },
     });
-    return (JSON.parse(answer) as { status: { token: string } }).status.token;
+    return answer.status.token;
   }
 
   /** Fleet's import of a manager-initiated Cluster: reach the downstream with its kubeconfig, then the agent checks in. */

@@ -241,7 +241,7 @@ async function openFleetManager(kubeconfig: string, namespace: string): Promise<
 
 /** The manager's API server and CA as its kubeconfig names them: the fallback for an agent's bootstrap Secret. */
 async function managerEndpoint(client: KubeClient): Promise<{ server: string; caPem: string }> {
-  const cluster = client.config.getCurrentCluster();
+  const cluster = client.cluster;
   const caPem = cluster?.caData ? Buffer.from(cluster.caData, 'base64').toString('utf8') : cluster?.caFile ? await readFile(cluster.caFile, 'utf8') : '';
   return { server: cluster?.server ?? '', caPem };
 }

@@ -385,7 +385,7 @@ export async function importToRancher(request: ImportToRancherRequest): Promise<
           throw new ExternalError(`The cluster of ${kubeconfig} cannot be reached: ${messageOf(error)}`, { cause: error, hint: 'Check the kubeconfig and that the cluster is up.' });
         }
         if (!kubeSystem?.metadata.uid) throw new ExternalError(`The cluster of ${kubeconfig} has no kube-system namespace, which identifies a cluster to Rancher`, { hint: 'Import a running Kubernetes cluster.' });
-        const name = dnsLabel(request.name ?? workload.config.getCurrentCluster()?.name ?? 'imported');
+        const name = dnsLabel(request.name ?? workload.cluster?.name ?? 'imported');
         const selector = { [importedClusterLabel]: kubeSystem.metadata.uid };
         const query: RancherClusterQuery = strategy === 'v3' ? { strategy, selector } : { strategy, selector, namespace: defaultV1Namespace };
         const spec: RancherClusterSpec = { query, labels: selector, displayName: name, description: `Cluster imported to Rancher by provisioner from ${workload.server}`, v1Name: name };
