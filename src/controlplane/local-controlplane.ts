@@ -17,7 +17,7 @@ import { access, mkdir, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { EnvironmentError, InfrastructureError, InternalError, messageOf } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
-import { KubeClient, preloadKubeClient } from '../kube/client.js';
+import { KubeClient } from '../kube/client.js';
 import { ensureControlPlanePki, writeKubeconfig, type ControlPlanePki } from '../pki/index.js';
 import { renderArgs, type ArgMap } from '../process/args.js';
 import { ProcessError } from '../process/errors.js';
@@ -192,8 +192,6 @@ export class LocalControlPlane {
     // Parsing the providers' manifests (about 4 MB of YAML) overlaps the etcd and API server boot.
     const componentsLoading = Promise.all(this.options.providers.map((p) => loadComponents(p.provider, p.namespace, p.componentsFile)));
     componentsLoading.catch(() => {}); // awaited below; a failure surfaces there
-    // So does the client library's import (0.6 s of CPU), which the API server's client needs first.
-    preloadKubeClient();
     const stale = await stopStaleInStopOrder(layout.stateDir, { events });
     if (stale.length > 0) log(events, 'warn', `Stopped ${stale.length} process(es) left running by an earlier command: ${stale.map((e) => e.name).join(', ')}`);
 

@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse, stringify } from 'yaml';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { KubeApiError, KubeClient, type KubeObject, type WatchPhase } from './client.js';
 import { answerStatus, servesThings, TestApiServer } from '../../test/support/test-api-server.js';
 import { sleep } from '../concurrency.js';
@@ -121,33 +121,83 @@ describe('KubeClient against a local https server', () => {
   });
 
   describe('kubeconfig', () => {
+    let dir: string;
+    let written: Kubeconfig;
+    const pem = (base64: string) => Buffer.from(base64, 'base64').toString('utf8');
+
+    beforeAll(async () => {
+      written = parse(await readFile(server.kubeconfig, 'utf8')) as Kubeconfig;
+    });
+    beforeEach(async () => {
+      dir = await mkdtemp(path.join(tmpdir(), 'kubeconfig-variant-'));
+    });
+    afterEach(async () => {
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    /** The test server's kubeconfig with its cluster and user entries replaced, written to dir/kubeconfig; a client of it and what the server saw. */
+    async function clientOf(cluster: Record<string, unknown>, user: Record<string, unknown>): Promise<{ client: KubeClient; authorization: () => string | undefined }> {
+      const variant = {
+        ...written,
+        clusters: [{ name: written.clusters[0]!.name, cluster: { server: written.clusters[0]!.cluster.server, ...cluster } }],
+        users: [{ name: written.users[0]!.name, user }],
+      };
+      await writeFile(path.join(dir, 'kubeconfig'), stringify(variant), { mode: 0o600 });
+      let authorization: string | undefined;
+      server.handler = (request, response) => {
+        authorization = request.headers.authorization;
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{"gitVersion":"v1.35.0"}');
+      };
+      return { client: KubeClient.fromFile(path.join(dir, 'kubeconfig')), authorization: () => authorization };
+    }
+
+    /** The test server's CA, client certificate and key as PEM files under dir/pki. */
+    async function writePki(): Promise<void> {
+      await mkdir(path.join(dir, 'pki'));
+      await writeFile(path.join(dir, 'pki', 'ca.crt'), pem(written.clusters[0]!.cluster['certificate-authority-data']!));
+      await writeFile(path.join(dir, 'pki', 'admin.crt'), pem(written.users[0]!.user['client-certificate-data']!));
+      await writeFile(path.join(dir, 'pki', 'admin.key'), pem(written.users[0]!.user['client-key-data']!), { mode: 0o600 });
+    }
+
     it('reaches the server with certificates the kubeconfig names by paths relative to its own directory', async () => {
-      const written = parse(await readFile(server.kubeconfig, 'utf8')) as Kubeconfig;
-      const dir = await mkdtemp(path.join(tmpdir(), 'kubeconfig-relative-'));
+      await writePki();
+      const { client } = await clientOf({ 'certificate-authority': 'pki/ca.crt' }, { 'client-certificate': 'pki/admin.crt', 'client-key': 'pki/admin.key' });
       try {
-        const pem = (base64: string) => Buffer.from(base64, 'base64').toString('utf8');
-        const { cluster } = written.clusters[0]!;
-        const { user } = written.users[0]!;
-        await mkdir(path.join(dir, 'pki'));
-        await writeFile(path.join(dir, 'pki', 'ca.crt'), pem(cluster['certificate-authority-data']!));
-        await writeFile(path.join(dir, 'pki', 'admin.crt'), pem(user['client-certificate-data']!));
-        await writeFile(path.join(dir, 'pki', 'admin.key'), pem(user['client-key-data']!), { mode: 0o600 });
-        const relative = {
-          ...written,
-          clusters: [{ ...written.clusters[0]!, cluster: { server: cluster.server, 'certificate-authority': 'pki/ca.crt' } }],
-          users: [{ ...written.users[0]!, user: { 'client-certificate': 'pki/admin.crt', 'client-key': 'pki/admin.key' } }],
-        };
-        await writeFile(path.join(dir, 'kubeconfig'), stringify(relative), { mode: 0o600 });
-        server.handler = (_request, response) => void response.writeHead(200, { 'content-type': 'application/json' }).end('{"gitVersion":"v1.35.0"}');
-        const client = KubeClient.fromFile(path.join(dir, 'kubeconfig'));
-        try {
-          expect(client.cluster).toEqual({ name: written.clusters[0]!.name, server: cluster.server, caFile: path.join(dir, 'pki', 'ca.crt') });
-          expect(await client.raw('/version')).toBe('{"gitVersion":"v1.35.0"}');
-        } finally {
-          client.close();
-        }
+        expect(client.cluster).toEqual({ name: written.clusters[0]!.name, server: written.clusters[0]!.cluster.server, caFile: path.join(dir, 'pki', 'ca.crt') });
+        expect(await client.raw('/version')).toBe('{"gitVersion":"v1.35.0"}');
       } finally {
-        await rm(dir, { recursive: true, force: true });
+        client.close();
+      }
+    });
+
+    it("sends a token file's token, without its trailing newline, beside the certificates", async () => {
+      await writeFile(path.join(dir, 'token'), 's3cret\n', { mode: 0o600 });
+      const { user } = written.users[0]!;
+      const { client, authorization } = await clientOf({ 'certificate-authority-data': written.clusters[0]!.cluster['certificate-authority-data'] }, { ...user, 'token-file': 'token' });
+      try {
+        await client.raw('/version');
+        expect(authorization()).toBe('Bearer s3cret');
+      } finally {
+        client.close();
+      }
+    });
+
+    it("takes an exec plugin's credential (token and client certificate) through the client library", async () => {
+      const { user } = written.users[0]!;
+      const credential = {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        kind: 'ExecCredential',
+        status: { token: 'from-exec', clientCertificateData: pem(user['client-certificate-data']!), clientKeyData: pem(user['client-key-data']!) },
+      };
+      await writeFile(path.join(dir, 'credential.json'), JSON.stringify(credential), { mode: 0o600 });
+      await writeFile(path.join(dir, 'plugin.sh'), `#!/bin/sh\ncat "${path.join(dir, 'credential.json')}"\n`, { mode: 0o700 });
+      const exec = { apiVersion: 'client.authentication.k8s.io/v1', command: path.join(dir, 'plugin.sh'), interactiveMode: 'Never' };
+      const { client, authorization } = await clientOf({ 'certificate-authority-data': written.clusters[0]!.cluster['certificate-authority-data'] }, { exec });
+      try {
+        expect(await client.raw('/version')).toBe('{"gitVersion":"v1.35.0"}');
+        expect(authorization()).toBe('Bearer from-exec');
+      } finally {
+        client.close();
       }
     });
 

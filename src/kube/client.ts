@@ -4,19 +4,21 @@
  * client library can be swapped or upgraded in one place.
  */
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import https from 'node:https';
 import path from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { sleep, withRetry, type RetryPolicy } from '../concurrency.js';
 import { ExternalError } from '../errors.js';
-import { currentCluster, type KubeconfigCluster } from './kubeconfig-file.js';
+import { currentCluster, staticCredentials, type KubeconfigCluster, type StaticCredentials } from './kubeconfig-file.js';
 
 /**
- * The client library, imported when a client first needs its credentials: the import evaluates
- * the library's generated API client, which we never call, and took 0.65 s of the 0.9 s a
- * command needed to start (docs/benchmarks.md, "startup"). Which cluster a kubeconfig names
- * is read without it (kubeconfig-file.ts).
+ * The client library, imported only for a kubeconfig whose user runs a plugin (exec,
+ * auth-provider) or names what `staticCredentials` does not read: the import evaluates the
+ * library's generated API client, which we never call, and took 0.65 s of the 0.9 s a command
+ * needed to start and 1 s of CPU (docs/benchmarks.md, "startup"). Which cluster a kubeconfig
+ * names, and certificates and tokens, are read without it (kubeconfig-file.ts).
  */
 let clientLibrary: Promise<typeof import('@kubernetes/client-node')> | undefined;
 
@@ -24,14 +26,6 @@ function loadClientLibrary(): Promise<typeof import('@kubernetes/client-node')> 
   return (clientLibrary ??= import('@kubernetes/client-node'));
 }
 
-/**
- * Starts the client library's import without waiting for it, for a caller that knows a client
- * comes later and has a wait to spend meanwhile (the local control plane, while etcd and
- * kube-apiserver start). A failed import is reported by the client that needs it.
- */
-export function preloadKubeClient(): void {
-  loadClientLibrary().catch(() => undefined);
-}
 
 /** How long the server keeps a watch open before the caller re-lists and watches again. */
 const watchTimeoutSeconds = 300;
@@ -228,6 +222,30 @@ export function apiRequestsMade(): number {
   return requestsMade;
 }
 
+/** A file's bytes, or base64 data decoded; undefined when neither is given (the library's order: the file first). */
+async function fileOrData(file: string | undefined, data: string | undefined): Promise<Buffer | undefined> {
+  if (file !== undefined) return readFile(file);
+  return data === undefined ? undefined : Buffer.from(data, 'base64');
+}
+
+/** What the client library's applyToHTTPSOptions sets for the same user and cluster, less its per-request agent (ours pools). */
+async function applyStaticCredentials(options: https.RequestOptions, credentials: StaticCredentials): Promise<void> {
+  const [ca, cert, key, tokenFile] = await Promise.all([
+    fileOrData(credentials.caFile, credentials.caData),
+    fileOrData(credentials.certFile, credentials.certData),
+    fileOrData(credentials.keyFile, credentials.keyData),
+    credentials.tokenFile === undefined ? undefined : readFile(credentials.tokenFile, 'utf8'),
+  ]);
+  if (ca) options.ca = ca;
+  if (cert) options.cert = cert;
+  if (key) options.key = key;
+  if (credentials.insecure) options.rejectUnauthorized = false;
+  if (credentials.serverName !== undefined) options.servername = credentials.serverName;
+  // A token file's trailing newline is no part of the token (client-go trims it too).
+  const token = credentials.token ?? tokenFile?.trim();
+  if (token !== undefined) options.headers = { ...options.headers, authorization: `Bearer ${token}` };
+}
+
 /**
  * A cluster client. Requests go over Node's https with the kubeconfig's credentials,
  * as raw JSON: the client library's typed models drop fields they do not know (such
@@ -236,18 +254,22 @@ export function apiRequestsMade(): number {
 export class KubeClient {
   private readonly agent = new https.Agent({ keepAlive: true, maxSockets: 32 });
   private readonly discovery = new Map<string, Promise<ApiResource[]>>();
-  /** The library's view of the kubeconfig, for the credentials: loaded by the first request. */
-  private credentials: Promise<KubeConfig> | undefined;
   /** The current context's cluster; undefined when the kubeconfig names none (a request then fails with NoCluster). */
   readonly cluster: KubeconfigCluster | undefined;
+  /** The user's certificates or token, read without the library; undefined when it needs the library. */
+  private readonly staticCredentials: StaticCredentials | undefined;
+  /** The library's view of the kubeconfig, for credentials only it reads: loaded by the first request. */
+  private libraryCredentials: Promise<KubeConfig> | undefined;
 
   /** `dir`: the kubeconfig file's directory, against which its relative paths resolve; undefined for text. */
   private constructor(
     private readonly kubeconfig: string,
     private readonly dir: string | undefined,
   ) {
-    const cluster = currentCluster(parse(kubeconfig), dir);
+    const document: unknown = parse(kubeconfig);
+    const cluster = currentCluster(document, dir);
     this.cluster = 'path' in cluster ? undefined : cluster;
+    this.staticCredentials = staticCredentials(document, dir);
   }
 
   static fromFile(kubeconfigPath: string): KubeClient {
@@ -263,15 +285,17 @@ export class KubeClient {
     return this.cluster?.server ?? '';
   }
 
-  /** Sets `options`' TLS material and headers from the kubeconfig's user (certificates, token, exec plugin), as the client library does. */
+  /** Sets `options`' TLS material and headers from the kubeconfig's user (certificates, token, a plugin's credential), as the client library does. */
   private async authorize(options: https.RequestOptions): Promise<void> {
-    this.credentials ??= loadClientLibrary().then((k8s) => {
+    const credentials = this.staticCredentials;
+    if (credentials) return applyStaticCredentials(options, credentials);
+    this.libraryCredentials ??= loadClientLibrary().then((k8s) => {
       const config = new k8s.KubeConfig();
       config.loadFromString(this.kubeconfig);
       if (this.dir !== undefined) config.makePathsAbsolute(this.dir);
       return config;
     });
-    await (await this.credentials).applyToHTTPSOptions(options);
+    await (await this.libraryCredentials).applyToHTTPSOptions(options);
   }
 
   /** Closes idle keep-alive connections, so the process can exit. */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, ExitCode, UsageError, exitCodeOf } from '../errors.js';
-import { checkKubeconfigFile } from './kubeconfig-file.js';
+import { checkKubeconfigFile, currentCluster, staticCredentials } from './kubeconfig-file.js';
 
 const valid = `apiVersion: v1
 kind: Config
@@ -70,5 +70,48 @@ describe('checkKubeconfigFile', () => {
     const error = await checkKubeconfigFile(file, '--to-kubeconfig').then(() => undefined, (e: unknown) => e);
     expect(error).toBeInstanceOf(UsageError);
     expect((error as UsageError).message).toBe(`${file} (given by --to-kubeconfig) does not exist`);
+  });
+});
+
+describe('currentCluster and staticCredentials', () => {
+  const kubeconfig = (cluster: Record<string, unknown>, user: Record<string, unknown>) => ({
+    'current-context': 'admin@mgmt',
+    contexts: [{ name: 'admin@mgmt', context: { cluster: 'mgmt', user: 'admin' } }],
+    clusters: [{ name: 'other', cluster: { server: 'https://198.18.0.9:6443' } }, { name: 'mgmt', cluster: { server: 'https://127.0.0.1:6443', ...cluster } }],
+    users: [{ name: 'nobody', user: { token: 'not-this-one' } }, { name: 'admin', user }],
+  });
+
+  it("reads the current context's cluster, its CA file resolved against the kubeconfig's directory", () => {
+    expect(currentCluster(kubeconfig({ 'certificate-authority': 'pki/ca.crt' }, {}), '/etc/kube')).toEqual({ name: 'mgmt', server: 'https://127.0.0.1:6443', caFile: '/etc/kube/pki/ca.crt' });
+    expect(currentCluster(kubeconfig({ 'certificate-authority-data': 'Q0E=' }, {}))).toEqual({ name: 'mgmt', server: 'https://127.0.0.1:6443', caData: 'Q0E=' });
+    expect(currentCluster({ ...kubeconfig({}, {}), 'current-context': 'gone' })).toEqual({ path: 'contexts', message: 'no context named "gone" with a cluster' });
+  });
+
+  it("reads certificates and tokens of the current context's user, files resolved against the kubeconfig's directory", () => {
+    const embedded = kubeconfig({ 'certificate-authority-data': 'Q0E=', 'insecure-skip-tls-verify': false }, { 'client-certificate-data': 'Q0VSVA==', 'client-key-data': 'S0VZ' });
+    expect(staticCredentials(embedded)).toEqual({ caData: 'Q0E=', certData: 'Q0VSVA==', keyData: 'S0VZ' });
+    const files = kubeconfig(
+      { 'certificate-authority': 'ca.crt', 'tls-server-name': 'kubernetes', 'insecure-skip-tls-verify': true, extensions: [{ name: 'cluster_info', extension: { provider: 'minikube.sigs.k8s.io' } }] },
+      { 'client-certificate': '/abs/admin.crt', 'client-key': 'admin.key', 'token-file': 'token' },
+    );
+    expect(staticCredentials(files, '/home/u/.kube')).toEqual({
+      caFile: '/home/u/.kube/ca.crt',
+      serverName: 'kubernetes',
+      insecure: true,
+      certFile: '/abs/admin.crt',
+      keyFile: '/home/u/.kube/admin.key',
+      tokenFile: '/home/u/.kube/token',
+    });
+    expect(staticCredentials(kubeconfig({}, { token: 'abc' }))).toEqual({ token: 'abc' });
+  });
+
+  it('leaves to the client library a user that runs a plugin or names anything else, and a context without a user', () => {
+    expect(staticCredentials(kubeconfig({}, { exec: { apiVersion: 'client.authentication.k8s.io/v1', command: 'aws' } }))).toBeUndefined();
+    expect(staticCredentials(kubeconfig({}, { 'auth-provider': { name: 'oidc', config: {} } }))).toBeUndefined();
+    expect(staticCredentials(kubeconfig({}, { username: 'admin', password: 'secret' }))).toBeUndefined();
+    expect(staticCredentials(kubeconfig({}, { token: 'abc', as: 'someone' }))).toBeUndefined();
+    expect(staticCredentials(kubeconfig({ 'proxy-url': 'http://proxy:3128' }, { token: 'abc' }))).toBeUndefined();
+    expect(staticCredentials({ ...kubeconfig({}, {}), users: [] })).toBeUndefined();
+    expect(staticCredentials('not a kubeconfig')).toBeUndefined();
   });
 });

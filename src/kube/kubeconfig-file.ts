@@ -68,6 +68,73 @@ export function currentCluster(document: unknown, dir?: string): KubeconfigClust
 }
 
 /**
+ * A kubeconfig user's credentials that need no plugin, and the cluster's TLS settings: files
+ * are paths (relative ones resolved against the kubeconfig's directory), data is base64 as in
+ * the file. Read at each request, as the client library reads them, so a rotated file counts.
+ */
+export interface StaticCredentials {
+  caFile?: string;
+  caData?: string;
+  certFile?: string;
+  certData?: string;
+  keyFile?: string;
+  keyData?: string;
+  token?: string;
+  tokenFile?: string;
+  /** insecure-skip-tls-verify. */
+  insecure?: boolean;
+  /** tls-server-name: the name the serving certificate is checked against instead of the server's host. */
+  serverName?: string;
+}
+
+/** The user and cluster fields `staticCredentials` reads; a kubeconfig using any other (exec, auth-provider, username, as, proxy-url...) needs the client library. */
+const staticUserFields: Readonly<Record<string, keyof StaticCredentials>> = {
+  'client-certificate': 'certFile',
+  'client-certificate-data': 'certData',
+  'client-key': 'keyFile',
+  'client-key-data': 'keyData',
+  token: 'token',
+  'token-file': 'tokenFile',
+};
+const staticClusterFields: Readonly<Record<string, keyof StaticCredentials>> = {
+  'certificate-authority': 'caFile',
+  'certificate-authority-data': 'caData',
+  'tls-server-name': 'serverName',
+};
+const fileFields: ReadonlySet<keyof StaticCredentials> = new Set(['caFile', 'certFile', 'keyFile', 'tokenFile']);
+
+/**
+ * The current context's credentials when they are certificates, a token or a token file (what
+ * this tool writes, and what kind, k3s and Cluster API write); undefined when the user runs a
+ * plugin or names anything else, which the client library handles.
+ */
+export function staticCredentials(document: unknown, dir?: string): StaticCredentials | undefined {
+  if (typeof document !== 'object' || document === null) return undefined;
+  const config = document as Record<string, unknown>;
+  const context = entries(config['contexts']).find((c) => c.name === config['current-context'])?.['context'] as Record<string, unknown> | undefined;
+  const user = entries(config['users']).find((u) => u.name === context?.['user'])?.['user'];
+  const cluster = entries(config['clusters']).find((c) => c.name === context?.['cluster'])?.['cluster'];
+  if (typeof user !== 'object' || user === null || typeof cluster !== 'object' || cluster === null) return undefined;
+  const credentials: StaticCredentials = {};
+  const copy = (fields: Readonly<Record<string, keyof StaticCredentials>>, from: Record<string, unknown>, ignored: readonly string[]): boolean => {
+    for (const [field, value] of Object.entries(from)) {
+      if (ignored.includes(field) || value === undefined || value === null || value === '') continue;
+      const key = fields[field];
+      if (key === undefined || typeof value !== 'string') return false;
+      (credentials as Record<string, string>)[key] = fileFields.has(key) && dir !== undefined ? path.resolve(dir, value) : value;
+    }
+    return true;
+  };
+  const clusterFields = cluster as Record<string, unknown>;
+  // extensions carry tools' notes (minikube's provenance), no credentials: the library ignores them too.
+  if (!copy(staticUserFields, user as Record<string, unknown>, ['extensions']) || !copy(staticClusterFields, clusterFields, ['server', 'insecure-skip-tls-verify', 'extensions'])) return undefined;
+  const insecure = clusterFields['insecure-skip-tls-verify'];
+  if (insecure !== undefined && typeof insecure !== 'boolean') return undefined;
+  if (insecure === true) credentials.insecure = true;
+  return credentials;
+}
+
+/**
  * Checks that `file` is a kubeconfig whose current context names a cluster with a server
  * (what a client needs), without connecting. Throws a UsageError when it does not exist,
  * a ConfigError otherwise.
