@@ -9,8 +9,9 @@ import { isIP } from 'node:net';
 import { controlPlaneStatus, forwarderName, readListenRecord } from '../controlplane/local-controlplane.js';
 import { hostPort } from '../controlplane/listen-address.js';
 import { InfrastructureError } from '../errors.js';
-import { polling, until, type Observation } from '../progress/until.js';
+import { until, type Observation } from '../progress/until.js';
 import type { KubeClient, KubeObject } from '../kube/client.js';
+import { snapshotObjects, watching, type Snapshot } from '../wait/waiter.js';
 
 export const agentApiVersion = 'agent.provisioner.dev/v1alpha1';
 /** Where RegistrationTokens live and the server's CA is published (the manager's --registration-namespace default). */
@@ -25,7 +26,6 @@ export const cancelAnnotation = 'agent.provisioner.dev/cancel';
 const defaultRegistrationTtl = '1h';
 /** How long to wait for the manager to issue a token while its phase does not change. */
 const tokenIssueTimeoutMs = 60_000;
-const pollIntervalMs = 250;
 
 interface RegistrationToken extends KubeObject {
   spec?: { ttl?: string };
@@ -74,15 +74,16 @@ export async function issueRegistrationCommand(client: KubeClient, request: { di
     metadata: { name: tokenName, namespace: registrationNamespace },
     spec: { ttl: request.ttl ?? defaultRegistrationTtl },
   });
-  const ref = { apiVersion: agentApiVersion, kind: 'RegistrationToken', metadata: { name: tokenName, namespace: registrationNamespace } };
+  const tokens = { apiVersion: agentApiVersion, kind: 'RegistrationToken', namespace: registrationNamespace };
   // Empty strings until the manager has issued the token (its phase Ready with a Secret and an expiry).
-  const look = async (): Promise<Observation<{ phase: string; secretName: string; expiresAt: string }>> => {
-    const status = (await client.get<RegistrationToken>(ref))?.status;
+  // Watched, not polled: the command prints the moment the manager's status lands.
+  const judge = (snapshot: Snapshot): Observation<{ phase: string; secretName: string; expiresAt: string }> => {
+    const status = snapshotObjects<RegistrationToken>(snapshot, tokens).find((t) => t.metadata.name === tokenName)?.status;
     const seen = { phase: status?.phase ?? 'none', secretName: status?.secretName ?? '', expiresAt: status?.expiresAt ?? '' };
     const issued = seen.phase === 'Ready' && seen.secretName !== '' && seen.expiresAt !== '';
     return { state: issued ? 'done' : 'waiting', value: seen, progress: `phase ${seen.phase}` };
   };
-  const status = await until(polling(look, pollIntervalMs), {
+  const status = await until(watching(client, [tokens], judge), {
     what: `RegistrationToken ${registrationNamespace}/${tokenName} to be issued`,
     noProgressTimeoutMs: tokenIssueTimeoutMs,
     signal: request.signal,
