@@ -26,7 +26,6 @@ function loadClientLibrary(): Promise<typeof import('@kubernetes/client-node')> 
   return (clientLibrary ??= import('@kubernetes/client-node'));
 }
 
-
 /** How long the server keeps a watch open before the caller re-lists and watches again. */
 const watchTimeoutSeconds = 300;
 
