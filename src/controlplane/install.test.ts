@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { applyAll, loadComponents, namesAcceptedNotEstablished, storageWarmer, waitForEstablished } from './install.js';
+import { applyAll, loadComponents, namesAcceptedNotEstablished } from './install.js';
 
 const thing: KubeObject = { apiVersion: 'example.com/v1', kind: 'Thing', metadata: { name: 'a', namespace: 'ns' } };
 const patchPath = 'PATCH /apis/example.com/v1/namespaces/ns/things/a';
@@ -110,54 +110,5 @@ describe('namesAcceptedNotEstablished', () => {
     ];
     const asked = ['stalled.example.dev', 'done.example.dev', 'unnamed.example.dev', 'no-status.example.dev', 'absent.example.dev'];
     expect(namesAcceptedNotEstablished(crds, asked)).toEqual(['stalled.example.dev']);
-  });
-});
-
-describe('waitForEstablished with the storage warmer', () => {
-  let server: TestApiServer;
-  beforeAll(async () => {
-    server = await TestApiServer.start();
-  });
-  afterAll(async () => {
-    await server.close();
-  });
-
-  const crd = (plural: string, established: boolean): KubeObject => ({
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${plural}.example.dev`, resourceVersion: established ? '6' : '5' },
-    spec: { group: 'example.dev', names: { plural }, versions: [{ name: 'v1beta1', storage: false }, { name: 'v1', storage: true }] },
-    status: { conditions: [{ type: 'Established', status: established ? 'True' : 'False' }] },
-  } as KubeObject);
-
-  it('lists each CRD once, in its storage version, as it becomes Established', async () => {
-    const names = ['firsts.example.dev', 'seconds.example.dev'];
-    const established: string[][] = [];
-    server.handler = (request, response) => {
-      const url = new URL(request.url ?? '/', 'https://x');
-      if (url.pathname === '/apis/apiextensions.k8s.io/v1') {
-        return void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ resources: [{ name: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false }] }));
-      }
-      if (url.pathname === '/apis/apiextensions.k8s.io/v1/customresourcedefinitions' && url.searchParams.get('watch') === 'true') {
-        // The second CRD becomes Established after the list.
-        response.writeHead(200, { 'content-type': 'application/json' });
-        return void setTimeout(() => response.end(`${JSON.stringify({ type: 'MODIFIED', object: crd('seconds', true) })}\n`), 100);
-      }
-      if (url.pathname === '/apis/apiextensions.k8s.io/v1/customresourcedefinitions') {
-        return void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ metadata: { resourceVersion: '5' }, items: [crd('firsts', true), crd('seconds', false)] }));
-      }
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{"items":[]}');
-    };
-    const warm = storageWarmer(server.client, [crd('firsts', false), crd('seconds', false)]);
-    await waitForEstablished(server.client, names, 10_000, undefined, (newly) => {
-      established.push([...newly]);
-      warm(newly);
-    });
-    expect(established).toEqual([['firsts.example.dev'], ['seconds.example.dev']]);
-    await expect.poll(() => server.seen.filter((s) => s.startsWith('GET /apis/example.dev/'))).toEqual(['GET /apis/example.dev/v1/firsts', 'GET /apis/example.dev/v1/seconds']);
-    // Each once, though the warmer is told again.
-    warm(names);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(server.seen.filter((s) => s.startsWith('GET /apis/example.dev/'))).toHaveLength(2);
   });
 });

@@ -105,40 +105,14 @@ export async function installCrds(
   const early = components.flatMap((c) => c.objects.filter((o) => !isLate(o) && o.kind !== 'ClusterRole').map((o) => lightenCrd(rewriteWebhooks(o, endpoints, caPem))));
   const namespaces = early.filter((o) => o.kind === 'Namespace');
   const rest = early.filter((o) => o.kind !== 'Namespace');
-  const crds = rest.filter((o) => o.kind === 'CustomResourceDefinition');
-  const crdNames = crds.map((o) => o.metadata.name);
+  const crdNames = rest.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name);
   const stalled = namesAcceptedNotEstablished(await client.list<KubeObject & CrdStatus>('apiextensions.k8s.io/v1', 'CustomResourceDefinition'), crdNames);
   await applyAll(client, namespaces, options.signal);
   await applyAll(client, rest, options.signal);
   await requeueForEstablishing(client, stalled, options.signal);
-  const warm = storageWarmer(client, crds);
-  await waitForEstablished(client, crdNames, options.noProgressTimeoutMs ?? crdNoProgressTimeoutMs, options.signal, warm);
+  await waitForEstablished(client, crdNames, options.noProgressTimeoutMs ?? crdNoProgressTimeoutMs, options.signal);
   client.resetDiscovery();
   return crdNames;
-}
-
-/**
- * A callback for the CRDs just Established that lists each once (limit 1), not waiting for the
- * answers. The API server builds a CRD's storage (schema, validators, CEL rules, the watch cache's
- * first list) at the first request for it, one CRD at a time under one lock (apiextensions-apiserver,
- * customresource_handler.go `getOrCreateServingInfoFor`); started here, those builds overlap the
- * wait for the other CRDs and the controllers' start, instead of coming after them, when the
- * controllers' informers and preflight's lists all queue for that lock. An answer is not needed:
- * a failed list only leaves the build to the next request, as before.
- */
-export function storageWarmer(client: KubeClient, crds: readonly KubeObject[]): (established: readonly string[]) => void {
-  const listPaths = new Map(crds.flatMap((crd) => {
-    const spec = crd['spec'] as { group?: string; names?: { plural?: string }; versions?: { name: string; storage?: boolean }[] } | undefined;
-    const version = spec?.versions?.find((v) => v.storage)?.name;
-    return spec?.group && spec.names?.plural && version ? [[crd.metadata.name, `/apis/${spec.group}/${version}/${spec.names.plural}?limit=1`] as const] : [];
-  }));
-  return (established) => {
-    for (const name of established) {
-      const listPath = listPaths.get(name);
-      listPaths.delete(name);
-      if (listPath) client.raw(listPath).catch(() => undefined);
-    }
-  };
 }
 
 /** Webhook configurations and the clusterctl Provider inventory; call once every controller serves its webhooks. */
@@ -189,14 +163,7 @@ async function requeueForEstablishing(client: KubeClient, names: readonly string
 export const crdNoProgressTimeoutMs = 180_000;
 
 /** Until every named CRD reports Established=True, on a list-then-watch of CRDs; progress is one more CRD Established. */
-/** `onEstablished`: called with the names newly Established at each change (each name once). Default: nothing. */
-export async function waitForEstablished(
-  client: KubeClient,
-  names: readonly string[],
-  noProgressTimeoutMs: number,
-  signal?: AbortSignal,
-  onEstablished?: (established: readonly string[]) => void,
-): Promise<void> {
+export async function waitForEstablished(client: KubeClient, names: readonly string[], noProgressTimeoutMs: number, signal?: AbortSignal): Promise<void> {
   const crds = { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition' };
   const judge = (snapshot: Snapshot): Observation<string[]> => {
     const seen = snapshot.get(`${crds.apiVersion}/${crds.kind}`);
@@ -206,17 +173,10 @@ export async function waitForEstablished(
     });
     return { state: pending.length === 0 ? 'done' : 'waiting', value: pending, progress: pending.join(',') };
   };
-  const reported = new Set<string>();
   await until(watching(client, [crds], judge), {
     what: 'the CRDs to be Established',
     noProgressTimeoutMs,
     ...(signal ? { signal } : {}),
-    onProgress: ({ value: pending }) => {
-      if (!onEstablished) return;
-      const established = names.filter((name) => !reported.has(name) && !pending.includes(name));
-      for (const name of established) reported.add(name);
-      if (established.length > 0) onEstablished(established);
-    },
     onStall: (last, stalledMs) => {
       const pending = last?.value ?? names;
       return new InfrastructureError(`${pending.length} CRD(s) not Established, with no progress for ${Math.round(stalledMs / 1000)} s: ${pending.slice(0, 5).join(', ')}`, {
