@@ -1,9 +1,10 @@
 /**
- * Kubeconfigs the user names by flag (`--management-kubeconfig`, `--pivot-to`,
- * `--to-kubeconfig`), checked before anything starts: the client library takes a file
- * that is no kubeconfig at all for one with no clusters, which only fails later, far from
- * the flag. A file that cannot serve is a ConfigError naming the flag, the file and the
- * field; a missing one is a UsageError.
+ * Reading kubeconfigs without the client library: the cluster of the current context and,
+ * when they need no plugin, its user's credentials (what `KubeClient` uses); and the check of
+ * a kubeconfig the user names by flag (`--management-kubeconfig`, `--pivot-to`,
+ * `--to-kubeconfig`) before anything starts, since a file that is no kubeconfig at all would
+ * otherwise only fail later, far from the flag. A file that cannot serve is a ConfigError
+ * naming the flag, the file and the field; a missing one is a UsageError.
  */
 import path from 'node:path';
 import { UsageError, type FieldProblem } from '../errors.js';
