@@ -26,6 +26,16 @@ function entries(value: unknown): Named[] {
   return Array.isArray(value) ? value.filter((e): e is Named => typeof e === 'object' && e !== null) : [];
 }
 
+/** The current context's `context` and the `cluster` and `user` it names; each undefined when missing. */
+function currentEntries(config: Record<string, unknown>): { context?: Record<string, unknown>; cluster?: unknown; user?: unknown } {
+  const context = entries(config['contexts']).find((c) => c.name === config['current-context'])?.['context'] as Record<string, unknown> | undefined;
+  return {
+    ...(context ? { context } : {}),
+    cluster: entries(config['clusters']).find((c) => c.name === context?.['cluster'])?.['cluster'],
+    user: entries(config['users']).find((u) => u.name === context?.['user'])?.['user'],
+  };
+}
+
 /** The cluster a kubeconfig's current context names: where a client connects and the CA it trusts. */
 export interface KubeconfigCluster {
   /** The cluster entry's name. */
@@ -52,10 +62,10 @@ export function currentCluster(document: unknown, dir?: string): KubeconfigClust
   const config = document as Record<string, unknown>;
   const current = config['current-context'];
   if (typeof current !== 'string' || current === '') return problem('current-context', 'missing: the kubeconfig names no context to use');
-  const context = entries(config['contexts']).find((c) => c.name === current);
-  const clusterName = (context?.['context'] as { cluster?: unknown } | undefined)?.cluster;
-  if (!context || typeof clusterName !== 'string') return problem('contexts', `no context named "${current}" with a cluster`);
-  const cluster = entries(config['clusters']).find((c) => c.name === clusterName)?.['cluster'] as Record<string, unknown> | undefined;
+  const { context, cluster: entry } = currentEntries(config);
+  const clusterName = context?.['cluster'];
+  if (typeof clusterName !== 'string') return problem('contexts', `no context named "${current}" with a cluster`);
+  const cluster = entry as Record<string, unknown> | undefined;
   const server = cluster?.['server'];
   if (typeof server !== 'string' || server === '') return problem('clusters', `no cluster named "${clusterName}" with a server`);
   const caData = cluster?.['certificate-authority-data'];
@@ -111,10 +121,7 @@ const fileFields: ReadonlySet<keyof StaticCredentials> = new Set(['caFile', 'cer
  */
 export function staticCredentials(document: unknown, dir?: string): StaticCredentials | undefined {
   if (typeof document !== 'object' || document === null) return undefined;
-  const config = document as Record<string, unknown>;
-  const context = entries(config['contexts']).find((c) => c.name === config['current-context'])?.['context'] as Record<string, unknown> | undefined;
-  const user = entries(config['users']).find((u) => u.name === context?.['user'])?.['user'];
-  const cluster = entries(config['clusters']).find((c) => c.name === context?.['cluster'])?.['cluster'];
+  const { user, cluster } = currentEntries(document as Record<string, unknown>);
   if (typeof user !== 'object' || user === null || typeof cluster !== 'object' || cluster === null) return undefined;
   const credentials: StaticCredentials = {};
   const copy = (fields: Readonly<Record<string, keyof StaticCredentials>>, from: Record<string, unknown>, ignored: readonly string[]): boolean => {

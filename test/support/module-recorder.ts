@@ -4,12 +4,11 @@
  * imports (src/cli/startup.test.ts, src/kube/client-library.test.ts). Timings are noise on a
  * shared machine; what is imported is not.
  */
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { promisify } from 'node:util';
+import { execa } from 'execa';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -27,8 +26,8 @@ export async function resolve(specifier, context, nextResolve) {
 export interface RecordedRun {
   stdout: string;
   stderr: string;
-  /** The child's exit code (0 when it succeeded). */
-  code: unknown;
+  /** The child's exit code (0 when it succeeded; undefined when it was killed). */
+  code: number | undefined;
   /** Every module URL the child resolved, in order. */
   urls: string[];
 }
@@ -55,14 +54,12 @@ export class ModuleRecorder {
       `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(path.join(this.dir, 'hooks.mjs')).href)}, { data: { logFile: ${JSON.stringify(logFile)} } });\n`,
     );
     // tsx first, the recorder last: the hook registered last runs first and sees tsx's final answer.
-    const { stdout, stderr, code } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--import', pathToFileURL(register).href, entry, ...args], {
+    const { stdout, stderr, exitCode: code } = await execa(process.execPath, ['--import', 'tsx', '--import', pathToFileURL(register).href, entry, ...args], {
       cwd: repoRoot,
       env: { ...process.env, NO_COLOR: '1' },
       timeout: 60_000,
-    }).then(
-      ({ stdout, stderr }) => ({ stdout, stderr, code: 0 as unknown }),
-      (error: { stdout: string; stderr: string; code?: unknown }) => ({ stdout: error.stdout, stderr: error.stderr, code: error.code }),
-    );
+      reject: false,
+    });
     const urls = (await readFile(logFile, 'utf8')).split('\n').filter(Boolean);
     return { stdout, stderr, code, urls };
   }
