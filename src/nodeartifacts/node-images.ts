@@ -17,11 +17,11 @@
  *  - flannel: flanneld's version, e.g. `v0.28.10` (`flannelImageRef`);
  *  - agnhost (tests only, `ensureAgnhostImage`): the Kubernetes version it is built at.
  *
- * kube-proxy and flannel sit on the `userland` layer (Debian's nft iptables and busybox,
- * scripts/bundle/userland.ts): kube-proxy's iptables mode and flanneld run iptables, and
- * flannel's init containers run `cp`. The others are one binary each.
+ * kube-proxy and flannel have the `userland` layer (Debian's nft iptables and busybox,
+ * scripts/bundle/userland.ts) above their binaries: kube-proxy's iptables mode and flanneld
+ * run iptables, and flannel's init containers run `cp`. The others are one binary each.
  *
- * The four Kubernetes images are one archive, `kubernetes.tar`: each image's top layer is
+ * The four Kubernetes images are one archive, `kubernetes.tar`: each image's lowest layer is
  * the same one, `kube` at /usr/local/bin/kube with the four component names linked to it
  * (kube runs the component it is called as), so the archive, and a host's download,
  * holds `kube` once. Every other image is an archive of its own, `<name>.tar`.
@@ -35,7 +35,7 @@ import { copyFile, link, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../files.js';
 import { sha256OfFile } from '../files.js';
-import { writeImageArchive, writeImagesArchive, type BaseLayer, type ImageFile, type ImageSpec, type ImageSymlink, type WrittenImage } from './oci-image.js';
+import { writeImageArchive, writeImagesArchive, type UpperLayer, type ImageFile, type ImageSpec, type ImageSymlink, type WrittenImage } from './oci-image.js';
 
 /** kubeadm's imageRepository for every node image. */
 export const imageRepository = 'provisioner.local';
@@ -59,7 +59,7 @@ export const kubeadmCorednsTag = 'v1.14.2';
 export const corednsImageRef = `${imageRepository}/coredns:${corednsImageTag}`;
 /** The flannel version the bundle builds (embedded/modules/flannel/go.mod) and the flannel image's tag. */
 export const flannelImageTag = 'v0.28.10';
-/** `provisioner.local/flannel:v0.28.10`: flanneld at /opt/bin/flanneld (Entrypoint), the CNI plugin at /flannel, on the userland layer. */
+/** `provisioner.local/flannel:v0.28.10`: flanneld at /opt/bin/flanneld (Entrypoint), the CNI plugin at /flannel, the userland layer above them. */
 export const flannelImageRef = `${imageRepository}/flannel:${flannelImageTag}`;
 
 /** The name of the bundle's layer under kube-proxy and flannel (Debian's nft iptables, busybox). */
@@ -71,7 +71,7 @@ interface ImageRecipe {
   files: readonly { binary: string; path: string }[];
   /** Entrypoint. Default: the first file's path. */
   entrypoint?: readonly string[];
-  /** Built on the userland layer. Default: false. */
+  /** With the userland layer above the binaries. Default: false. */
   userland?: boolean;
   /** Symbolic links beside the files (a multi-call binary's names). Default: none. */
   symlinks?: readonly ImageSymlink[];
@@ -96,7 +96,8 @@ const onKube = (name: (typeof kubeImageNames)[number], extra: Pick<ImageRecipe, 
   symlinks: kubeImageNames.map((n) => ({ path: `/usr/local/bin/${n}`, target: 'kube' })),
   entrypoint: [`/usr/local/bin/${name}`],
   archive: kubernetesArchiveName,
-  revision: '3',
+  // 4: the userland layer above `kube` (kube-proxy), not below it.
+  revision: '4',
   ...extra,
 });
 
@@ -111,7 +112,7 @@ const imageRecipes: Record<NodeImageName, ImageRecipe> = {
   // kubeadm's Deployment passes only args (-conf /etc/coredns/Corefile): the Entrypoint is the binary, as upstream's image.
   coredns: { files: [{ binary: 'coredns', path: '/coredns' }], revision: '1' },
   // Upstream's layout: flanneld at /opt/bin/flanneld, the CNI plugin at /flannel (its DaemonSet's init container copies it to the host's /opt/cni/bin).
-  flannel: { files: [{ binary: 'flanneld', path: '/opt/bin/flanneld' }, { binary: 'flannel', path: '/flannel' }], userland: true, revision: '1' },
+  flannel: { files: [{ binary: 'flanneld', path: '/opt/bin/flanneld' }, { binary: 'flannel', path: '/flannel' }], userland: true, revision: '2' },
   agnhost: { files: [{ binary: 'agnhost', path: '/agnhost' }], revision: '1' },
 };
 
@@ -125,7 +126,7 @@ export function nodeImageArchiveName(name: NodeImageName): string {
   return imageRecipes[name].archive ?? name;
 }
 
-/** Whether an image is built on the userland layer (kube-proxy, flannel). */
+/** Whether an image has the userland layer (kube-proxy, flannel). */
 export function nodeImageNeedsUserland(name: NodeImageName): boolean {
   return imageRecipes[name].userland ?? false;
 }
@@ -244,12 +245,12 @@ async function ensureImage(name: NodeImageName, binaries: readonly NodeBinary[],
   const files: ImageFile[] = recipe.files.map((f, i) => ({ sourcePath: binaries[i]!.path, path: f.path }));
   const sha256s: string[] = [];
   for (const b of binaries) sha256s.push(b.sha256 ?? (await sha256OfFile(b.path)));
-  const baseLayers: BaseLayer[] = recipe.userland && userland ? [{ tarPath: userland.path, sha256: userland.sha256, description: userland.description }] : [];
+  const upperLayers: UpperLayer[] = recipe.userland && userland ? [{ tarPath: userland.path, sha256: userland.sha256, description: userland.description }] : [];
   // A single binary at /usr/local/bin without layers keeps the key it always had, so its cached archives stay valid.
-  const plain = recipe.files.length === 1 && recipe.files[0]!.path === `/usr/local/bin/${name}` && baseLayers.length === 0 && recipe.entrypoint === undefined;
+  const plain = recipe.files.length === 1 && recipe.files[0]!.path === `/usr/local/bin/${name}` && upperLayers.length === 0 && recipe.entrypoint === undefined;
   const keyInput = plain
     ? { writerRevision: recipe.revision, binarySha256: sha256s[0], name, refs, os: 'linux', architecture: options.architecture }
-    : { writerRevision: recipe.revision, files: files.map((f, i) => ({ path: f.path, sha256: sha256s[i] })), layers: baseLayers.map((l) => [l.sha256, l.description]), entrypoint: recipe.entrypoint, name, refs, os: 'linux', architecture: options.architecture };
+    : { writerRevision: recipe.revision, files: files.map((f, i) => ({ path: f.path, sha256: sha256s[i] })), layers: upperLayers.map((l) => [l.sha256, l.description]), entrypoint: recipe.entrypoint, name, refs, os: 'linux', architecture: options.architecture };
   const key = createHash('sha256').update(JSON.stringify(keyInput)).digest('hex');
   const dir = path.join(options.cacheDir, 'images', key);
   const recordFile = path.join(dir, 'record.json');
@@ -259,7 +260,7 @@ async function ensureImage(name: NodeImageName, binaries: readonly NodeBinary[],
     return { ...record, file, name, archive: name, ref, cached: true };
   }
   await mkdir(dir, { recursive: true });
-  const spec: ImageSpec = { name, files, ...(recipe.entrypoint ? { entrypoint: recipe.entrypoint } : {}), baseLayers, refs, os: 'linux', architecture: options.architecture };
+  const spec: ImageSpec = { name, files, ...(recipe.entrypoint ? { entrypoint: recipe.entrypoint } : {}), upperLayers, refs, os: 'linux', architecture: options.architecture };
   const written = await writeImageArchive(spec, file);
   await writeFileAtomic(recordFile, JSON.stringify({ ...written, file: path.basename(file) } satisfies CacheRecord, null, 2));
   return { ...written, name, archive: name, ref, cached: false };
@@ -273,9 +274,9 @@ async function imageSpecOf(name: NodeImageName, binaries: readonly NodeBinary[],
   const files: ImageFile[] = recipe.files.map((f, i) => ({ sourcePath: binaries[i]!.path, path: f.path }));
   const sha256s: string[] = [];
   for (const b of binaries) sha256s.push(b.sha256 ?? (await sha256OfFile(b.path)));
-  const baseLayers: BaseLayer[] = recipe.userland && userland ? [{ tarPath: userland.path, sha256: userland.sha256, description: userland.description }] : [];
-  const spec: ImageSpec = { name, files, symlinks: recipe.symlinks ?? [], ...(recipe.entrypoint ? { entrypoint: recipe.entrypoint } : {}), baseLayers, refs, os: 'linux', architecture: options.architecture };
-  const key = { writerRevision: recipe.revision, files: files.map((f, i) => ({ path: f.path, sha256: sha256s[i] })), symlinks: spec.symlinks, layers: baseLayers.map((l) => [l.sha256, l.description]), entrypoint: recipe.entrypoint, name, refs, os: 'linux', architecture: options.architecture };
+  const upperLayers: UpperLayer[] = recipe.userland && userland ? [{ tarPath: userland.path, sha256: userland.sha256, description: userland.description }] : [];
+  const spec: ImageSpec = { name, files, symlinks: recipe.symlinks ?? [], ...(recipe.entrypoint ? { entrypoint: recipe.entrypoint } : {}), upperLayers, refs, os: 'linux', architecture: options.architecture };
+  const key = { writerRevision: recipe.revision, files: files.map((f, i) => ({ path: f.path, sha256: sha256s[i] })), symlinks: spec.symlinks, layers: upperLayers.map((l) => [l.sha256, l.description]), entrypoint: recipe.entrypoint, name, refs, os: 'linux', architecture: options.architecture };
   return { spec, key };
 }
 

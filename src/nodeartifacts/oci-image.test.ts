@@ -140,8 +140,8 @@ describe('writeImageArchive', () => {
   });
 });
 
-/** A small base layer tar (what the userland layer is: an uncompressed tar with a symlink). */
-async function fakeBaseLayer(): Promise<NodeLayer> {
+/** A small given layer tar (what the userland layer is: an uncompressed tar with a symlink). */
+async function fakeUserlandLayer(): Promise<NodeLayer> {
   const tree = path.join(dir, 'base-tree');
   await mkdir(path.join(tree, 'usr/sbin'), { recursive: true });
   await writeFile(path.join(tree, 'usr/sbin/xtables-nft-multi'), 'nft');
@@ -166,14 +166,14 @@ async function tarMembers(file: string): Promise<{ path: string; type: string; m
 }
 
 describe('writeImageArchive with layers and several files', () => {
-  it('puts the base layer first and the binaries at their paths last, in the manifest, diff_ids and history, the same bytes every time', async () => {
-    const base = await fakeBaseLayer();
+  it('puts the binaries at their paths lowest and the given layer above them, in the manifest, diff_ids and history, the same bytes every time', async () => {
+    const userland = await fakeUserlandLayer();
     const flanneld = await fakeBinary('flanneld', 'f');
     const cni = await fakeBinary('flannel', 'c');
     const flannelSpec: ImageSpec = {
       name: 'flannel',
       files: [{ sourcePath: flanneld, path: '/opt/bin/flanneld' }, { sourcePath: cni, path: '/flannel' }],
-      baseLayers: [{ tarPath: base.path, sha256: base.sha256, description: base.description }],
+      upperLayers: [{ tarPath: userland.path, sha256: userland.sha256, description: userland.description }],
       refs: ['provisioner.local/flannel:v0.28.10'],
       os: 'linux',
       architecture: 'amd64',
@@ -194,17 +194,17 @@ describe('writeImageArchive with layers and several files', () => {
     };
     expect(manifest.layers).toHaveLength(2);
     const layerTars = await Promise.all(manifest.layers.map(async (l) => gunzipSync(await blob(l.digest))));
-    // diff_ids in layer order: the base tar as given (its sha256 is the diff_id), then the binary layer.
-    expect(config.rootfs.diff_ids).toEqual([`sha256:${base.sha256}`, `sha256:${sha256(layerTars[1]!)}`]);
-    expect(Buffer.compare(layerTars[0]!, await readFile(base.path))).toBe(0);
+    // diff_ids in layer order: the binary layer, then the given tar as it is (its sha256 is the diff_id).
+    expect(config.rootfs.diff_ids).toEqual([`sha256:${sha256(layerTars[0]!)}`, `sha256:${userland.sha256}`]);
+    expect(Buffer.compare(layerTars[1]!, await readFile(userland.path))).toBe(0);
     expect(config.config.Entrypoint).toEqual(['/opt/bin/flanneld']);
     expect(config.config.Env[0]).toMatch(/^PATH=.*\/usr\/sbin/);
-    expect(config.history.map((h) => h.created_by)).toEqual(['provisioner: userland: test', 'provisioner: /opt/bin/flanneld /flannel']);
+    expect(config.history.map((h) => h.created_by)).toEqual(['provisioner: /opt/bin/flanneld /flannel', 'provisioner: userland: test']);
     const docker = JSON.parse((await readArchiveMember(archive, 'manifest.json'))!.toString()) as { Layers: string[] }[];
     expect(docker[0]!.Layers).toEqual(manifest.layers.map((l) => `blobs/sha256/${l.digest.slice(7)}`));
 
     const binaryLayer = path.join(dir, 'binary-layer.tar');
-    await writeFile(binaryLayer, layerTars[1]!);
+    await writeFile(binaryLayer, layerTars[0]!);
     const members = await tarMembers(binaryLayer);
     expect(members.map((m) => [m.path, m.mode.toString(8)])).toEqual([
       ['flannel', '755'],
@@ -216,18 +216,18 @@ describe('writeImageArchive with layers and several files', () => {
     expect(Buffer.compare(members[3]!.content, await readFile(flanneld))).toBe(0);
   });
 
-  it('refuses a base layer whose content is not the sha256 given', async () => {
-    const base = await fakeBaseLayer();
+  it('refuses a given layer whose content is not the sha256 given', async () => {
+    const userland = await fakeUserlandLayer();
     const binary = await fakeBinary('kube-proxy', 'a');
     await expect(
-      writeImageArchive({ ...spec(binary), baseLayers: [{ tarPath: base.path, sha256: '0'.repeat(64), description: 'x' }] }, path.join(dir, 'x.tar')),
+      writeImageArchive({ ...spec(binary), upperLayers: [{ tarPath: userland.path, sha256: '0'.repeat(64), description: 'x' }] }, path.join(dir, 'x.tar')),
     ).rejects.toThrow(/expected 0{64}/);
   });
 });
 
 describe('node images', () => {
-  it('builds kube-proxy and flannel on the userland layer, coredns and agnhost at the root with their binary as Entrypoint', async () => {
-    const userland = await fakeBaseLayer();
+  it('builds kube-proxy and flannel with the userland layer above their binaries, coredns and agnhost at the root with their binary as Entrypoint', async () => {
+    const userland = await fakeUserlandLayer();
     const options = { cacheDir: path.join(dir, 'cache'), architecture: 'amd64' as const };
     const binaries = Object.fromEntries(
       await Promise.all(['kube', 'coredns', 'flanneld', 'flannel'].map(async (n) => [n, { path: await fakeBinary(n, n), version: n === 'kube' ? 'v1.36.3' : n === 'coredns' ? 'v1.14.2' : 'v0.28.10' }] as const)),
@@ -256,7 +256,7 @@ describe('node images', () => {
   });
 
   it('writes the four Kubernetes images into kubernetes.tar over one kube layer, stored once, each run by its own name', async () => {
-    const userland = await fakeBaseLayer();
+    const userland = await fakeUserlandLayer();
     const options = { cacheDir: path.join(dir, 'cache'), architecture: 'amd64' as const, userland };
     const kube = { path: await fakeBinary('kube', 'K'), version: 'v1.36.3' };
     const images = await ensureNodeImages({ kube }, options);
@@ -271,17 +271,19 @@ describe('node images', () => {
     const archive = images[0]!.file;
     const layersOf = await Promise.all(images.map((i) => configOf(archive, i.manifestDigest)));
     expect(layersOf.map((c) => c.entrypoint)).toEqual(images.map((i) => [`/usr/local/bin/${i.name}`]));
-    // The kube layer is the top layer of all four (kube-proxy's sits on userland).
-    const top = new Set(layersOf.map((c) => c.layerDigests.at(-1)));
-    expect(top.size).toBe(1);
-    const topLayer = [...top][0]!;
+    // The kube layer is the lowest layer of all four (kube-proxy has userland above it), so a
+    // host's containerd unpacks it once for all four: one chain, one snapshot.
+    const lowest = new Set(layersOf.map((c) => c.layerDigests[0]));
+    expect(lowest.size).toBe(1);
+    expect(layersOf.map((c) => c.layerDigests.length)).toEqual([1, 1, 1, 2]);
+    const kubeLayer = [...lowest][0]!;
     const layerTar = path.join(dir, 'kube-layer.tar');
-    await writeFile(layerTar, gunzipSync((await readArchiveMember(archive, `blobs/sha256/${topLayer.slice(7)}`))!));
+    await writeFile(layerTar, gunzipSync((await readArchiveMember(archive, `blobs/sha256/${kubeLayer.slice(7)}`))!));
     expect((await tarMembers(layerTar)).map((m) => (m.type === 'SymbolicLink' ? `${m.path} -> ${m.linkpath}` : m.path))).toEqual([
       'usr/', 'usr/local/', 'usr/local/bin/', 'usr/local/bin/kube', 'usr/local/bin/kube-apiserver -> kube', 'usr/local/bin/kube-controller-manager -> kube', 'usr/local/bin/kube-proxy -> kube', 'usr/local/bin/kube-scheduler -> kube',
     ]);
     // The archive holds kube once: its size is one kube layer, the userland layer and small JSON, not four kubes.
-    const kubeLayerSize = (await readArchiveMember(archive, `blobs/sha256/${topLayer.slice(7)}`))!.length;
+    const kubeLayerSize = (await readArchiveMember(archive, `blobs/sha256/${kubeLayer.slice(7)}`))!.length;
     const userlandLayerSize = gzipSync(await readFile(userland.path), { level: 6 }).length;
     expect(images[0]!.size).toBeLessThan(kubeLayerSize + userlandLayerSize + 64 * 1024);
     // Every ref is in the index; again, the whole archive comes from the cache.

@@ -151,6 +151,11 @@ describe('node images in a real containerd', () => {
         expect(row![2]).toBe(image.manifestDigest);
       }
     }
+    // kube is every Kubernetes image's lowest layer, so containerd unpacked it once: one
+    // snapshot of kube's size, where userland under kube-proxy's kube made a second one.
+    const usage = (await ctr('snapshots', 'usage')).stdout;
+    const kubeSized = usage.split('\n').slice(1).filter((line) => snapshotBytes(line) >= kube * 0.9);
+    expect(kubeSized, `snapshots of kube's size (${kube} bytes) in ctr snapshots usage:\n${usage}`).toHaveLength(1);
     // Importing again changes nothing (same digests): the archives are content-addressed.
     await ctr('images', 'import', images[0]!.file);
     expect((await ctr('images', 'ls')).stdout.split('\n').filter(Boolean).length).toBe(listed.split('\n').filter(Boolean).length);
@@ -242,3 +247,11 @@ describe('node images in a real containerd', () => {
     }
   });
 });
+
+/** The size of a row of `ctr snapshots usage` (`KEY  141.7 MiB  9`) in bytes, 0 for the header or a row it cannot read. */
+function snapshotBytes(row: string): number {
+  const match = /\s(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB)\s/.exec(`${row} `);
+  if (!match) return 0;
+  const unit = { B: 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 }[match[2] as 'B' | 'KiB' | 'MiB' | 'GiB'];
+  return Number(match[1]) * unit;
+}
