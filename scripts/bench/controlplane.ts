@@ -284,7 +284,7 @@ function spawnPlain(binary: string, args: string[], cwd: string): ChildProcess {
   const wrapper = defaultPdeathsigWrapper();
   const [command, commandArgs] = wrapper ? [wrapper, ['--pdeathsig', 'KILL', '--', binary, ...args]] : [binary, args];
   // The same Go runtime settings and API server environment as ours (etcd ignores the latter): the floor differs in orchestration only.
-  return spawn(command, commandArgs, { cwd, stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...goRuntimeEnv(), ...apiServerEnv() } });
+  return spawn(command, commandArgs, { cwd, stdio: 'ignore', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...goRuntimeEnv('temporary'), ...apiServerEnv() } });
 }
 
 async function terminate(child: ChildProcess | undefined): Promise<void> {
@@ -582,7 +582,7 @@ export async function run(): Promise<BenchRecord> {
         ...summaries.map((summary) => summary.note),
         ...peers.map((peer) => peer.note),
         `overhead over the floor (etcd spawned -> every CRD Established): ${formatNumber(overhead)} x, target <= ${targetRatio}: ${overhead <= targetRatio ? 'met' : 'MISSED'}.`,
-        'the floor spawns etcd and kube-apiserver (through setpriv --pdeathsig, output dropped) with the flags etcdArgs/apiServerArgs render and the GOGC of goRuntimeEnv, polls /readyz every 50 ms, applies the same namespaces and (description-free) CRDs one by one with server-side apply, then polls until every CRD is Established; it parses the component YAML before its clock starts.',
+        'the floor spawns etcd and kube-apiserver (through setpriv --pdeathsig, output dropped) with the flags etcdArgs/apiServerArgs render and the GOGC goRuntimeEnv gives a temporary control plane, polls /readyz every 50 ms, applies the same namespaces and (description-free) CRDs one by one with server-side apply, then polls until every CRD is Established; it parses the component YAML before its clock starts.',
         'ours probes every 100 ms, writes each process log through a pipe, writes the kubeconfig and parses the component YAML between the API server and the CRDs (the unstaged row), and applies 8 at a time.',
         "openshift figures are its published per-process memory (on macOS): 280 MB API server, 52 MB etcd, 28 MB CAPI core, 35 MB AWS provider (beside capi-manager, which serves core and in-memory providers in the in-memory set, and capa-manager). The other managers have no counterpart there; the budget is for the whole control plane. Go heap in use is go_memstats_heap_inuse_bytes from each process's own /metrics.",
         'each footprint run starts a lasting control plane on a fresh dir (detached processes, as a user gets them: what `create cluster` leaves running on the in-memory platform, and `management start`), the two sets interleaved; each total is the median of the per-run sums.',

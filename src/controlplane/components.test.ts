@@ -141,18 +141,19 @@ describe('forwarderArgs', () => {
 });
 
 describe('goRuntimeEnv', () => {
-  it('gives every child GOGC=25 unless PROVISIONER_CONTROL_PLANE_GOGC names another whole percentage', () => {
-    expect(goRuntimeEnv({})).toEqual({ GOGC: '25' });
-    expect(goRuntimeEnv({ [controlPlaneGoGcEnv]: '' })).toEqual({ GOGC: '25' });
-    expect(goRuntimeEnv({ [controlPlaneGoGcEnv]: ' 100 ' })).toEqual({ GOGC: '100' });
-    expect(goRuntimeEnv({ [controlPlaneGoGcEnv]: '10' })).toEqual({ GOGC: '10' });
+  it('gives every child GOGC=25 when the control plane lasts and 100 when it ends with the command, unless PROVISIONER_CONTROL_PLANE_GOGC names another whole percentage', () => {
+    expect(goRuntimeEnv('lasting', {})).toEqual({ GOGC: '25' });
+    expect(goRuntimeEnv('temporary', {})).toEqual({ GOGC: '100' });
+    expect(goRuntimeEnv('lasting', { [controlPlaneGoGcEnv]: '' })).toEqual({ GOGC: '25' });
+    expect(goRuntimeEnv('lasting', { [controlPlaneGoGcEnv]: ' 100 ' })).toEqual({ GOGC: '100' });
+    expect(goRuntimeEnv('temporary', { [controlPlaneGoGcEnv]: '10' })).toEqual({ GOGC: '10' });
   });
 
   it('refuses a value that is not a percentage from 10 to 1000, naming the variable and the range', () => {
     for (const value of ['off', '9', '1001', '50%', '-1', '1e2']) {
       let error: unknown;
       try {
-        goRuntimeEnv({ [controlPlaneGoGcEnv]: value });
+        goRuntimeEnv('lasting', { [controlPlaneGoGcEnv]: value });
       } catch (thrown) {
         error = thrown;
       }

@@ -198,11 +198,26 @@ export function apiServerEnv(): Record<string, string> {
   return { PROVISIONER_APISERVER_SKIP_OPENAPI_V2: 'true' };
 }
 
-/** Go's garbage-collection target for every child: a new cycle once the heap grows 25 % over the live heap (Go's default: 100 %). */
-const childGoGc = 25;
+/**
+ * Go's garbage-collection target for every child of a control plane that outlives the command
+ * (`management start`, the in-memory platform's): a new cycle once the heap grows 25 % over the
+ * live heap (Go's default: 100 %), for the footprint of what stays running.
+ */
+const lastingGoGc = 25;
+/**
+ * Go's garbage-collection target for every child of a control plane that ends with the command
+ * (`create cluster` on a platform whose machines live elsewhere, `destroy`, `gather`): Go's own
+ * default. Its memory is freed when the command ends; its CPU is taken from the hosts' plans
+ * and the controllers beside it while it runs (docs/benchmarks.md, "A temporary control plane at
+ * Go's default GOGC").
+ */
+const temporaryGoGc = 100;
+
+/** Whether a control plane outlives the command that starts it (a detached one does). */
+export type ControlPlaneLifetime = 'lasting' | 'temporary';
 
 /**
- * The environment variable that replaces childGoGc: Go's GOGC for every control-plane
+ * The environment variable that replaces the GOGC defaults: Go's GOGC for every control-plane
  * process, a whole percentage from 10 to 1000. Larger trades memory for CPU: at Go's 100,
  * kube-apiserver used 11-13 s of CPU in its first minute against 21 s, and held 555 MB
  * against 382 (docs/benchmarks.md, "Settings measured"). The test suite sets 100: on its
@@ -212,20 +227,23 @@ export const controlPlaneGoGcEnv = 'PROVISIONER_CONTROL_PLANE_GOGC';
 
 /**
  * Go runtime settings of every control-plane process (all are Go programs), under the
- * caller's environment. GOGC=25 (default) keeps each heap near its live size:
- * kube-apiserver's resident memory dropped from 555 MB (Go's default) to 468 MB at GOGC=50
- * and 382 MB at 25, for more CPU during the boot (12 s, 16 s, 21 s in its first minute) and
- * none once idle. No GOMEMLIMIT: kube-apiserver's live heap is 230-300 MB, and a limit under
- * it made the collector run without pause (26 s of CPU in 45 idle seconds at 200 MiB).
- * `$PROVISIONER_CONTROL_PLANE_GOGC` replaces the 25. See docs/architecture.md, "Footprint".
+ * caller's environment. A lasting control plane gets GOGC=25, which keeps each heap near its
+ * live size: kube-apiserver's resident memory dropped from 555 MB (Go's default) to 468 MB at
+ * GOGC=50 and 382 MB at 25, for more CPU during the boot (12 s, 16 s, 21 s in its first minute)
+ * and none once idle. A temporary one gets Go's default, 100: on `create cluster` for two hosts
+ * its start took 1.2 s less and the registration commands printed 1.6 s earlier (medians of
+ * three). No GOMEMLIMIT: kube-apiserver's live heap is 230-300 MB, and a limit under it made the
+ * collector run without pause (26 s of CPU in 45 idle seconds at 200 MiB).
+ * `$PROVISIONER_CONTROL_PLANE_GOGC` replaces either. See docs/architecture.md, "Footprint".
  */
-export function goRuntimeEnv(source: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function goRuntimeEnv(lifetime: ControlPlaneLifetime, source: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const fallback = lifetime === 'lasting' ? lastingGoGc : temporaryGoGc;
   const value = source[controlPlaneGoGcEnv]?.trim();
-  if (!value) return { GOGC: String(childGoGc) };
+  if (!value) return { GOGC: String(fallback) };
   const percent = /^\d+$/.test(value) ? Number(value) : NaN;
   if (!(percent >= 10 && percent <= 1000)) {
     throw new UsageError(`${controlPlaneGoGcEnv} is ${JSON.stringify(value)}: not a garbage-collection target`, {
-      hint: `Give a whole percentage from 10 to 1000 (Go's GOGC; ${childGoGc} when unset), or unset it.`,
+      hint: `Give a whole percentage from 10 to 1000 (Go's GOGC; when unset, ${lastingGoGc} for a control plane that outlives the command and ${temporaryGoGc} for one that ends with it), or unset it.`,
     });
   }
   return { GOGC: String(percent) };

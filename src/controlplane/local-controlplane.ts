@@ -80,7 +80,7 @@ export interface LocalControlPlaneOptions {
   /** Extra flags per process name, e.g. `{ 'kube-apiserver': { v: 2 } }`. Default none. */
   argOverrides?: Record<string, ArgMap>;
   /**
-   * The Go runtime settings every child gets (GOGC). Default: `goRuntimeEnv()`, read from the
+   * The Go runtime settings every child gets (GOGC). Default: `goRuntimeEnv` for `detached`'s lifetime, read from the
    * environment once, when the control plane is built, so a bad value is refused before any stage.
    */
   goRuntime?: Record<string, string>;
@@ -138,10 +138,11 @@ export class LocalControlPlane {
   private adminCert: string | undefined;
   private adminKey: string | undefined;
   private readonly startAbort = new AbortController();
-  private readonly goRuntime: Record<string, string>;
+  /** The Go runtime settings every child gets (`options.goRuntime`, else by its lifetime). */
+  readonly goRuntime: Record<string, string>;
 
   constructor(private readonly options: LocalControlPlaneOptions) {
-    this.goRuntime = options.goRuntime ?? goRuntimeEnv();
+    this.goRuntime = options.goRuntime ?? goRuntimeEnv(options.detached ? 'lasting' : 'temporary');
     this.layout = controlPlaneLayout(options.dir);
     this.events = options.events ?? nullSink;
     this.supervisor = new Supervisor({

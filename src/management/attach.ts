@@ -59,7 +59,7 @@ export interface LocalControlPlaneRequest {
 
 export async function prepareLocalControlPlane(request: LocalControlPlaneRequest): Promise<LocalControlPlane> {
   // Read first: a bad PROVISIONER_CONTROL_PLANE_GOGC is refused before any binary is extracted.
-  const goRuntime = goRuntimeEnv();
+  const goRuntime = goRuntimeEnv(request.detached ? 'lasting' : 'temporary');
   const catalog = await loadBinaryCatalog();
   const reconcile = request.reconcile ?? true;
   const planned = planProviders(catalog.components, { controllers: request.controllers, credentials: request.credentials ?? [], sink: request.sink });
