@@ -129,8 +129,9 @@ export const kubeletRunScript = {
   path: '/usr/local/lib/provisioner/kubelet-run.sh',
   content: `#!/bin/sh
 # Written by provisioner: the kubelet as kubeadm's systemd drop-in runs it, once kubeadm wrote its files
-# (the wait stands in for systemd's restart-until-configured).
-until [ -f /var/lib/kubelet/config.yaml ] && [ -f /var/lib/kubelet/kubeadm-flags.env ]; do sleep 1; done
+# (the wait stands in for systemd's restart-until-configured). A tenth of a second, where sleep
+# takes fractions (GNU, busybox), since kubeadm init and join wait for this kubelet.
+until [ -f /var/lib/kubelet/config.yaml ] && [ -f /var/lib/kubelet/kubeadm-flags.env ]; do sleep 0.1 2>/dev/null || sleep 1; done
 KUBELET_KUBEADM_ARGS=
 KUBELET_EXTRA_ARGS=
 . /var/lib/kubelet/kubeadm-flags.env
