@@ -21,6 +21,7 @@ import type { FieldProblem } from '../errors.js';
 import type { Asset, AssetContext } from './asset.js';
 import { parseYamlDocument, readInputText } from '../input-files.js';
 import { sha256 } from './files.js';
+import { exists } from '../files.js';
 import { stateDirName } from '../installdir/paths.js';
 
 export interface LoadedInstallConfig {
@@ -59,6 +60,14 @@ async function loadInstallConfigFile(dir: string, sink: AssetContext['sink']): P
   const text = await readInputText(file, installConfigFile);
   if (text === undefined) throw missingInstallConfig(dir);
   return validatedInstallConfig(text, dir, sink);
+}
+
+/**
+ * Refuses an install directory without its install-config.yaml before a command records
+ * anything there (`create cluster`'s first run): the same error the loader gives, earlier.
+ */
+export async function requireInstallConfigFile(dir: string): Promise<void> {
+  if (!(await exists(path.join(dir, installConfigFileName)))) throw missingInstallConfig(dir);
 }
 
 /** The error for an install directory without its install-config.yaml, with how to write one. */

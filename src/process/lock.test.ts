@@ -4,7 +4,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EnvironmentError } from '../errors.js';
+import { EnvironmentError, UsageError } from '../errors.js';
 import { RecordingSink } from '../../test/support/recording-sink.js';
 import { acquireDirLock, lockFileName, type LockHolder } from './lock.js';
 import { processStartTime } from './proc.js';
@@ -33,6 +33,21 @@ async function liveProcess(): Promise<ChildProcess> {
 }
 
 describe('acquireDirLock', () => {
+  it('refuses an install directory that does not exist, or a file, creating nothing; creates one only when told to', async () => {
+    const missing = join(dir, 'typo', 'install');
+    const error = (await acquireDirLock(missing, { command: 'destroy cluster' }).catch((e: unknown) => e)) as UsageError;
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.message).toBe(`No install directory at ${missing}: destroy cluster needs one`);
+    expect(error.hint).toContain('--dir');
+    expect(existsSync(join(dir, 'typo')), 'the missing directory or its parent').toBe(false);
+    const file = join(dir, 'a-file');
+    await writeFile(file, 'x');
+    await expect(acquireDirLock(file, { command: 'create cluster' })).rejects.toThrow(`${file} is not a directory: create cluster needs an install directory`);
+    const lock = await acquireDirLock(missing, { command: 'management start', createDir: true });
+    expect(await readdir(missing)).toEqual([lockFileName]);
+    await lock.release();
+  });
+
   it('writes the holder and refuses a second acquirer, naming the holder', async () => {
     const lock = await acquireDirLock(dir, { command: 'create cluster' });
     const onDisk = JSON.parse(await readFile(join(dir, lockFileName), 'utf8')) as LockHolder;

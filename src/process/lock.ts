@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import { link, mkdir, open, rename, rm, stat, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
-import { EnvironmentError } from '../errors.js';
+import { EnvironmentError, UsageError } from '../errors.js';
 import { log, nullSink, type EventSink } from '../events.js';
 import { sleep } from '../concurrency.js';
 import { readIfExists } from '../files.js';
@@ -71,16 +71,39 @@ const maxAttempts = 5;
 /** Wait before treating an unreadable lock file as stale. */
 const unreadableGraceMs = 200;
 
+/** What `acquireDirLock` does about a directory that does not exist. */
+export interface InstallDirLockOptions extends AcquireDirLockOptions {
+  /**
+   * Create `dir` when it does not exist: for the commands that start a new install directory
+   * (`management start`). Default false: a missing directory is a UsageError naming it, so a
+   * mistyped `--dir` leaves nothing behind.
+   */
+  createDir?: boolean;
+}
+
 /**
- * Takes `<dir>/.provisioner.lock` (creating `dir` if needed). Throws EnvironmentError naming
- * the holder when another live process holds it.
+ * Takes `<dir>/.provisioner.lock`. Throws UsageError when `dir` does not exist (unless
+ * `createDir`), and EnvironmentError naming the holder when another live process holds it.
  */
-export async function acquireDirLock(dir: string, options: AcquireDirLockOptions): Promise<DirLock> {
+export async function acquireDirLock(dir: string, options: InstallDirLockOptions): Promise<DirLock> {
   const path = join(dir, lockFileName);
-  await mkdir(dir, { recursive: true });
+  if (options.createDir) await mkdir(dir, { recursive: true });
+  else await requireInstallDir(dir, options.command);
   const attempt = await tryLockFile(path, { ...options, guards: dir });
   if ('heldBy' in attempt) throw heldError(dir, path, attempt.heldBy);
   return attempt.lock;
+}
+
+/** Refuses an install directory that does not exist, or a path that is not a directory. */
+async function requireInstallDir(dir: string, command: string): Promise<void> {
+  const info = await stat(dir).catch((error: unknown) => {
+    if (isErrno(error, 'ENOENT')) return undefined;
+    throw error;
+  });
+  if (info?.isDirectory()) return;
+  throw new UsageError(info ? `${dir} is not a directory: ${command} needs an install directory` : `No install directory at ${dir}: ${command} needs one`, {
+    hint: 'Check --dir (the directory `provisioner create install-config --dir <dir>` wrote, or `management start` made); nothing was written.',
+  });
 }
 
 /**

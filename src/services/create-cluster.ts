@@ -38,6 +38,7 @@ import { infrastructureReady, stallError } from '../wait/capi.js';
 import { countMachines, topologyOf, waitHealthy } from '../wait/healthy.js';
 import { waitFor } from '../wait/waiter.js';
 import { applyObjects, dryRunObjects } from '../apply/objects.js';
+import { requireInstallConfigFile } from '../assets/install-config.js';
 import { createManifests } from '../assets/create-manifests.js';
 import { prepareNodeArtifactsFor } from '../nodeartifacts/prepare.js';
 import { attachManagement, checkListenAddress, checkManagementCluster, installControlPlane, type AttachedControlPlane, type InstallManagement } from '../management/attach.js';
@@ -111,6 +112,8 @@ export async function createCluster(request: CreateClusterRequest): Promise<Crea
   try {
     const journal = await Journal.open(dir);
     const resumed = journal.runs > 0;
+    // A first run in a directory without an install config records nothing there: the manifests stage would refuse it anyway.
+    if (!resumed) await requireInstallConfigFile(dir);
     if (!dryRun) {
       const run = await journal.beginRun();
       if (resumed) log(sink, 'info', `Resuming: run ${run} on ${dir}`);

@@ -49,7 +49,8 @@ export async function startManagement(request: ManagementStartRequest): Promise<
   if (request.listenAddress) checkListenAddress(request.listenAddress, { flag: listenAddressFlag });
   const platform = request.platform ?? (await installPlatform(request));
   const controllers = platform ? managementControllers(platform) : undefined;
-  const lock = await acquireDirLock(request.dir, { command: 'management start', events: request.sink });
+  // The one command that may start a new install directory.
+  const lock = await acquireDirLock(request.dir, { command: 'management start', events: request.sink, createDir: true });
   try {
     const layout = controlPlaneLayout(request.dir);
     const status = await controlPlaneStatus(request.dir);

@@ -64,3 +64,24 @@ describe('bad input is a config error', () => {
     expect(await filesUnder(dir)).toEqual(['garbage.kubeconfig', path.join('logs', 'provisioner.log')]);
   });
 });
+
+describe('a mistyped --dir', () => {
+  it('is a usage error (exit 2) naming the directory for every command that needs an install, and creates nothing', async () => {
+    const missing = path.join(dir, 'typo');
+    for (const command of [['create', 'cluster'], ['destroy', 'cluster'], ['destroy', 'bootstrap'], ['wait-for', 'install-complete'], ['management', 'stop']]) {
+      const run = await cli([...command, '--dir', missing], runTimeoutMs);
+      expect(run.exitCode, `${command.join(' ')}: ${run.stderr}`).toBe(ExitCode.usage);
+      expect(run.stderr).toContain(`No install directory at ${missing}: ${command.join(' ')} needs one`);
+      expectNoStackTrace(run.stderr);
+      expect(await readdir(dir), `after ${command.join(' ')}`).toEqual([]);
+    }
+  });
+
+  it('naming a directory without an install config: create cluster is a config error (exit 3) and records no run there', async () => {
+    const run = await cli(['create', 'cluster', '--dir', dir], runTimeoutMs);
+    expect(run.exitCode, run.stderr).toBe(ExitCode.config);
+    expect(run.stderr).toContain(`${path.join(dir, 'install-config.yaml')} does not exist`);
+    expectNoStackTrace(run.stderr);
+    expect(await filesUnder(dir)).toEqual([path.join('logs', 'provisioner.log')]);
+  });
+});
