@@ -17,8 +17,8 @@
  * whole (the userland layer), gzipped the same way. The binaries go lowest because
  * containerd unpacks a layer once per chain of layers below it: images over the same
  * binary layer (the four Kubernetes images over the 149 MB `kube`) then share its
- * snapshot, where a small layer under one of them made a host unpack `kube` twice. The config's Entrypoint is the first
- * file's path unless given and Env sets PATH. Nothing depends on the clock, the user, the file system or the machine, so the
+ * snapshot, where a small layer under one of them made a host unpack `kube` twice.
+ * The config's Entrypoint is the first file's path unless given and Env sets PATH. Nothing depends on the clock, the user, the file system or the machine, so the
  * same binary and spec give the same archive, byte for byte (and the same digests):
  * the gzip header's OS byte is fixed too (zlib writes 3 on Linux and 19 on macOS).
  * Output depends on Node's bundled zlib, so two Node versions may compress differently;
