@@ -235,6 +235,11 @@ export function ensureNodeImage(name: NodeImageName, binary: NodeBinary, options
   return ensureImage(name, [binary], undefined, options);
 }
 
+/** The layers above an image's binaries: the userland layer for the images that have it. */
+function upperLayersOf(recipe: ImageRecipe, userland: NodeLayer | undefined): UpperLayer[] {
+  return recipe.userland && userland ? [{ tarPath: userland.path, sha256: userland.sha256, description: userland.description }] : [];
+}
+
 /** One image archive, from the cache when its record and file agree, else written now. `binaries` follow the recipe's files. */
 async function ensureImage(name: NodeImageName, binaries: readonly NodeBinary[], userland: NodeLayer | undefined, options: NodeImagesOptions): Promise<NodeImageArchive> {
   const recipe = imageRecipes[name];
@@ -245,7 +250,7 @@ async function ensureImage(name: NodeImageName, binaries: readonly NodeBinary[],
   const files: ImageFile[] = recipe.files.map((f, i) => ({ sourcePath: binaries[i]!.path, path: f.path }));
   const sha256s: string[] = [];
   for (const b of binaries) sha256s.push(b.sha256 ?? (await sha256OfFile(b.path)));
-  const upperLayers: UpperLayer[] = recipe.userland && userland ? [{ tarPath: userland.path, sha256: userland.sha256, description: userland.description }] : [];
+  const upperLayers = upperLayersOf(recipe, userland);
   // A single binary at /usr/local/bin without layers keeps the key it always had, so its cached archives stay valid.
   const plain = recipe.files.length === 1 && recipe.files[0]!.path === `/usr/local/bin/${name}` && upperLayers.length === 0 && recipe.entrypoint === undefined;
   const keyInput = plain
@@ -274,7 +279,7 @@ async function imageSpecOf(name: NodeImageName, binaries: readonly NodeBinary[],
   const files: ImageFile[] = recipe.files.map((f, i) => ({ sourcePath: binaries[i]!.path, path: f.path }));
   const sha256s: string[] = [];
   for (const b of binaries) sha256s.push(b.sha256 ?? (await sha256OfFile(b.path)));
-  const upperLayers: UpperLayer[] = recipe.userland && userland ? [{ tarPath: userland.path, sha256: userland.sha256, description: userland.description }] : [];
+  const upperLayers = upperLayersOf(recipe, userland);
   const spec: ImageSpec = { name, files, symlinks: recipe.symlinks ?? [], ...(recipe.entrypoint ? { entrypoint: recipe.entrypoint } : {}), upperLayers, refs, os: 'linux', architecture: options.architecture };
   const key = { writerRevision: recipe.revision, files: files.map((f, i) => ({ path: f.path, sha256: sha256s[i] })), symlinks: spec.symlinks, layers: upperLayers.map((l) => [l.sha256, l.description]), entrypoint: recipe.entrypoint, name, refs, os: 'linux', architecture: options.architecture };
   return { spec, key };
