@@ -6,6 +6,7 @@
  * Everything the machine namespace serves is reached by running a command inside it (the
  * CLI, the bundled kubectl): its loopback is its own.
  */
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResultPromise } from 'execa';
@@ -272,12 +273,18 @@ export class HostsLab {
     return this.cli(['plan', 'apply', '--dir', this.mgmt, '-f', file]);
   }
 
-  /** Stops the management cluster (its data goes with the network's scratch directory), then removes the namespaces. */
+  /**
+   * Stops the management cluster when one was started (its data goes with the network's scratch directory), then
+   * removes the namespaces. A lab whose test never ran `management start` has no such directory, and `management stop`
+   * refuses a missing one.
+   */
   async remove(): Promise<void> {
     for (const run of this.background) if (!run.ended()) run.child.kill('SIGKILL');
     try {
-      const stop = await this.cli(['management', 'stop', '--dir', this.mgmt], 180_000);
-      if (stop.exitCode !== 0) process.stderr.write(`cleanup: management stop exited ${stop.exitCode}: ${stop.stderr}\n`);
+      if (existsSync(this.mgmt)) {
+        const stop = await this.cli(['management', 'stop', '--dir', this.mgmt], 180_000);
+        if (stop.exitCode !== 0) process.stderr.write(`cleanup: management stop exited ${stop.exitCode}: ${stop.stderr}\n`);
+      }
     } finally {
       this.net.remove();
     }
