@@ -55,8 +55,8 @@ export function fileGroup(file) {
 
 /**
  * The test-only binaries `npm test` builds beside the first tiers instead of before them, by the
- * tier whose jobs need them: e2e.test (Kubernetes' end-to-end suite: 341 s of the 485 s a cold
- * bundle spent on test tools in CI run 47) only for the conformance tier. run-tests.mjs starts their build at a lower priority
+ * tier whose jobs need them: e2e.test (Kubernetes' end-to-end suite, a third of a cold bundle's
+ * test tools) only for the conformance tier. run-tests.mjs starts their build at a lower priority
  * when the pool starts, and a job that needs one starts once that build has ended.
  */
 export const besideTestsBinaries = { conformance: ['e2e.test'] };

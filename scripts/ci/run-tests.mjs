@@ -111,11 +111,7 @@ function buildBesideTests(names) {
   const log = openSync(besideTestsLog, 'w');
   const child = spawn('nice', ['-n', '10', 'npx', 'tsx', 'scripts/bundle/build.ts', '--only', names.join(',')], { stdio: ['ignore', log, log] });
   return new Promise((resolve) => {
-    let ended = false;
-    // A child that fails to start emits 'error' and may emit 'close' too: the first one counts.
     const done = (ok, how) => {
-      if (ended) return;
-      ended = true;
       closeSync(log);
       console.log(`tests: ${names.join(', ')} ${ok ? 'built' : `not built (${how})`} beside the tests in ${formatSeconds(performance.now() - started)}`);
       if (!ok) process.stdout.write(readFileSync(besideTestsLog, 'utf8').split('\n').slice(-30).join('\n'));
