@@ -12,10 +12,8 @@
  * It also builds the userland layer of the kube-proxy and flannel images from Debian's
  * packages (userland.ts; Linux targets of this machine's architecture, where apt exists).
  *
- * Usage: tsx scripts/bundle/build.ts [--only name,name | --except name,name] [--release] [--target os/arch] [--out dir]
+ * Usage: tsx scripts/bundle/build.ts [--only name,name] [--release] [--target os/arch] [--out dir]
  *   --only     build just these binaries, and the userland layer if `userland` is named (default: all)
- *   --except   build everything but these; those already in the bundle stay (`npm test` leaves out e2e.test,
- *              which scripts/ci/run-tests.mjs builds beside the first test tiers; default: none)
  *   --release  leave out the development tools (clusterctl, kubectl); default: include them
  *   --target   Go target, e.g. darwin/arm64 (default: this machine's); see recipe.ts releaseTargets
  *   --out      bundle directory (default: <repo>/bundle)
@@ -272,39 +270,20 @@ async function withUnselectedCarriedOver(built: BundledBinary[], outDir: string,
   return result;
 }
 
-/**
- * The selection (`--only`'s) that builds everything but `except`: every recipe's name and the userland layer,
- * less those named. Refuses a name that is neither.
- */
-export function everythingExcept(except: ReadonlySet<string>): Set<string> {
-  const known = [...binaryRecipes.map((r) => r.name), userlandLayerName];
-  const unknown = [...except].filter((name) => !known.includes(name));
-  if (unknown.length) throw new Error(`--except: unknown binary ${unknown.join(', ')}; known: ${known.join(', ')}`);
-  return new Set(known.filter((name) => !except.has(name)));
-}
-
-/** A comma-separated list of names (`--only`, `--except`) as a set. */
-function namesOf(list: string): Set<string> {
-  return new Set(list.split(',').map((s) => s.trim()).filter((s) => s !== ''));
-}
-
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       only: { type: 'string' },
-      except: { type: 'string' },
       release: { type: 'boolean', default: false },
       target: { type: 'string' },
       out: { type: 'string', default: path.join(repoRoot, 'bundle') },
     },
   });
-  if (values.only !== undefined && values.except !== undefined) throw new Error('--only and --except: give one of them');
-  const only = values.only !== undefined ? namesOf(values.only) : values.except !== undefined ? everythingExcept(namesOf(values.except)) : undefined;
   await buildBundle({
     outDir: values.out,
     shippedOnly: values.release,
     ...(values.target ? { target: parseTarget(values.target) } : {}),
-    ...(only ? { only } : {}),
+    ...(values.only ? { only: new Set(values.only.split(',').map((s) => s.trim())) } : {}),
   });
 }
 

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { besideTestsBinaries } from '../ci/lanes.mjs';
 
 /** The package's npm scripts, and every command a script runs through `npm run` expanded into it. */
 async function expandedScripts(): Promise<(name: string) => string> {
@@ -27,15 +26,5 @@ describe('npm scripts', () => {
     const bundleRuns = setup.match(/tsx scripts\/bundle\/build\.ts[^)&|;]*/g) ?? [];
     expect(bundleRuns.length).toBe(1);
     expect(bundleRuns[0]).not.toContain('--release');
-  });
-
-  it('npm test bundles every development tool but those run-tests.mjs builds beside the first tiers, and those alone', async () => {
-    const test = (await expandedScripts())('test');
-    const bundleRuns = test.match(/tsx scripts\/bundle\/build\.ts[^)&|;]*/g) ?? [];
-    expect(bundleRuns.length).toBe(1);
-    expect(bundleRuns[0]).not.toContain('--release');
-    const except = /--except (\S+)/.exec(bundleRuns[0]!)?.[1]?.split(',') ?? [];
-    expect(except.sort()).toEqual(Object.values(besideTestsBinaries).flat().sort());
-    expect(test).toMatch(/node scripts\/ci\/run-tests\.mjs$/);
   });
 });

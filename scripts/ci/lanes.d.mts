@@ -5,8 +5,6 @@ export interface Job {
   name: string;
   /** Jobs of one group never run at once. Default: none (no limit). */
   group?: string;
-  /** Prerequisites (runInLanes' `prerequisites`, by name) that must settle before the job starts. Default: none. */
-  needs?: readonly string[];
 }
 
 export interface LanePlan {
@@ -21,18 +19,11 @@ export function laneCount(value: string | undefined): number;
 export function readEstimates(file: string): Record<string, number>;
 export function longestFirst<T extends Job>(jobs: readonly T[], estimates: Readonly<Record<string, number>>): T[];
 export function planLanes(jobs: readonly Job[], lanes: number, estimates: Readonly<Record<string, number>>): LanePlan;
-export function runInLanes<T extends Job, R>(
-  jobs: readonly T[],
-  lanes: number,
-  estimates: Readonly<Record<string, number>>,
-  run: (job: T, lane: number) => Promise<R>,
-  prerequisites?: Readonly<Record<string, Promise<unknown>>>,
-): Promise<R[]>;
+export function runInLanes<T extends Job, R>(jobs: readonly T[], lanes: number, estimates: Readonly<Record<string, number>>, run: (job: T, lane: number) => Promise<R>): Promise<R[]>;
 
 /** A job of a test stage: a tier run whole, or one file of a per-file tier. */
 export interface TestJob extends Job {
   tier: string;
-  needs: readonly string[];
   /** The vitest arguments narrowing the tier to this job (the file), or none. */
   args: string[];
   /** A per-file tier run whole (one lane): its files, whose estimates it sums. */
@@ -45,8 +36,6 @@ export interface TestStage {
 }
 
 export const leadingTiers: ReadonlySet<string>;
-export const besideTestsBinaries: Readonly<Record<string, readonly string[]>>;
-export function tierNeeds(tier: string): readonly string[];
 export const perFileTiers: ReadonlySet<string>;
 export function fileGroup(file: string): string | undefined;
 export function tierFiles(root: string, tier: string): string[];

@@ -53,19 +53,6 @@ export function fileGroup(file) {
   return undefined;
 }
 
-/**
- * The test-only binaries `npm test` builds beside the first tiers instead of before them, by the
- * tier whose jobs need them: e2e.test (Kubernetes' end-to-end suite, a third of a cold bundle's
- * test tools) only for the conformance tier. run-tests.mjs starts their build at a lower priority
- * when the pool starts, and a job that needs one starts once that build has ended.
- */
-export const besideTestsBinaries = { conformance: ['e2e.test'] };
-
-/** The binaries built beside the tests (besideTestsBinaries) that `tier`'s jobs wait for; none for most tiers. */
-export function tierNeeds(tier) {
-  return besideTestsBinaries[tier] ?? [];
-}
-
 /** A per-file tier's test files (its vitest project's include: test/<tier>/**\/*.test.ts) under `root`, relative to it, sorted. */
 export function tierFiles(root, tier) {
   return readdirSync(`${root}/test/${tier}`, { recursive: true })
@@ -75,7 +62,7 @@ export function tierFiles(root, tier) {
 }
 
 /**
- * The stages `tiers` run in, in order, each with its jobs ({ name, tier, group, needs, args }): at one
+ * The stages `tiers` run in, in order, each with its jobs ({ name, tier, group, args }): at one
  * lane every tier is a stage and a job of its own (one vitest or go process); with more, every
  * tier shares one stage, a pool, so no lane waits at a tier's end for the other's last job (a
  * cold go tier, compiling staticcheck and the provider's tests, ran minutes past the unit tier
@@ -88,8 +75,8 @@ export function testStages(tiers, lanes, filesOf) {
     tiers: stageTiers,
     jobs: stageTiers.flatMap((tier) =>
       lanes > 1 && perFileTiers.has(tier)
-        ? filesOf(tier).map((file) => ({ name: file, tier, group: fileGroup(file), needs: tierNeeds(tier), args: [file] }))
-        : [{ name: tier, tier, group: undefined, needs: tierNeeds(tier), args: [], ...(perFileTiers.has(tier) ? { files: filesOf(tier) } : {}) }],
+        ? filesOf(tier).map((file) => ({ name: file, tier, group: fileGroup(file), args: [file] }))
+        : [{ name: tier, tier, group: undefined, args: [], ...(perFileTiers.has(tier) ? { files: filesOf(tier) } : {}) }],
     ),
   }));
 }
@@ -153,37 +140,18 @@ export function planLanes(jobs, lanes, estimates) {
 
 /**
  * Runs `jobs` longest first over `lanes` lanes: `run(job, lane)` (lane numbered from 1) starts
- * as soon as a lane is free, no job of its `group` runs and every prerequisite its `needs` names
- * has settled (`prerequisites`: a promise by name, resolved or rejected; `run` decides what a
- * rejected one means for the job). A lane with only waiting jobs left waits for the first to be
- * free. Resolves to each job's result, in the order of `jobs`.
+ * as soon as a lane is free and no job of its `group` runs. Resolves to each job's result, in
+ * the order of `jobs`.
  */
-export async function runInLanes(jobs, lanes, estimates, run, prerequisites = {}) {
+export async function runInLanes(jobs, lanes, estimates, run) {
   const queue = longestFirst(jobs, estimates);
   const results = new Map();
   const running = new Set();
-  /** The prerequisites that have settled. */
-  const settled = new Set();
-  /** Resolvers of lanes waiting for a group to free or a prerequisite to settle. */
+  /** Resolvers of lanes waiting for a group to free. */
   let waiting = [];
-  const wake = () => {
-    const woken = waiting;
-    waiting = [];
-    for (const resolve of woken) resolve();
-  };
-  for (const [name, promise] of Object.entries(prerequisites)) {
-    const done = () => {
-      settled.add(name);
-      wake();
-    };
-    promise.then(done, done);
-  }
-  const startable = (job) =>
-    (job.group === undefined || ![...running].some((other) => other.group === job.group)) &&
-    (job.needs ?? []).every((name) => settled.has(name) || !(name in prerequisites));
   const next = async () => {
     for (;;) {
-      const index = queue.findIndex(startable);
+      const index = queue.findIndex((job) => job.group === undefined || ![...running].some((other) => other.group === job.group));
       if (index >= 0) {
         const [job] = queue.splice(index, 1);
         running.add(job);
@@ -199,7 +167,9 @@ export async function runInLanes(jobs, lanes, estimates, run, prerequisites = {}
         results.set(job, await run(job, number));
       } finally {
         running.delete(job);
-        wake();
+        const woken = waiting;
+        waiting = [];
+        for (const resolve of woken) resolve();
       }
     }
   };

@@ -87,35 +87,6 @@ describe('test jobs over N lanes, longest first', () => {
     for (const set of together) expect(set.filter((name) => name.startsWith('h')).length, set.join(' ')).toBeLessThanOrEqual(1);
   });
 
-  it('starts a job once its prerequisites settle, resolved or rejected; the lanes take the others meanwhile and wait only when nothing else is left', async () => {
-    let release!: () => void;
-    const built = new Promise<void>((resolve) => (release = resolve));
-    const failed = Promise.reject(new Error('build failed'));
-    const order: string[] = [];
-    const timeline: string[] = [];
-    const run = runInLanes(
-      [{ name: 'needs-built', needs: ['built'] }, { name: 'needs-failed', needs: ['failed'] }, { name: 'a' }, { name: 'b' }, { name: 'no-such-prerequisite', needs: ['other'] }],
-      2,
-      { 'needs-built': 50, 'needs-failed': 40, a: 1, b: 1, 'no-such-prerequisite': 2 },
-      async (job) => {
-        order.push(job.name);
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        timeline.push(`${job.name} ended`);
-        return job.name;
-      },
-      { built, failed },
-    );
-    // The lanes run what they can while `built` is pending, then wait for it.
-    await new Promise((resolve) => setTimeout(resolve, 60));
-    expect(order).not.toContain('needs-built');
-    expect(order.sort()).toEqual(['a', 'b', 'needs-failed', 'no-such-prerequisite']);
-    timeline.push('built');
-    release();
-    expect(await run).toEqual(['needs-built', 'needs-failed', 'a', 'b', 'no-such-prerequisite']);
-    expect(timeline.at(-1)).toBe('needs-built ended');
-    expect(timeline.indexOf('built')).toBeLessThan(timeline.indexOf('needs-built ended'));
-  });
-
   const root = path.resolve(import.meta.dirname, '../..');
   const allTiers = ['unit', 'go', 'integration', 'e2e', 'conformance'];
 
@@ -125,18 +96,16 @@ describe('test jobs over N lanes, longest first', () => {
     expect(two.map((stage) => stage.tiers)).toEqual([allTiers]);
     expect(two[0]!.jobs.slice(0, 2).map((job) => job.name)).toEqual(['unit', 'go']);
     expect(two[0]!.jobs.slice(2)).toEqual([
-      { name: 'test/integration/a.test.ts', tier: 'integration', group: undefined, needs: [], args: ['test/integration/a.test.ts'] },
-      { name: 'test/integration/hosts-b.test.ts', tier: 'integration', group: undefined, needs: [], args: ['test/integration/hosts-b.test.ts'] },
-      { name: 'test/e2e/a.test.ts', tier: 'e2e', group: undefined, needs: [], args: ['test/e2e/a.test.ts'] },
-      { name: 'test/e2e/hosts-b.test.ts', tier: 'e2e', group: 'kubelets', needs: [], args: ['test/e2e/hosts-b.test.ts'] },
-      // The conformance files wait for e2e.test, built beside the first tiers.
-      { name: 'test/conformance/a.test.ts', tier: 'conformance', group: 'kubelets', needs: ['e2e.test'], args: ['test/conformance/a.test.ts'] },
-      { name: 'test/conformance/hosts-b.test.ts', tier: 'conformance', group: 'kubelets', needs: ['e2e.test'], args: ['test/conformance/hosts-b.test.ts'] },
+      { name: 'test/integration/a.test.ts', tier: 'integration', group: undefined, args: ['test/integration/a.test.ts'] },
+      { name: 'test/integration/hosts-b.test.ts', tier: 'integration', group: undefined, args: ['test/integration/hosts-b.test.ts'] },
+      { name: 'test/e2e/a.test.ts', tier: 'e2e', group: undefined, args: ['test/e2e/a.test.ts'] },
+      { name: 'test/e2e/hosts-b.test.ts', tier: 'e2e', group: 'kubelets', args: ['test/e2e/hosts-b.test.ts'] },
+      { name: 'test/conformance/a.test.ts', tier: 'conformance', group: 'kubelets', args: ['test/conformance/a.test.ts'] },
+      { name: 'test/conformance/hosts-b.test.ts', tier: 'conformance', group: 'kubelets', args: ['test/conformance/hosts-b.test.ts'] },
     ]);
     const one = testStages(allTiers, 1, filesOf);
     expect(one.map((stage) => stage.jobs.map((job) => job.name))).toEqual(allTiers.map((tier) => [tier]));
-    expect(one[2]!.jobs[0]).toEqual({ name: 'integration', tier: 'integration', group: undefined, needs: [], args: [], files: filesOf('integration') });
-    expect(one[4]!.jobs[0]).toMatchObject({ name: 'conformance', needs: ['e2e.test'] });
+    expect(one[2]!.jobs[0]).toEqual({ name: 'integration', tier: 'integration', group: undefined, args: [], files: filesOf('integration') });
     // Tiers named share the pool too; e2e alone is still one job per file.
     expect(testStages(['go', 'e2e'], 2, filesOf).map((stage) => stage.tiers)).toEqual([['go', 'e2e']]);
     expect(testStages(['e2e'], 2, filesOf)[0]!.jobs.map((job) => job.name)).toEqual(filesOf('e2e'));

@@ -6,7 +6,7 @@
 // closing line it prints each tier's counts, wall time and five slowest files (tier-report.mjs);
 // the last line is the plain closing line CI readers look for: "tests: N passed, N failed".
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path, { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { laneCount, lanesVariable, planLanes, readEstimates, runInLanes, testStages, tierFiles, withTierEstimates } from './lanes.mjs';
@@ -52,18 +52,6 @@ if (planOnly) {
 rmSync('test-results', { recursive: true, force: true });
 mkdirSync('test-results', { recursive: true });
 
-/**
- * The binaries the jobs need that `npm test` leaves out of the bundle it builds first
- * (lanes.mjs besideTestsBinaries: e2e.test), built now at a lower priority beside the first
- * tiers, in the CPU their waits leave; a job that needs one starts once the build has ended.
- * With the binary already built (any run after the first) it takes seconds.
- */
-const besideTests = [...new Set(stages.flatMap((stage) => stage.jobs).flatMap((job) => job.needs))];
-const besideTestsLog = 'test-results/bundle-beside-tests.log';
-const besideTestsBuild = besideTests.length > 0 ? buildBesideTests(besideTests) : undefined;
-/** A promise per binary built beside the tests, for runInLanes' prerequisites. */
-const prerequisites = Object.fromEntries(besideTests.map((name) => [name, besideTestsBuild]));
-
 let status = 0;
 /** "tier: file > test" of every failure, printed again above the closing line, so the tail of a long log names them. */
 const failures = [];
@@ -77,17 +65,12 @@ for (const { tiers: stage, jobs: stageJobs } of stages) {
   }
   const results = await runInLanes(jobs, lanes, estimates, async (job, lane) => {
     const started = performance.now();
-    if (job.needs.length > 0 && !(await besideTestsBuild)) {
-      console.log(`lane ${lane}: ${job.name} not run: it needs ${job.needs.join(', ')}, whose build failed (${besideTestsLog})`);
-      failures.push(`${job.tier}: ${job.name} not run: the build of ${job.needs.join(', ')} failed (${besideTestsLog})`);
-      return { ...job, exit: 1, started, ended: performance.now() };
-    }
     if (jobs.length > 1) console.log(`lane ${lane}: ${job.name} started (last ${estimates[job.name] ?? '?'} s)`);
     const outcome = job.tier === 'go' ? await runGoTests() : { exit: await runVitest(job.tier, job.report, job.args) };
     const ended = performance.now();
     if (jobs.length > 1) console.log(`lane ${lane}: ${job.name} ${outcome.exit === 0 || outcome.counts?.failed === 0 ? 'passed' : 'failed'} in ${formatSeconds(ended - started)}`);
     return { ...job, ...outcome, started, ended };
-  }, prerequisites);
+  });
   for (const tier of stage) {
     const runs = results.filter((result) => result.tier === tier);
     const wallMs = Math.max(...runs.map((r) => r.ended)) - Math.min(...runs.map((r) => r.started));
@@ -99,27 +82,6 @@ for (const { tiers: stage, jobs: stageJobs } of stages) {
     }
     summarizeVitestTier(tier, runs, wallMs);
   }
-}
-
-/**
- * Builds `names` into the bundle (`npm run bundle -- --only`) at niceness 10, its output in
- * besideTestsLog; resolves to whether it succeeded, saying so either way.
- */
-function buildBesideTests(names) {
-  const started = performance.now();
-  console.log(`tests: building ${names.join(', ')} beside the tests at a lower priority (its output: ${besideTestsLog})`);
-  const log = openSync(besideTestsLog, 'w');
-  const child = spawn('nice', ['-n', '10', 'npx', 'tsx', 'scripts/bundle/build.ts', '--only', names.join(',')], { stdio: ['ignore', log, log] });
-  return new Promise((resolve) => {
-    const done = (ok, how) => {
-      closeSync(log);
-      console.log(`tests: ${names.join(', ')} ${ok ? 'built' : `not built (${how})`} beside the tests in ${formatSeconds(performance.now() - started)}`);
-      if (!ok) process.stdout.write(readFileSync(besideTestsLog, 'utf8').split('\n').slice(-30).join('\n'));
-      resolve(ok);
-    };
-    child.on('error', (error) => done(false, error.message));
-    child.on('close', (code, signal) => done(code === 0, signal ? `killed by ${signal}` : `exit ${code}`));
-  });
 }
 
 /** Says so when this machine's inotify instance limit is below what kind and others advise for several clusters at once (512). */
