@@ -103,8 +103,6 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
   const binaries: BundledBinary[] = [];
   const timings: { name: string; seconds: number; cached: boolean; size: number; compressed: number }[] = [];
   await mkdir(path.join(outDir, 'bin'), { recursive: true });
-  const prefetchNoLonger = new AbortController();
-  const prefetch = prefetchModules(selected, target, prefetchNoLonger.signal);
   for (const recipe of selected) {
     const t0 = Date.now();
     const built = await buildBinary(recipe, goVersion, cacheRoot, target);
@@ -128,10 +126,6 @@ export async function buildBundle(options: BuildBundleOptions): Promise<BundleMa
     timings.push({ name: recipe.name, seconds, cached: built.cached, size: built.size, compressed: built.compressedSize });
     log(`  ${recipe.name.padEnd(30)} ${built.cached ? 'cached' : 'built '} ${seconds.toFixed(1).padStart(6)}s  ${mib(built.size)} -> ${mib(built.compressedSize)}`);
   }
-
-  // Every build has its modules now: what the prefetch has not reached yet (all of it, when every build was cached) is not needed.
-  prefetchNoLonger.abort();
-  await prefetch;
 
   const components: BundledComponents[] = [];
   await mkdir(path.join(outDir, 'components'), { recursive: true });
@@ -227,25 +221,6 @@ async function previousLayers(outDir: string, target: Target): Promise<BundledLa
   const kept: BundledLayer[] = [];
   for (const layer of previous.layers ?? []) if (await exists(path.join(outDir, layer.archive))) kept.push(layer);
   return kept;
-}
-
-/**
- * Fetches the modules every selected build needs, one build's after another in build order, while the builds run:
- * `go list -deps` of each recipe's package loads every package it imports, so the module cache gets each module a
- * build compiles and no other. A build fetches its modules before it compiles anything, so from an empty module
- * cache each waited for its own downloads (`go mod download` of every module took 107 s one after another here,
- * 2026-12-04, 34 s of it CPU) with a core or both idle; fetched ahead, they arrive while the builds before them compile. With the modules
- * there it reads only the local cache (7 s of CPU for all 18), and the builds, cached too, end first and stop it
- * (`stop`). Resolves when done or stopped, never rejects: a module that cannot be fetched fails its build, which
- * says which.
- */
-async function prefetchModules(selected: readonly BinaryRecipe[], target: Target, stop: AbortSignal): Promise<void> {
-  for (const recipe of selected) {
-    if (stop.aborted) return;
-    const cwd = 'ownModule' in recipe ? path.join(repoRoot, recipe.ownModule) : path.join(modulesDir, recipe.wrapper);
-    const args = ['list', '-deps', ...(recipe.testBinary ? ['-test'] : []), recipe.package];
-    await execa('go', args, { cwd, env: goEnv(target), reject: false, stdio: 'ignore', cancelSignal: stop });
-  }
 }
 
 /** The built binaries plus the existing bundle's entries for every other recipe, in recipe order. */
