@@ -235,22 +235,25 @@ export function ensureNodeImage(name: NodeImageName, binary: NodeBinary, options
   return ensureImage(name, [binary], undefined, options);
 }
 
-/** The layers above an image's binaries: the userland layer for the images that have it. */
-function upperLayersOf(recipe: ImageRecipe, userland: NodeLayer | undefined): UpperLayer[] {
-  return recipe.userland && userland ? [{ tarPath: userland.path, sha256: userland.sha256, description: userland.description }] : [];
+/**
+ * What an image is made of, whether written alone or in an archive of several: its recipe, refs, files (following
+ * `binaries`), their sha256s, and the layers above them (the userland layer for the images that have it).
+ */
+async function imageInputsOf(name: NodeImageName, binaries: readonly NodeBinary[], userland: NodeLayer | undefined) {
+  const recipe = imageRecipes[name];
+  if (recipe.userland && !userland) throw new Error(`image ${name} needs the ${userlandLayerName} layer`);
+  const refs = nodeImageRefs(name, binaries[0]!.version);
+  const files: ImageFile[] = recipe.files.map((f, i) => ({ sourcePath: binaries[i]!.path, path: f.path }));
+  const sha256s: string[] = [];
+  for (const b of binaries) sha256s.push(b.sha256 ?? (await sha256OfFile(b.path)));
+  const upperLayers: UpperLayer[] = recipe.userland && userland ? [{ tarPath: userland.path, sha256: userland.sha256, description: userland.description }] : [];
+  return { recipe, refs, files, sha256s, upperLayers };
 }
 
 /** One image archive, from the cache when its record and file agree, else written now. `binaries` follow the recipe's files. */
 async function ensureImage(name: NodeImageName, binaries: readonly NodeBinary[], userland: NodeLayer | undefined, options: NodeImagesOptions): Promise<NodeImageArchive> {
-  const recipe = imageRecipes[name];
-  if (recipe.userland && !userland) throw new Error(`image ${name} needs the ${userlandLayerName} layer`);
-  const version = binaries[0]!.version;
-  const ref = nodeImageRef(name, version);
-  const refs = nodeImageRefs(name, version);
-  const files: ImageFile[] = recipe.files.map((f, i) => ({ sourcePath: binaries[i]!.path, path: f.path }));
-  const sha256s: string[] = [];
-  for (const b of binaries) sha256s.push(b.sha256 ?? (await sha256OfFile(b.path)));
-  const upperLayers = upperLayersOf(recipe, userland);
+  const { recipe, refs, files, sha256s, upperLayers } = await imageInputsOf(name, binaries, userland);
+  const ref = nodeImageRef(name, binaries[0]!.version);
   // A single binary at /usr/local/bin without layers keeps the key it always had, so its cached archives stay valid.
   const plain = recipe.files.length === 1 && recipe.files[0]!.path === `/usr/local/bin/${name}` && upperLayers.length === 0 && recipe.entrypoint === undefined;
   const keyInput = plain
@@ -273,13 +276,7 @@ async function ensureImage(name: NodeImageName, binaries: readonly NodeBinary[],
 
 /** What an image of an archive of several is made of: its spec and its part of the cache key. */
 async function imageSpecOf(name: NodeImageName, binaries: readonly NodeBinary[], userland: NodeLayer | undefined, options: NodeImagesOptions): Promise<{ spec: ImageSpec; key: unknown }> {
-  const recipe = imageRecipes[name];
-  if (recipe.userland && !userland) throw new Error(`image ${name} needs the ${userlandLayerName} layer`);
-  const refs = nodeImageRefs(name, binaries[0]!.version);
-  const files: ImageFile[] = recipe.files.map((f, i) => ({ sourcePath: binaries[i]!.path, path: f.path }));
-  const sha256s: string[] = [];
-  for (const b of binaries) sha256s.push(b.sha256 ?? (await sha256OfFile(b.path)));
-  const upperLayers = upperLayersOf(recipe, userland);
+  const { recipe, refs, files, sha256s, upperLayers } = await imageInputsOf(name, binaries, userland);
   const spec: ImageSpec = { name, files, symlinks: recipe.symlinks ?? [], ...(recipe.entrypoint ? { entrypoint: recipe.entrypoint } : {}), upperLayers, refs, os: 'linux', architecture: options.architecture };
   const key = { writerRevision: recipe.revision, files: files.map((f, i) => ({ path: f.path, sha256: sha256s[i] })), symlinks: spec.symlinks, layers: upperLayers.map((l) => [l.sha256, l.description]), entrypoint: recipe.entrypoint, name, refs, os: 'linux', architecture: options.architecture };
   return { spec, key };
