@@ -14,6 +14,7 @@ import { processStartTime } from '../process/proc.js';
 import {
   binariesDirEnv,
   cacheDirEnv,
+  binaryDigests,
   cacheError,
   ensureBinaries,
   ensureLayer,
@@ -173,6 +174,14 @@ describe('ensureBinaries', () => {
     await ensureBinaries(['kubelet'], { bundleDir, cacheDir });
     expect((await stat(paths.kubelet!)).ino).toBe(binary.ino);
     expect((await run(paths.kubelet!)).stdout.trim()).toBe('kubelet');
+  });
+
+  it('gives each name asked for its digest, a link of a multi-call binary the binary\'s (what saves hashing it at every create)', async () => {
+    const manifest = await writeFakeBundle(bundleDir, [fake('kube'), fake('etcd')], (b) => {
+      if (b.name === 'kube') b.links = ['kubelet', 'kubeadm'];
+    });
+    const digests = await binaryDigests(await loadCatalog({ bundleDir }), ['kubelet', 'kubeadm', 'kube', 'etcd']);
+    expect(digests).toEqual({ kubelet: manifest.kube!.sha256, kubeadm: manifest.kube!.sha256, kube: manifest.kube!.sha256, etcd: manifest.etcd!.sha256 });
   });
 
   it('extracts only the binaries asked for', async () => {

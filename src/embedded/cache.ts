@@ -190,9 +190,13 @@ export async function ensureLayer(catalog: BinaryCatalog, name: string, options:
   return { path: file, layer };
 }
 
-/** The sha256 of each named binary as `catalog` records it: what `ensureBinaries` checks the cached file against. */
+/**
+ * The sha256 of each named binary as `catalog` records it (what `ensureBinaries` checks the cached file against),
+ * keyed by the name asked for: a link of a multi-call binary (kubelet) gets the binary's (kube's).
+ */
 export async function binaryDigests(catalog: BinaryCatalog, names: readonly string[]): Promise<Record<string, string>> {
-  return Object.fromEntries((await catalogSources(catalog, names)).map((source) => [source.name, source.sha256]));
+  const sources = await catalogSources(catalog, names);
+  return Object.fromEntries(names.map((name, i) => [name, sources[i]!.sha256]));
 }
 
 /** The source of every named binary in `catalog`. */
