@@ -28,7 +28,11 @@ type HostRegistrationReconciler struct {
 }
 
 func (r *HostRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).For(&agentv1.HostRegistration{}).Named("hostregistration").Complete(r)
+	src, err := eagerSource(mgr, &agentv1.HostRegistration{})
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("hostregistration").WatchesRawSource(src).Complete(r)
 }
 
 func (r *HostRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

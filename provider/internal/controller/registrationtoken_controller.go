@@ -30,7 +30,11 @@ type RegistrationTokenReconciler struct {
 }
 
 func (r *RegistrationTokenReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).For(&agentv1.RegistrationToken{}).Named("registrationtoken").Complete(r)
+	src, err := eagerSource(mgr, &agentv1.RegistrationToken{})
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("registrationtoken").WatchesRawSource(src).Complete(r)
 }
 
 func (r *RegistrationTokenReconciler) now() time.Time {
