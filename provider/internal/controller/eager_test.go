@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -28,15 +27,7 @@ import (
 // that never lists (its user may not list Deployments), so every controller watching a kind
 // source waits; the RegistrationToken controller issues a token all the same.
 func TestTokensAreIssuedBeforeTheRestOfTheCacheHasListed(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../config/crd"}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop() //nolint:errcheck
+	env, cfg := startEnv(t)
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = agentv1.AddToScheme(scheme)

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
@@ -32,15 +30,7 @@ func (s staleList) List(_ context.Context, list client.ObjectList, _ ...client.L
 // TestClaimRaceOneHostTwoClaimants: two claimants that both see the only Host free, at
 // once; the API server's resourceVersion check lets exactly one claim it.
 func TestClaimRaceOneHostTwoClaimants(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/envtest-assets.sh)")
-	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../config/crd"}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop() //nolint:errcheck
+	_, cfg := startEnv(t)
 	scheme := runtime.NewScheme()
 	_ = agentv1.AddToScheme(scheme)
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
