@@ -28,11 +28,7 @@ type HostRegistrationReconciler struct {
 }
 
 func (r *HostRegistrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	src, err := eagerSource(mgr, &agentv1.HostRegistration{})
-	if err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).Named("hostregistration").WatchesRawSource(src).Complete(r)
+	return completeEager(mgr, "hostregistration", &agentv1.HostRegistration{}, r)
 }
 
 func (r *HostRegistrationReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -30,11 +30,7 @@ type RegistrationTokenReconciler struct {
 }
 
 func (r *RegistrationTokenReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	src, err := eagerSource(mgr, &agentv1.RegistrationToken{})
-	if err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).Named("registrationtoken").WatchesRawSource(src).Complete(r)
+	return completeEager(mgr, "registrationtoken", &agentv1.RegistrationToken{}, r)
 }
 
 func (r *RegistrationTokenReconciler) now() time.Time {
