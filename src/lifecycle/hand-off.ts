@@ -18,22 +18,26 @@ export async function handOff(client: KubeClient, dir: string, clusterName: stri
   await mkdir(path.dirname(kubeconfig), { recursive: true, mode: 0o700 });
   await writeFileAtomic(kubeconfig, await workloadKubeconfig(client, clusterName, namespace), 0o600);
 
-  const state: KubeObject[] = [];
-  for (const kind of clusterKinds(namespace)) state.push(...(await client.list(kind.apiVersion, kind.kind, { namespace })));
+  const capiKinds = clusterKinds(namespace);
   const kinds: readonly KindRef[] = [
+    ...capiKinds,
     ...platformKinds,
     { apiVersion: 'bootstrap.cluster.x-k8s.io/v1beta2', kind: 'KubeadmConfig' },
     { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'MachineSet' },
     // The ClusterClass layout's class (its templates are as the classic layout's, recorded by neither).
     { apiVersion: 'cluster.x-k8s.io/v1beta2', kind: 'ClusterClass' },
   ];
-  for (const { apiVersion, kind } of kinds) {
-    try {
-      state.push(...(await client.list(apiVersion, kind, { namespace })));
-    } catch (error) {
-      if (!(error instanceof KubeApiError && error.isNotFound)) throw error;
-    }
-  }
+  // Listed together: create cluster's exit waits for the slowest list, not for their sum.
+  const lists = await Promise.all(
+    kinds.map(({ apiVersion, kind }, index) =>
+      client.list(apiVersion, kind, { namespace }).catch((error: unknown) => {
+        // A kind beyond Cluster API's own may not be served here (its provider is not installed).
+        if (index >= capiKinds.length && error instanceof KubeApiError && error.isNotFound) return [];
+        throw error;
+      }),
+    ),
+  );
+  const state: KubeObject[] = lists.flat();
   const body = state.map((o) => stringify(stripManagedFields(o), { lineWidth: 0 })).join('---\n');
   await writeFile(recordPath(dir, 'clusterState'), `# Final state of the cluster's Cluster API objects (status included), written by create cluster.\n${body}`, { mode: 0o600 });
   return kubeconfig;
