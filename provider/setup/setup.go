@@ -43,6 +43,8 @@ type Options struct {
 	HostResetTimeout      time.Duration
 	// NodeArtifactsConfigMap is namespace/name of the ConfigMap listing the node files.
 	NodeArtifactsConfigMap string
+	// HostMachineConcurrency is how many HostMachines are reconciled at once.
+	HostMachineConcurrency int
 }
 
 // AddFlags declares the provider's flags on fs, each with its default.
@@ -50,6 +52,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.RegistrationNamespace, "registration-namespace", agentv1.DefaultRegistrationNamespace, "Namespace of RegistrationTokens and HostRegistrations.")
 	fs.DurationVar(&o.AgentTokenTTL, "agent-token-ttl", 720*time.Hour, "Lifetime of a granted agent token; agents renew theirs when a third is left.")
 	fs.DurationVar(&o.HostResetTimeout, "host-reset-timeout", controller.DefaultHostResetTimeout, "How long a deleted HostMachine waits for its Host's reset plan to be Applied before it releases the Host anyway (an agent that is gone must not block deletion), with a Warning event.")
+	fs.IntVar(&o.HostMachineConcurrency, "hostmachine-concurrency", 10, "How many HostMachines are reconciled at once (as Cluster API's --machine-concurrency): one machine's API round trips do not hold back another's plan. Claims stay safe at any value: a Host is claimed by an update on its resourceVersion.")
 	fs.StringVar(&o.NodeArtifactsConfigMap, "node-artifacts-configmap", controller.DefaultArtifactsConfigMap.String(), "ConfigMap (namespace/name, key artifacts.json) listing the node binaries and image archives every host's bootstrap plan downloads; absent means none.")
 }
 
@@ -103,6 +106,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Reader:             mgr.GetAPIReader(),
 		Recorder:           mgr.GetEventRecorder("hostmachine-controller"),
 		ResetTimeout:       opts.HostResetTimeout,
+		Concurrency:        opts.HostMachineConcurrency,
 		ArtifactsConfigMap: types.NamespacedName{Namespace: artifactsNS, Name: artifactsName},
 	}).SetupWithManager(mgr); err != nil {
 		return err

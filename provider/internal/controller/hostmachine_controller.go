@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -65,6 +66,8 @@ type HostMachineReconciler struct {
 	Recorder events.EventRecorder
 	// ResetTimeout bounds the wait for the reset plan. Default: DefaultHostResetTimeout.
 	ResetTimeout time.Duration
+	// Concurrency is how many HostMachines are reconciled at once. Default: 1.
+	Concurrency int
 	// ArtifactsConfigMap holds (key artifacts.json, a JSON list of Artifacts) the node
 	// binaries and image archives every bootstrap plan downloads, besides a machine's own
 	// spec.artifacts, which win per path. It is written by whoever serves the artifacts
@@ -103,6 +106,7 @@ func (r *HostMachineReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&infrav1.HostMachine{}, builder.WithPredicates(predicates.ResourceNotPaused(mgr.GetScheme(), mgr.GetLogger()))).
 		Named("hostmachine").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Concurrency, 1)}).
 		Watches(&agentv1.NodePlan{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			ns, name, ok := strings.Cut(o.GetAnnotations()[hostMachineRefAnnotation], "/")
 			if !ok {

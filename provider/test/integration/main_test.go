@@ -168,7 +168,7 @@ func startManager(ctx context.Context, env *envtest.Environment, cfg *rest.Confi
 		(&controller.HostRegistrationReconciler{Client: mgr.GetClient()}).SetupWithManager,
 		(&controller.HostReconciler{Client: mgr.GetClient()}).SetupWithManager,
 		(&controller.HostClusterReconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}).SetupWithManager,
-		(&controller.HostMachineReconciler{WatchMachines: true, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("hostmachine-controller"), ResetTimeout: testResetTimeout}).SetupWithManager,
+		(&controller.HostMachineReconciler{WatchMachines: true, Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("hostmachine-controller"), ResetTimeout: testResetTimeout, Concurrency: 10}).SetupWithManager,
 		(&webhooks.NodePlan{Client: mgr.GetAPIReader()}).SetupWebhookWithManager,
 		(&webhooks.HostRegistration{Client: mgr.GetAPIReader()}).SetupWebhookWithManager,
 		(&webhooks.HostCluster{}).SetupWebhookWithManager,
