@@ -16,7 +16,7 @@ describe('waitForReadyNodes against a local https server standing in for the wor
 
   type NodeList = ReturnType<typeof readyNode>[];
   /** What a watch request gets: events written one per line (the stream stays open), or `end` (the server closes it at once). */
-  type WatchAnswer = { events: { type: string; object: ReturnType<typeof readyNode> }[] } | 'end';
+  type WatchAnswer = { events: { type: string; object: ReturnType<typeof readyNode> | Record<string, unknown> }[] } | 'end';
 
   /**
    * Serves discovery for v1 Nodes, answers node lists with `list(call)` (nodes, or a status code) and node watches
@@ -102,6 +102,23 @@ describe('waitForReadyNodes against a local https server standing in for the wor
       await waiting;
       expect(api.lists()).toBe(2);
       expect(sink.ofType('log').map((e) => e.message).at(-1)).toBe("The workload cluster's API answers with 2 Ready node(s)");
+    } finally {
+      workload.close();
+      await api.close();
+    }
+  });
+
+  it('lists again, reporting nothing, when the watch says its resourceVersion is gone (410)', async () => {
+    const api = await workloadApi(
+      (call) => (call === 0 ? [readyNode('a', true), readyNode('b', false)] : [readyNode('a', true), readyNode('b', true)]),
+      () => ({ events: [{ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } }] }),
+    );
+    const sink = new RecordingSink();
+    const workload = KubeClient.fromFile(api.kubeconfig);
+    try {
+      await waitForReadyNodes(workload, 2, { sink, signal: new AbortController().signal, noProgressTimeoutMs: 10_000, pollMs: 10 });
+      expect(api.lists()).toBe(2);
+      expect(sink.ofType('log').map((e) => e.message).filter((m) => m.includes('does not answer'))).toEqual([]);
     } finally {
       workload.close();
       await api.close();

@@ -9,7 +9,7 @@
  */
 import { MachinesError, messageOf } from '../errors.js';
 import { log, type EventSink } from '../events.js';
-import type { KubeClient, KubeObject } from '../kube/client.js';
+import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
 import { sleep } from '../concurrency.js';
 import { until, type Observation, type ObservationSource } from '../progress/until.js';
 
@@ -97,7 +97,8 @@ function watchingNodes(
               }, reject);
             stopped.signal.addEventListener('abort', () => resolve(undefined), { once: true });
           });
-          if (ended) throw ended;
+          // A resourceVersion the server no longer keeps (410 Gone) is no failure to report: list again.
+          if (ended && !(ended instanceof KubeApiError && ended.statusCode === 410)) throw ended;
           if (Date.now() - started < pollMs) await sleep(pollMs, stopped.signal);
         } catch (error) {
           if (stopped.signal.aborted) return;
