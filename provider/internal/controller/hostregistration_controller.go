@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -114,39 +115,55 @@ func (r *HostRegistrationReconciler) grant(ctx context.Context, reg *agentv1.Hos
 	hostName := reg.Spec.HostName
 	namespace := agentv1.PlanNamespace(hostName)
 
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: managedLabels(map[string]string{agentv1.HostLabel: hostName})}}
-	if err := r.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("plan namespace %s: %w", namespace, err)
+	// The grant is some twenty requests, each a round trip to an API server that is busy
+	// starting a cluster; the host's agent waits for the last. Those that need nothing of each
+	// other go together: first the namespaces, the Host and the cluster-scoped RBAC (a binding
+	// names its ServiceAccount, which need not exist yet), then what lives in the namespaces.
+	var host *agentv1.Host
+	first, ctx1 := errgroup.WithContext(ctx)
+	first.Go(func() error {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: managedLabels(map[string]string{agentv1.HostLabel: hostName})}}
+		if err := r.Client.Create(ctx1, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("plan namespace %s: %w", namespace, err)
+		}
+		return nil
+	})
+	first.Go(func() error {
+		var err error
+		host, err = r.ensureHost(ctx1, reg)
+		return err
+	})
+	first.Go(func() error {
+		artifactsNs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentv1.NodeArtifactsNamespace}}
+		if err := r.Client.Create(ctx1, artifactsNs); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("namespace %s: %w", agentv1.NodeArtifactsNamespace, err)
+		}
+		return nil
+	})
+	agentSA := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: agentv1.AgentServiceAccount}}
+	first.Go(func() error {
+		return ensureClusterRole(ctx1, r.Client, agentv1.HostClusterRoleName(hostName), hostRules(hostName), agentSA)
+	})
+	if err := first.Wait(); err != nil {
+		return err
 	}
 
-	host := &agentv1.Host{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: hostName}, host); apierrors.IsNotFound(err) {
-		host = &agentv1.Host{
-			ObjectMeta: metav1.ObjectMeta{Name: hostName, Labels: reg.Spec.Labels, Finalizers: []string{agentv1.HostFinalizer}},
-			Spec:       agentv1.HostSpec{Address: reg.Spec.Address, Roles: reg.Spec.Roles},
+	var sa *corev1.ServiceAccount
+	second, ctx2 := errgroup.WithContext(ctx)
+	second.Go(func() error {
+		var err error
+		if sa, err = ensureServiceAccount(ctx2, r.Client, namespace, agentv1.AgentServiceAccount); err != nil {
+			return fmt.Errorf("agent serviceaccount: %w", err)
 		}
-		if err := r.Client.Create(ctx, host); err != nil {
-			return fmt.Errorf("create host %s: %w", hostName, err)
-		}
-	} else if err != nil {
-		return err
-	}
-
-	sa, err := ensureServiceAccount(ctx, r.Client, namespace, agentv1.AgentServiceAccount)
-	if err != nil {
-		return fmt.Errorf("agent serviceaccount: %w", err)
-	}
-	if err := ensureRole(ctx, r.Client, namespace, agentv1.AgentServiceAccount, agentRules(), sa); err != nil {
-		return err
-	}
-	if err := ensureClusterRole(ctx, r.Client, agentv1.HostClusterRoleName(hostName), hostRules(hostName), sa); err != nil {
-		return err
-	}
-	artifactsNs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentv1.NodeArtifactsNamespace}}
-	if err := r.Client.Create(ctx, artifactsNs); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("namespace %s: %w", agentv1.NodeArtifactsNamespace, err)
-	}
-	if err := ensureRole(ctx, r.Client, agentv1.NodeArtifactsNamespace, agentv1.NodeArtifactsRoleName(hostName), nodeArtifactsRules(), sa); err != nil {
+		return nil
+	})
+	second.Go(func() error {
+		return ensureRole(ctx2, r.Client, namespace, agentv1.AgentServiceAccount, agentRules(), agentSA)
+	})
+	second.Go(func() error {
+		return ensureRole(ctx2, r.Client, agentv1.NodeArtifactsNamespace, agentv1.NodeArtifactsRoleName(hostName), nodeArtifactsRules(), agentSA)
+	})
+	if err := second.Wait(); err != nil {
 		return err
 	}
 
@@ -198,6 +215,24 @@ func (r *HostRegistrationReconciler) grant(ctx context.Context, reg *agentv1.Hos
 	reg.Status.CredentialSecretName = credential.Name
 	reg.Status.Message = ""
 	return r.Client.Status().Update(ctx, reg)
+}
+
+// ensureHost is the registration's Host: the one of that name, or a new one with the
+// registration's labels, address and roles.
+func (r *HostRegistrationReconciler) ensureHost(ctx context.Context, reg *agentv1.HostRegistration) (*agentv1.Host, error) {
+	host := &agentv1.Host{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: reg.Spec.HostName}, host); apierrors.IsNotFound(err) {
+		host = &agentv1.Host{
+			ObjectMeta: metav1.ObjectMeta{Name: reg.Spec.HostName, Labels: reg.Spec.Labels, Finalizers: []string{agentv1.HostFinalizer}},
+			Spec:       agentv1.HostSpec{Address: reg.Spec.Address, Roles: reg.Spec.Roles},
+		}
+		if err := r.Client.Create(ctx, host); err != nil {
+			return nil, fmt.Errorf("create host %s: %w", reg.Spec.HostName, err)
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	return host, nil
 }
 
 func (r *HostRegistrationReconciler) deny(ctx context.Context, reg *agentv1.HostRegistration, why string) error {
