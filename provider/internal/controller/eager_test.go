@@ -9,15 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
@@ -28,13 +23,7 @@ import (
 // source waits; the RegistrationToken controller issues a token all the same.
 func TestTokensAreIssuedBeforeTheRestOfTheCacheHasListed(t *testing.T) {
 	env, cfg := startEnv(t)
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = agentv1.AddToScheme(scheme)
-	admin, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, admin := agentScheme(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -61,15 +50,7 @@ func TestTokensAreIssuedBeforeTheRestOfTheCacheHasListed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(user.Config(), ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := testManager(t, user.Config(), scheme)
 	if err := (&RegistrationTokenReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

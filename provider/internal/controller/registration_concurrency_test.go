@@ -8,13 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
 )
@@ -24,28 +18,14 @@ import (
 // With one registration reconciled at a time, "fast" waits behind "slow" and the hold runs out.
 func TestHostsRegisteringTogetherAreGrantedTogether(t *testing.T) {
 	_, cfg := startEnv(t)
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = agentv1.AddToScheme(scheme)
-	admin, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, admin := agentScheme(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "registration"}}); err != nil {
 		t.Fatal(err)
 	}
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := testManager(t, cfg, scheme)
 	fastCreated := make(chan struct{})
 	var heldUntilFast atomic.Bool
 	held := &holdingClient{Client: mgr.GetClient(), create: func(ctx context.Context, c client.Client, obj client.Object, opts ...client.CreateOption) error {
