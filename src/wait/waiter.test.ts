@@ -342,4 +342,29 @@ describe('waitFor', () => {
     const wait = waitFor(client.asKubeClient(), options(new RecordingSink(), { evaluate: () => { throw broken; } }));
     expect(await rejection(wait)).toBe(broken);
   });
+
+  it('judges nothing until every kind is listed: a kind still being listed is unknown, not empty', async () => {
+    // The first kind lists at once; the second kind's list is held until the test lets it go.
+    const client = new FakeClient();
+    client.listed = [thing('a', 'Pending')];
+    let releaseOther: (list: { items: KubeObject[]; resourceVersion: string }) => void = () => undefined;
+    const otherListed = new Promise<{ items: KubeObject[]; resourceVersion: string }>((resolve) => (releaseOther = resolve));
+    const listThings = client.listVersioned.bind(client);
+    client.listVersioned = (...args: unknown[]) => (args[1] === 'Other' ? otherListed : listThings());
+    const gone = (snapshot: Snapshot): Verdict => ([...snapshot.values()].every((objects) => objects.size === 0) ? { state: 'done', objects: [] } : { state: 'waiting', objects: [] });
+    let ended = false;
+    const wait = waitFor(client.asKubeClient(), options(new RecordingSink(), { kinds: [{ apiVersion, kind, namespace: 'ns' }, { apiVersion, kind: 'Other', namespace: 'ns' }], evaluate: gone })).then((verdict) => {
+      ended = true;
+      return verdict;
+    });
+    const things = await client.current();
+    things.onEvent('DELETED', thing('a', 'Pending'));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(ended).toBe(false);
+    releaseOther({ items: [thing('b', 'Pending')], resourceVersion: '1' });
+    const other = await client.current(2);
+    expect(ended).toBe(false);
+    other.onEvent('DELETED', thing('b', 'Pending'));
+    expect((await wait).state).toBe('done');
+  });
 });

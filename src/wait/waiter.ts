@@ -8,7 +8,7 @@
  */
 import type { ProvisionerError } from '../errors.js';
 import type { EventSink, ObjectEvent } from '../events.js';
-import type { KubeClient, KubeObject } from '../kube/client.js';
+import { KubeApiError, type KubeClient, type KubeObject } from '../kube/client.js';
 import { until, type Observation, type ObservationSource } from '../progress/until.js';
 
 export interface WatchedKind {
@@ -86,17 +86,37 @@ export function waitFor(client: KubeClient, options: WaitOptions): Promise<Verdi
 }
 
 /**
- * A source for `until` that lists, then watches, every kind in `kinds`, and judges the
- * objects after the list and after every change. A watch the server ends is started
- * again from a fresh list, which is judged too: it holds what changed while no watch ran.
+ * How `watching` rides out an API that does not answer (a workload cluster's server that
+ * is still starting, or restarting): a list or watch that fails is reported through
+ * `unanswered` and tried again after `pollMs`. Without it such a failure fails the wait.
  */
-export function watching<T>(client: KubeClient, kinds: readonly WatchedKind[], judge: (snapshot: Snapshot) => Observation<T>): ObservationSource<T> {
+export interface WhileUnanswered<T> {
+  /** The observation to report for a failed list or watch; its `progress` says what failed. */
+  unanswered: (error: unknown) => Observation<T>;
+  /** Pause before listing again after a failure, or after a watch that ended within this long of its list. */
+  pollMs: number;
+}
+
+/**
+ * A source for `until` that lists, then watches, every kind in `kinds`, and judges the
+ * objects after the lists and after every change, once every kind has been listed. A watch
+ * the server ends is started again from a fresh list, which is judged too: it holds what
+ * changed while no watch ran.
+ */
+export function watching<T>(
+  client: KubeClient,
+  kinds: readonly WatchedKind[],
+  judge: (snapshot: Snapshot) => Observation<T>,
+  whileUnanswered?: WhileUnanswered<T>,
+): ObservationSource<T> {
   return (observe, fail) => {
     const snapshot = new Map<string, Map<string, KubeObject>>();
-    const stops: (() => void)[] = [];
+    const stops = new Map<string, () => void>();
+    const retries = new Set<NodeJS.Timeout>();
     let stopped = false;
     const reevaluate = () => {
-      if (stopped) return;
+      // A kind not listed yet is unknown, not empty: judging it empty could end a wait for deletions.
+      if (stopped || snapshot.size < kinds.length) return;
       let observation: Observation<T>;
       try {
         observation = judge(snapshot);
@@ -105,18 +125,34 @@ export function watching<T>(client: KubeClient, kinds: readonly WatchedKind[], j
       }
       observe(observation);
     };
+    const retryLater = (kind: WatchedKind, pollMs: number) => {
+      const timer = setTimeout(() => {
+        retries.delete(timer);
+        start(kind);
+      }, pollMs);
+      retries.add(timer);
+    };
+    const start = (kind: WatchedKind): void => {
+      if (stopped) return;
+      startWatch(kind).then(reevaluate, (error: unknown) => {
+        if (stopped) return;
+        if (!whileUnanswered) return fail(error);
+        observe(whileUnanswered.unanswered(error));
+        retryLater(kind, whileUnanswered.pollMs);
+      });
+    };
     const startWatch = async (kind: WatchedKind): Promise<void> => {
       const key = kindKey(kind);
-      const objects = snapshot.get(key) ?? new Map<string, KubeObject>();
-      snapshot.set(key, objects);
+      const listedAt = Date.now();
       // List first, then watch from the list's resourceVersion: a deletion between the two is
       // still seen. (A watch without one starts "now": an object deleted in that gap stayed in
       // the snapshot until the next re-list, minutes later, and a destroy's wait stalled on it.)
       // A resourceVersion the server no longer has ends the watch (410), and this lists again.
       const listed = await client.listVersioned(kind.apiVersion, kind.kind, kind.namespace ? { namespace: kind.namespace } : {});
-      objects.clear();
-      for (const obj of listed.items) objects.set(snapshotKey(obj), obj);
+      const objects = new Map(listed.items.map((obj) => [snapshotKey(obj), obj]));
+      snapshot.set(key, objects);
       const path = await client.collectionPath(kind.apiVersion, kind.kind, kind.namespace);
+      if (stopped) return;
       const stop = await client.watch(
         path,
         { allowWatchBookmarks: true, ...(listed.resourceVersion ? { resourceVersion: listed.resourceVersion } : {}) },
@@ -127,17 +163,25 @@ export function watching<T>(client: KubeClient, kinds: readonly WatchedKind[], j
           else objects.set(snapshotKey(full), full);
           reevaluate();
         },
-        () => {
-          if (!stopped) void startWatch(kind).then(reevaluate, fail);
+        (error) => {
+          if (stopped) return;
+          if (!whileUnanswered) return start(kind);
+          // A resourceVersion the server no longer keeps (410 Gone) is no failure to report: list again.
+          const gone = error instanceof KubeApiError && error.statusCode === 410;
+          if (error && !gone) observe(whileUnanswered.unanswered(error));
+          // A server that ends every watch at once is not asked again in a loop.
+          if ((error && !gone) || Date.now() - listedAt < whileUnanswered.pollMs) retryLater(kind, whileUnanswered.pollMs);
+          else start(kind);
         },
       );
       if (stopped) stop();
-      else stops.push(stop);
+      else stops.set(key, stop);
     };
-    Promise.all(kinds.map(startWatch)).then(reevaluate, fail);
+    for (const kind of kinds) start(kind);
     return () => {
       stopped = true;
-      for (const stop of stops) stop();
+      for (const timer of retries) clearTimeout(timer);
+      for (const stop of stops.values()) stop();
     };
   };
 }
