@@ -55,6 +55,7 @@ import type { ResultPromise } from 'execa';
 import { ensureBinaries } from '../../src/embedded/cache.js';
 import { loadBinaryCatalog, loadCatalog, packageRoot } from '../../src/embedded/catalog.js';
 import { controlPlaneLayout } from '../../src/controlplane/layout.js';
+import { podNetworkNamespace } from '../../src/addons/pod-network.js';
 import { nodeBinaryNames, nodeImageTag } from '../../src/nodeartifacts/node-images.js';
 import { controllerManagerClientRate } from '../../src/platforms/generate.js';
 import * as node from '../../src/platforms/hosts/node-settings.js';
@@ -62,7 +63,7 @@ import { cliVersion } from '../../src/version.js';
 import { waitFor } from '../../test/integration/support/controlplane.js';
 import { cliPath, ensureBuilt } from '../../test/e2e/support/cli.js';
 import { HostsLab, hostsInstallConfig, type RunningAgent } from '../../test/e2e/support/hosts-lab.js';
-import type { TestHost } from '../../test/support/netns.js';
+import { containerdLogPath, type TestHost } from '../../test/support/netns.js';
 import { formatNumber, MB, positiveEnv, round2, type BenchRecord, type BenchTable } from './record.js';
 
 const withBaseline = positiveEnv('PROVISIONER_BENCH_HOSTS_BASELINE', 1, true) > 0;
@@ -293,6 +294,42 @@ async function firstReadyPath(lab: HostsLab, dir: string, started: number): Prom
     ['Node Ready', condition(node, 'Ready')],
   ];
   return rows.filter((r): r is [string, number] => r[1] !== undefined).sort((a, b) => a[1] - b[1]);
+}
+
+/** The steps of a node's way to Ready on its host, in order, each found in the kubelet's or containerd's log. */
+const onHostSteps = ['kubelet started', 'kubelet watches its pods', 'pod network sandbox up', 'Node Ready'] as const;
+type OnHostStep = (typeof onHostSteps)[number];
+
+/**
+ * A node's way to Ready on its host, in ms from `started`, from the logs the host keeps (the
+ * whole-second Node and pod times cannot show where a second goes): the kubelet's (klog
+ * lines, microseconds, local time: this machine's; the supervisor's log,
+ * provider/internal/agent/supervise.go) for its start, the moment it watches its pods (after
+ * its TLS bootstrap) and its Ready status; containerd's (RFC 3339) for the pod network's
+ * sandbox. A step not found is left out.
+ */
+async function readyOnHost(host: TestHost, started: number): Promise<Partial<Record<OnHostStep, number>>> {
+  const read = (file: string) => readFile(file, 'utf8').catch(() => '');
+  const kubelet = await read(path.join(host.rootDir, 'run/provisioner/supervise', `${node.kubeletSupervisedName}.log`));
+  const containerd = await read(containerdLogPath(host));
+  const year = new Date(started).getFullYear();
+  /** A klog line's time: `I1205 13:02:14.210020 ...` (no year: the run's). */
+  const klogAt = (marker: string) => {
+    const line = kubelet.split('\n').find((l) => l.includes(marker));
+    const m = line?.match(/^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{3})/);
+    if (!m) return undefined;
+    const [, month, day, h, min, sec, ms] = m.map(Number) as [number, number, number, number, number, number, number];
+    return new Date(year, month - 1, day, h, min, sec, ms).getTime() - started;
+  };
+  const sandbox = containerd.split('\n').find((l) => l.includes('RunPodSandbox for') && l.includes(`Namespace:${podNetworkNamespace},`) && l.includes('returns sandbox id'));
+  const sandboxTime = sandbox?.match(/time="([^"]+)"/)?.[1];
+  const steps: Record<OnHostStep, number | undefined> = {
+    'kubelet started': klogAt('"Kubelet version"'),
+    'kubelet watches its pods': klogAt('"Watching apiserver"'),
+    'pod network sandbox up': sandboxTime === undefined ? undefined : Date.parse(sandboxTime) - started,
+    'Node Ready': klogAt('"Fast updating node status as it just became ready"'),
+  };
+  return Object.fromEntries(Object.entries(steps).filter(([, at]) => at !== undefined));
 }
 
 /** The bundle's node binaries (raw: the extracted file; gzipped: the bundle's archive), and the whole shipped bundle. */
@@ -528,6 +565,8 @@ export async function run(): Promise<BenchRecord> {
 
     // The first node's way to Ready, from objects' own times (whole seconds): what the gap after the control-plane bootstrap plan holds.
     const readyPath = await firstReadyPath(lab, dir, started);
+    // Each node's way to Ready on its host, from the host's logs (ms).
+    const onHost = { cp: await readyOnHost(h0, started), worker: await readyOnHost(h1, started) };
     // Plans: their final objects, split by the watch and by their own status times.
     const plansRun = await lab.kubectlWith(path.join(dir, 'auth', 'management.kubeconfig'), ['get', 'nodeplans', '-A', '-o', 'json']);
     if (plansRun.exitCode !== 0) throw new Error(`kubectl get nodeplans: ${plansRun.stderr}`);
@@ -675,6 +714,21 @@ export async function run(): Promise<BenchRecord> {
       rows: readyPath.map(([label, at]) => [label, s(at)]),
     });
     for (const [label, at] of readyPath) figures[`readyPath:${label}Ms`] = at;
+    const sinceLast = (steps: Partial<Record<OnHostStep, number>>, step: OnHostStep) => {
+      const earlier = onHostSteps.slice(0, onHostSteps.indexOf(step)).map((e) => steps[e]).filter((at): at is number => at !== undefined);
+      const at = steps[step];
+      return at === undefined || earlier.length === 0 ? '' : ` (+${s(at - earlier[earlier.length - 1]!)})`;
+    };
+    tables.push({
+      title: 'each node\'s way to Ready on its host (the kubelet\'s and containerd\'s logs, ms; in brackets: since the step before)',
+      columns: ['step', 'control plane', 'worker'],
+      rows: onHostSteps.map((step) => [
+        step,
+        onHost.cp[step] === undefined ? '-' : `${s(onHost.cp[step])}${sinceLast(onHost.cp, step)}`,
+        onHost.worker[step] === undefined ? '-' : `${s(onHost.worker[step])}${sinceLast(onHost.worker, step)}`,
+      ]),
+    });
+    for (const [role, steps] of Object.entries(onHost)) for (const [step, at] of Object.entries(steps)) figures[`onHost:${role}:${step}Ms`] = at;
     const machine = `${os.availableParallelism()} cores, ${formatNumber(os.totalmem() / 2 ** 30)} GiB, load ${loadAfter.toFixed(2)} after create, ${loadBaseline.toFixed(2)} at the floor`;
     const x = (ours: number | undefined, floor: number | undefined) => (ours === undefined || !floor ? '-' : `${formatNumber(ours / floor)} x`);
     if (baseline) {

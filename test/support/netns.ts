@@ -437,6 +437,9 @@ function inHost(host: TestHost, command: string, args: readonly string[]): [stri
  * waits for its socket; the host's network namespace forwards (kubeadm's preflight and pod
  * traffic need it).
  */
+/** Where a `runtime` host's containerd writes (on the machine: the host's own directory). */
+export const containerdLogPath = (host: TestHost): string => path.join(host.dir, 'containerd.log');
+
 async function startContainerd(network: TestNetwork, host: TestHost, sandboxImage: string): Promise<void> {
   for (const [key, value] of [['net.ipv4.ip_forward', '1'], ['net.bridge.bridge-nf-call-iptables', '1'], ['net.bridge.bridge-nf-call-ip6tables', '1']] as const) {
     const set = await network.run(host.namespace, 'sysctl', ['-qw', `${key}=${value}`]);
@@ -444,7 +447,7 @@ async function startContainerd(network: TestNetwork, host: TestHost, sandboxImag
   }
   await mkdir(path.join(host.rootDir, 'etc/containerd'), { recursive: true });
   await writeFile(path.join(host.rootDir, 'etc/containerd/config.toml'), containerdConfig(sandboxImage));
-  const log = path.join(host.dir, 'containerd.log');
+  const log = containerdLogPath(host);
   const [command, args] = inHost(host, '/bin/sh', ['-c', `exec containerd --config /etc/containerd/config.toml >>${log} 2>&1`]);
   const child = spawnChild(command, args, { stdio: 'ignore', detached: true });
   child.unref();
