@@ -570,14 +570,35 @@ func (r *planReconciler) stopAll() {
 }
 
 func (r *planReconciler) reporter(key types.NamespacedName) Reporter {
+	return statusWriter(r.reader, r.client, key)
+}
+
+// statusWriter writes one plan's status. The agent is the only writer of a plan's status,
+// so a write starts from the plan its last write returned: one request (the update), not a
+// read and then the update, on the critical path of every instruction. A conflict (the plan
+// changed since: its spec, its metadata, or it was made anew) reads the plan afresh and
+// tries again; any other failure forgets the plan, so the next write reads it.
+func statusWriter(reader client.Reader, writer client.Client, key types.NamespacedName) Reporter {
+	var mu sync.Mutex
+	var last *agentv1.NodePlan
 	return func(ctx context.Context, mutate func(*agentv1.NodePlanStatus)) error {
+		mu.Lock()
+		defer mu.Unlock()
 		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var plan agentv1.NodePlan
-			if err := r.reader.Get(ctx, key, &plan); err != nil {
-				return err
+			plan := last
+			last = nil
+			if plan == nil {
+				plan = &agentv1.NodePlan{}
+				if err := reader.Get(ctx, key, plan); err != nil {
+					return err
+				}
 			}
 			mutate(&plan.Status)
-			return r.client.Status().Update(ctx, &plan)
+			if err := writer.Status().Update(ctx, plan); err != nil {
+				return err
+			}
+			last = plan
+			return nil
 		})
 	}
 }
