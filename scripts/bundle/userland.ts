@@ -2,7 +2,7 @@
  * The userland layer of the kube-proxy and flannel images: Debian's nft iptables
  * (xtables-nft-multi, its iptables/ip6tables(-save/-restore) names, every xtables
  * extension), the shared libraries those need down to libc and the dynamic loader, and
- * busybox (static) for the shell and the `cp` flannel's init containers run.
+ * busybox (static) for the shell and the `cp` flannel's init container runs.
  *
  * Built at bundle time from Debian's packages, never from this machine's /usr: the
  * exact versions apt offers are fetched with `apt-get download` into the build cache,
@@ -43,7 +43,7 @@ export const userlandPackageNames = [
 
 /** The names xtables-nft-multi answers to (kube-proxy and flanneld call these), all in /usr/sbin. */
 export const iptablesNames = ['iptables', 'iptables-save', 'iptables-restore', 'ip6tables', 'ip6tables-save', 'ip6tables-restore'] as const;
-/** busybox applets linked in /bin (flannel's init containers run `cp`; `sh` for debugging). */
+/** busybox applets linked in /bin (flannel's init container runs `sh -c` with two `cp`s). */
 export const busyboxApplets = ['sh', 'cp', 'mkdir', 'cat', 'ls'] as const;
 
 /** Debian's multiarch triplet of a dpkg architecture. */

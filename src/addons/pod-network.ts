@@ -72,9 +72,9 @@ export function flannelObjects(options: PodNetworkOptions): KubeObject[] {
           tolerations: [{ operator: 'Exists', effect: 'NoSchedule' }],
           serviceAccountName: 'flannel',
           // One init container for both copies, plugin first: the config is what makes the node
-          // Ready, so the plugin is in place by then, and a second init container would put a
-          // kubelet relist (up to 1 s) and a container start between the two (measured: ~1 s of
-          // a worker's way to Ready, docs/benchmarks.md).
+          // Ready, so the plugin is in place by then. Two would put the kubelet's relist (once a
+          // second) and a container start between them: the pod network's sandbox to Ready took
+          // 1.6-3.8 s with two, 0.4-0.9 s with one (docs/benchmarks.md).
           initContainers: [
             {
               name: 'install-cni',

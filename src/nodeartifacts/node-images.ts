@@ -19,7 +19,7 @@
  *
  * kube-proxy and flannel have the `userland` layer (Debian's nft iptables and busybox,
  * scripts/bundle/userland.ts) above their binaries: kube-proxy's iptables mode and flanneld
- * run iptables, and flannel's init containers run `cp`. The others are one binary each.
+ * run iptables, and flannel's init container runs `sh` and `cp`. The others are one binary each.
  *
  * The four Kubernetes images are one archive, `kubernetes.tar`: each image's lowest layer is
  * the same one, `kube` at /usr/local/bin/kube with the four component names linked to it
