@@ -10,8 +10,10 @@
  * Figures:
  *  - the create-cluster stages and their durations, from its `stage` events (`--output json`);
  *  - the timeline from the start of `create cluster`: registration commands printed, hosts
- *    registered, first node Ready, 2 nodes Ready (each node's Ready condition's
- *    lastTransitionTime, whole seconds), exit;
+ *    registered, first node Ready, 2 nodes Ready (each from its kubelet's log, ms; where the
+ *    log lacks it, the Ready condition's lastTransitionTime, whole seconds), exit;
+ *  - each node's way to Ready on its host, from the kubelet's and containerd's logs (ms): the
+ *    kubelet's start, its pods watched, the pod network's sandbox, Ready;
  *  - each bootstrap NodePlan split into artifact downloads (the preflight checks and the files
  *    phase: kubelet, kubeadm and the image archives fetched from the forwarder,
  *    digest-checked), image import (`ctr images import`), `kubeadm init`, `kubeadm join`, and
@@ -549,14 +551,21 @@ export async function run(): Promise<BenchRecord> {
       throw new Error(`create cluster exited ${done.exitCode ?? done.signal}: ${failed.join('; ')}\n${String(done.stderr).slice(-2000)}\n${agents.map((a) => a.output().slice(-1500)).join('\n')}`);
     }
 
-    // Nodes: when each became Ready (its condition's transition), from create's start.
+    // Each node's way to Ready on its host, from the host's logs (ms); a node is named after its host.
+    const onHostOf = new Map<string, Partial<Record<OnHostStep, number>>>();
+    for (const host of [...controlPlanes, ...workers]) onHostOf.set(host.name, await readyOnHost(host, started));
+    const onHost = { cp: onHostOf.get(h0.name)!, worker: onHostOf.get(h1.name)! };
+    // Nodes: when each became Ready, from create's start: the kubelet's log where it has the
+    // moment (ms), else the Ready condition's transition (whole seconds, so up to 1 s early).
     const nodesRun = await lab.kubectlWith(path.join(dir, 'auth', 'kubeconfig'), ['get', 'nodes', '-o', 'json']);
     if (nodesRun.exitCode !== 0) throw new Error(`kubectl get nodes: ${nodesRun.stderr}`);
     const nodes = (JSON.parse(nodesRun.stdout) as { items: NodeObject[] }).items;
     const readyAt = nodes
-      .map((n) => n.status.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime)
-      .filter((t): t is string => t !== undefined)
-      .map((t) => Date.parse(t) - started)
+      .map((n) => {
+        const transition = n.status.conditions?.find((c) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime;
+        return transition === undefined ? undefined : (onHostOf.get(n.metadata.name)?.['Node Ready'] ?? Date.parse(transition) - started);
+      })
+      .filter((at): at is number => at !== undefined)
       .sort((a, b) => a - b);
     if (readyAt.length < nodeCount) throw new Error(`${readyAt.length} Ready nodes after create cluster: ${nodesRun.stdout.slice(0, 2000)}`);
     const firstReady = readyAt[0]!;
@@ -565,8 +574,6 @@ export async function run(): Promise<BenchRecord> {
 
     // The first node's way to Ready, from objects' own times (whole seconds): what the gap after the control-plane bootstrap plan holds.
     const readyPath = await firstReadyPath(lab, dir, started);
-    // Each node's way to Ready on its host, from the host's logs (ms).
-    const onHost = { cp: await readyOnHost(h0, started), worker: await readyOnHost(h1, started) };
     // Plans: their final objects, split by the watch and by their own status times.
     const plansRun = await lab.kubectlWith(path.join(dir, 'auth', 'management.kubeconfig'), ['get', 'nodeplans', '-A', '-o', 'json']);
     if (plansRun.exitCode !== 0) throw new Error(`kubectl get nodeplans: ${plansRun.stderr}`);
@@ -764,7 +771,7 @@ export async function run(): Promise<BenchRecord> {
     });
     notes.push(
       `One run on ${os.availableParallelism()} cores, shared with other work: 1-minute load ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after create cluster, ${loadBaseline.toFixed(2)} at the baseline. Single figures, not medians: read the shares and ratios.`,
-      'The hosts are registered by this benchmark as soon as the commands print, so pre-provision holds the registration, not a person walking to a machine. Node Ready times are the Ready condition\'s lastTransitionTime (whole seconds).',
+      'The hosts are registered by this benchmark as soon as the commands print, so pre-provision holds the registration, not a person walking to a machine. Node Ready times are the kubelet\'s own (its log, ms), or where its log lacks the line the Ready condition\'s lastTransitionTime (whole seconds, so up to 1 s early).',
       'Plan parts, summed over a host\'s prepare plan (written when the host is claimed) and bootstrap plan: downloads = the preflight checks and the files phases (kubelet, kubeadm and the role\'s image archives from the forwarder, digest-checked, in the prepare plan; the cloud-config\'s files in the bootstrap plan); the rest = the time from the plan\'s creation to the agent taking it, the other instructions (ip_forward check, CNI config, kubelet start, a worker\'s undo of an unfinished join) and probes. The status columns have whole-second times, so a part there is off by up to a second.',
       baseline
         ? 'Floor: on two fresh hosts after destroy cluster (the machine quieter than during create): the plan\'s image-import command by hand, kubeadm init with the platform\'s settings, then on the second host the worker\'s import and kubeadm join, one after the other as a person types them; no downloads (everything is in place). Ours includes the local control plane\'s start and the downloads; the floor has neither.'
