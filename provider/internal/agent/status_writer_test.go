@@ -41,6 +41,15 @@ func TestStatusWriterReadsThePlanOnlyWhenItChanged(t *testing.T) {
 		}
 	}
 
+	stored := func() *agentv1.NodePlan {
+		t.Helper()
+		var plan agentv1.NodePlan
+		if err := c.Get(ctx, key, &plan); err != nil {
+			t.Fatal(err)
+		}
+		return &plan
+	}
+
 	step("attempt 1")
 	step("running check")
 	step("running join")
@@ -49,12 +58,9 @@ func TestStatusWriterReadsThePlanOnlyWhenItChanged(t *testing.T) {
 	}
 
 	// Someone else changes the plan (not its status): the next write conflicts, reads it afresh and lands.
-	var changed agentv1.NodePlan
-	if err := c.Get(ctx, key, &changed); err != nil {
-		t.Fatal(err)
-	}
+	changed := stored()
 	changed.Labels = map[string]string{"changed": "yes"}
-	if err := c.Update(ctx, &changed); err != nil {
+	if err := c.Update(ctx, changed); err != nil {
 		t.Fatal(err)
 	}
 	reads = 0
@@ -63,10 +69,7 @@ func TestStatusWriterReadsThePlanOnlyWhenItChanged(t *testing.T) {
 		t.Errorf("the write after a change read the plan %d times, want 1", reads)
 	}
 
-	var got agentv1.NodePlan
-	if err := c.Get(ctx, key, &got); err != nil {
-		t.Fatal(err)
-	}
+	got := stored()
 	if want := "attempt 1;running check;running join;applied;"; got.Status.Message != want {
 		t.Errorf("status message %q, want %q", got.Status.Message, want)
 	}
