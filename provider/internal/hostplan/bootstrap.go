@@ -67,15 +67,6 @@ func fileCheck(name, p string) agentv1.PreflightCheck {
 	return agentv1.PreflightCheck{Name: name, Required: true, Probe: agentv1.Probe{FileExists: &agentv1.FileExistsProbe{Path: p}}}
 }
 
-// checkIPForward is the first instruction: a preflight check a file probe cannot make
-// (the value of a sysctl). kubeadm's own preflight would fail on it later and less clearly.
-var checkIPForward = agentv1.Instruction{
-	Name:       "check-ip-forward",
-	Command:    "/bin/sh",
-	Args:       []string{"-c", `v=$(cat /proc/sys/net/ipv4/ip_forward 2>/dev/null); [ "$v" = 1 ] || { echo "net.ipv4.ip_forward is '$v'; kubeadm and pod networking need 1" >&2; exit 1; }`},
-	SaveOutput: true,
-}
-
 // supportedKeys are the cloud-config modules the plan can express. Anything else in the
 // bootstrap data (users, ntp, disk_setup, mounts, bootcmd...) fails the conversion by
 // name rather than being silently dropped.
@@ -96,8 +87,8 @@ type writeFile struct {
 	Defer       bool   `json:"defer"`
 }
 
-// Bootstrap converts a cloud-config into the bootstrap plan of host: write_files, then the
-// ip_forward check and runcmd (the artifacts are the prepare plan's, which ran before).
+// Bootstrap converts a cloud-config into the bootstrap plan of host: write_files, then
+// runcmd (the artifacts and the ip_forward check are the prepare plan's, which ran before).
 // secretName is the Secret (in the plan's namespace) that will hold SecretData.
 func Bootstrap(cloudConfigData []byte, host Host, secretName string) (*Plan, error) {
 	rendered, err := renderJinja(cloudConfigData, host)
@@ -146,7 +137,6 @@ func Bootstrap(cloudConfigData []byte, host Host, secretName string) (*Plan, err
 		spec.Files = append(spec.Files, file)
 	}
 
-	spec.Instructions = append(spec.Instructions, checkIPForward)
 	for i, raw := range cc.RunCmd {
 		ins, err := instruction(i, raw)
 		if err != nil {

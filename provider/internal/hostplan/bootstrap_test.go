@@ -127,23 +127,23 @@ func TestBootstrapFromKubeadmInitCloudConfig(t *testing.T) {
 		}
 	}
 
-	// Instructions: the ip_forward check, then runcmd in order through /bin/sh -c.
+	// Instructions: runcmd in order through /bin/sh -c (the ip_forward check is the prepare plan's).
 	var names []string
 	for _, ins := range plan.Spec.Instructions {
 		names = append(names, ins.Name)
 	}
-	want := []string{"check-ip-forward", "cmd-1-ctr", "cmd-2-kubeadm-init", "cmd-3-echo-done"}
+	want := []string{"cmd-1-ctr", "cmd-2-kubeadm-init", "cmd-3-echo-done"}
 	if strings.Join(names, ",") != strings.Join(want, ",") {
 		t.Fatalf("instructions %v, want %v", names, want)
 	}
-	init := plan.Spec.Instructions[2]
+	init := plan.Spec.Instructions[1]
 	if init.Command != "/bin/sh" || init.Args[0] != "-c" || !strings.Contains(init.Args[1], "\nkubeadm init --config /run/kubeadm/kubeadm.yaml") || !strings.Contains(init.Args[1], "bootstrap-success.complete") {
 		t.Errorf("kubeadm init instruction: %+v", init)
 	}
 	if init.SaveOutput {
 		t.Error("kubeadm init's output (a join token) is saved in the plan's status")
 	}
-	if !plan.Spec.Instructions[1].SaveOutput {
+	if !plan.Spec.Instructions[0].SaveOutput {
 		t.Error("a pre-command's output is not saved")
 	}
 
@@ -272,7 +272,7 @@ func TestRunCmdListIsArgv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ins := plan.Spec.Instructions[1]
+	ins := plan.Spec.Instructions[0]
 	if ins.Command != "/usr/bin/touch" || len(ins.Args) != 1 || ins.Args[0] != "/tmp/x y" || ins.Name != "cmd-1-touch-x" {
 		t.Errorf("%+v", ins)
 	}

@@ -11,6 +11,18 @@ import (
 	infrav1 "provisioner.dev/provider/api/infrastructure/v1alpha1"
 )
 
+// checkIPForward is the prepare plan's first instruction: a preflight check a file probe
+// cannot make (the value of a sysctl). kubeadm's own preflight would fail on it later and
+// less clearly. The bootstrap plan, which runs only after the prepare plan is Applied, does
+// not check again: kubeadm does, and each instruction of a bootstrap plan (a status write
+// before it, a process) is on the way to the node.
+var checkIPForward = agentv1.Instruction{
+	Name:       "check-ip-forward",
+	Command:    "/bin/sh",
+	Args:       []string{"-c", `v=$(cat /proc/sys/net/ipv4/ip_forward 2>/dev/null); [ "$v" = 1 ] || { echo "net.ipv4.ip_forward is '$v'; kubeadm and pod networking need 1" >&2; exit 1; }`},
+	SaveOutput: true,
+}
+
 // Prepare is the prepare plan of a claimed Host, written before the Machine has bootstrap
 // data: the preflight checks and the ip_forward check, the artifacts downloaded (each
 // checked against its digest), then the HostMachine's prepareCommands, each with
