@@ -311,19 +311,19 @@ type OnHostStep = (typeof onHostSteps)[number];
  * sandbox. A step not found is left out.
  */
 async function readyOnHost(host: TestHost, started: number): Promise<Partial<Record<OnHostStep, number>>> {
-  const read = (file: string) => readFile(file, 'utf8').catch(() => '');
-  const kubelet = await read(path.join(host.rootDir, 'run/provisioner/supervise', `${node.kubeletSupervisedName}.log`));
-  const containerd = await read(containerdLogPath(host));
+  const readLines = async (file: string) => (await readFile(file, 'utf8').catch(() => '')).split('\n');
+  const kubelet = await readLines(path.join(host.rootDir, 'run/provisioner/supervise', `${node.kubeletSupervisedName}.log`));
+  const containerd = await readLines(containerdLogPath(host));
   const year = new Date(started).getFullYear();
   /** A klog line's time: `I1205 13:02:14.210020 ...` (no year: the run's). */
   const klogAt = (marker: string) => {
-    const line = kubelet.split('\n').find((l) => l.includes(marker));
+    const line = kubelet.find((l) => l.includes(marker));
     const m = line?.match(/^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{3})/);
     if (!m) return undefined;
     const [, month, day, h, min, sec, ms] = m.map(Number) as [number, number, number, number, number, number, number];
     return new Date(year, month - 1, day, h, min, sec, ms).getTime() - started;
   };
-  const sandbox = containerd.split('\n').find((l) => l.includes('RunPodSandbox for') && l.includes(`Namespace:${podNetworkNamespace},`) && l.includes('returns sandbox id'));
+  const sandbox = containerd.find((l) => l.includes('RunPodSandbox for') && l.includes(`Namespace:${podNetworkNamespace},`) && l.includes('returns sandbox id'));
   const sandboxTime = sandbox?.match(/time="([^"]+)"/)?.[1];
   const steps: Record<OnHostStep, number | undefined> = {
     'kubelet started': klogAt('"Kubelet version"'),
