@@ -31,6 +31,7 @@ import { createGzip } from 'node:zlib';
 import { execa } from 'execa';
 import { exists, sha256OfFile, writeFileAtomic } from '../../src/files.js';
 import { bundleSchemaVersion, type BundleManifest, type BundledBinary, type BundledComponents, type BundledLayer } from '../../src/embedded/manifest.js';
+import { sharedGoFlags } from '../go-flags.mjs';
 import { buildKey, localReplaces, patchedReplace, readModuleInputs, readWrapperInputs, type WrapperInput } from './build-key.js';
 import { assembleComponents } from './components.js';
 import { addedFiles, patchesFor, sourcePatches } from './patches.js';
@@ -318,8 +319,8 @@ function moduleInfo(wrapper: string, module: string): Promise<ModuleInfo> {
 
 /** The Go environment of every go command here; with a target, of a build for it. */
 function goEnv(target?: Target): Record<string, string> {
-  // Static, reproducible, and never a toolchain download.
-  const env: Record<string, string> = { CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly -buildvcs=false', GOWORK: 'off' };
+  // Static, reproducible, and never a toolchain download; the go tier compiles with the same sharedGoFlags.
+  const env: Record<string, string> = { CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: `-mod=readonly -buildvcs=false ${sharedGoFlags}`, GOWORK: 'off' };
   return target ? { ...env, GOOS: target.goos, GOARCH: target.goarch } : env;
 }
 
@@ -368,7 +369,7 @@ async function buildBinary(recipe: BinaryRecipe, goVersion: string, cacheRoot: s
     inputs = await readWrapperInputs(path.join(modulesDir, recipe.wrapper));
   }
   // A test binary (recipe.testBinary) takes the same flags; `-c` writes it instead of running it.
-  const args = [...(recipe.testBinary ? ['test', '-c'] : ['build']), '-trimpath', '-ldflags', ldflags];
+  const args = [...(recipe.testBinary ? ['test', '-c'] : ['build']), '-ldflags', ldflags];
   const key = buildKey({ builderRevision, recipe, ldflags, patched, goVersion, env: goEnv(target), inputs });
   const dir = path.join(cacheRoot, key);
   const metaPath = path.join(dir, 'build.json');

@@ -10,18 +10,19 @@ import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import path, { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { laneCount, lanesVariable, planLanes, readEstimates, runInLanes, testStages, tierFiles, withTierEstimates } from './lanes.mjs';
+import { sharedGoFlags } from '../go-flags.mjs';
 import { formatSeconds, formatTierReport, slowestGoPackages, vitestTierSummary } from './tier-report.mjs';
 
 /** The Go linter the go tier runs, pinned (provider/Makefile's `lint` names the same). */
 const staticcheck = 'honnef.co/go/tools/cmd/staticcheck@v0.8.2';
 
 /**
- * The go tier's Go environment: the bundle's (scripts/bundle/build.ts goEnv and `-trimpath`), so
+ * The go tier's Go environment: the bundle's (scripts/bundle/build.ts goEnv, sharedGoFlags), so
  * the Kubernetes packages it compiled for capi-manager and kube (the same k8s.io versions as
  * provider/go.mod) come from Go's build cache instead of compiling again. With cgo on (Go's
  * default where gcc exists) package net differs, and so would every package above it.
  */
-const goTierEnv = { ...process.env, CGO_ENABLED: '0', GOFLAGS: `${process.env.GOFLAGS ?? ''} -trimpath`.trim() };
+const goTierEnv = { ...process.env, CGO_ENABLED: '0', GOFLAGS: `${process.env.GOFLAGS ?? ''} ${sharedGoFlags}`.trim() };
 
 /**
  * PROVISIONER_TEST_LANES=N (default 2, lanes.mjs `defaultLanes`) runs up to N test processes at once, each job longest

@@ -1,0 +1,3 @@
+// Types of go-flags.mjs, which run-tests.mjs imports with plain Node (no build step).
+
+export const sharedGoFlags: string;
