@@ -9,7 +9,7 @@
  * - `-trimpath`: no path of this machine in a binary (reproducible builds).
  * - `-gcflags=all=-dwarf=false`: the compiler writes no debug information. The bundle links with
  *   `-s -w`, which throws DWARF away, so the binaries run the same; compiling without it took
- *   11-13 % less CPU (the etcd wrapper from an empty build cache: 90.1 / 93.4 s against 80.1 /
+ *   11-13 % less time (the etcd wrapper from an empty build cache: 90.1 / 93.4 s against 80.1 /
  *   81.5 s, docs/testing.md "Cold"). The go tier's test binaries have no DWARF either: a
  *   failing test's stack trace comes from the pclntab, which stays.
  */
