@@ -11,7 +11,7 @@ import path, { relative } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { laneCount, lanesVariable, planLanes, readEstimates, runInLanes, testStages, tierFiles, withTierEstimates } from './lanes.mjs';
 import { sharedGoFlags } from '../go-flags.mjs';
-import { formatSeconds, formatTierReport, slowestGoPackages, vitestTierSummary } from './tier-report.mjs';
+import { failureGist, formatSeconds, formatTierReport, slowestGoPackages, vitestTierSummary } from './tier-report.mjs';
 
 /** The Go linter the go tier runs, pinned (provider/Makefile's `lint` names the same). */
 const staticcheck = 'honnef.co/go/tools/cmd/staticcheck@v0.8.2';
@@ -54,7 +54,7 @@ rmSync('test-results', { recursive: true, force: true });
 mkdirSync('test-results', { recursive: true });
 
 let status = 0;
-/** "tier: file > test" of every failure, printed again above the closing line, so the tail of a long log names them. */
+/** "tier: file > test" of every failure (a vitest test's with its message's first lines), printed again above the closing line, so the tail of a long log names them and says why. */
 const failures = [];
 /** One per tier run: counts, wall time, slowest files. */
 const summaries = [];
@@ -120,7 +120,7 @@ function summarizeVitestTier(tier, runs, wallMs) {
     summaries.push(summary);
     for (const file of result.testResults ?? []) {
       for (const test of file.assertionResults ?? []) {
-        if (test.status === 'failed') failures.push(`${tier}: ${relative(process.cwd(), file.name)} > ${test.fullName}`);
+        if (test.status === 'failed') failures.push([`${tier}: ${relative(process.cwd(), file.name)} > ${test.fullName}`, ...failureGist(test.failureMessages?.[0])].join('\n'));
       }
       if (file.status === 'failed' && !(file.assertionResults ?? []).some((test) => test.status === 'failed')) {
         failures.push(`${tier}: ${relative(process.cwd(), file.name)}: ${(file.message ?? 'failed').split('\n')[0]}`);

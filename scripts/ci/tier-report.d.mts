@@ -36,6 +36,9 @@ export interface GoTestEvent {
 }
 
 export const slowestShown: number;
+export const gistHead: number;
+export const gistTail: number;
+export function failureGist(message: string | undefined): string[];
 export function vitestTierSummary(tier: string, report: VitestJsonReport, wallMs: number, cwd: string): TierSummary;
 export function slowestGoPackages(events: readonly GoTestEvent[]): FileTime[];
 export function formatSeconds(ms: number): string;

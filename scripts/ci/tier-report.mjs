@@ -2,6 +2,7 @@
 // wall time and its slowest files (go: packages), so a tier that grows slow shows in every
 // CI log, with the file to look at.
 import { relative } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 
 /** How many of a tier's slowest files the report names. */
 export const slowestShown = 5;
@@ -35,6 +36,26 @@ export function slowestGoPackages(events) {
     .filter((event) => event.Test === undefined && (event.Action === 'pass' || event.Action === 'fail') && typeof event.Elapsed === 'number')
     .map((event) => ({ name: event.Package, ms: Math.round(event.Elapsed * 1000) }));
   return slowest(packages);
+}
+
+/** How many lines of a failing test's message the closing list repeats: its first and its last. */
+export const gistHead = 2;
+export const gistTail = 4;
+
+/**
+ * A failing test's message (vitest's `failureMessages[0]`, stack included) in a few lines for
+ * the closing list: without colour codes and stack frames, its first `gistHead` and last
+ * `gistTail` lines (where `expect(value, output)` puts "expected 1 to be 6" after the output),
+ * each cut at 300 characters and indented under the failure's name. The tail of a CI log, all
+ * some readers see, then says why and not only what.
+ */
+export function failureGist(message) {
+  const lines = stripVTControlCharacters(message ?? '')
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .filter((line) => line.trim() !== '' && !/^\s+at /.test(line));
+  const kept = lines.length <= gistHead + gistTail ? lines : [...lines.slice(0, gistHead), '…', ...lines.slice(-gistTail)];
+  return kept.map((line) => `      ${line.length > 300 ? `${line.slice(0, 300)}…` : line}`);
 }
 
 /** Seconds with one decimal: "12.3 s". */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatTierReport, slowestGoPackages, vitestTierSummary, type GoTestEvent } from './tier-report.mjs';
+import { failureGist, formatTierReport, slowestGoPackages, vitestTierSummary, type GoTestEvent } from './tier-report.mjs';
 
 describe('the per-tier report above the closing line', () => {
   it('counts a vitest tier and names its five slowest files, longest first, relative to the repository', () => {
@@ -48,5 +48,22 @@ describe('the per-tier report above the closing line', () => {
       'tier e2e: 0 passed, 1 failed, 0 skipped in 1.0 s (wrote no report)',
     ]);
     expect(lines.some((line) => /^tests: \d+ passed, \d+ failed/.test(line))).toBe(false);
+  });
+
+  it("repeats a failing test's first and last message lines, without colours or stack frames, so the log's tail says why", () => {
+    const output = Array.from({ length: 9 }, (_, i) => `create cluster line ${i + 1}`).join('\n');
+    const stack = `AssertionError: ${output}: \u001b[32mexpected 1 to be 6\u001b[39m // Object.is equality\n    at file.test.ts:563:36\n    at processTicksAndRejections (node:internal)`;
+    expect(failureGist(stack)).toEqual([
+      '      AssertionError: create cluster line 1',
+      '      create cluster line 2',
+      '      …',
+      '      create cluster line 6',
+      '      create cluster line 7',
+      '      create cluster line 8',
+      '      create cluster line 9: expected 1 to be 6 // Object.is equality',
+    ]);
+    expect(failureGist('Error: Test timed out in 5000ms.\n    at x')).toEqual(['      Error: Test timed out in 5000ms.']);
+    expect(failureGist(undefined)).toEqual([]);
+    expect(failureGist(`x${'y'.repeat(400)}`)[0]).toHaveLength(6 + 300 + 1);
   });
 });
