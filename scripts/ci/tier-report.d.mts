@@ -36,8 +36,6 @@ export interface GoTestEvent {
 }
 
 export const slowestShown: number;
-export const gistHead: number;
-export const gistTail: number;
 export function failureGist(message: string | undefined): string[];
 export function vitestTierSummary(tier: string, report: VitestJsonReport, wallMs: number, cwd: string): TierSummary;
 export function slowestGoPackages(events: readonly GoTestEvent[]): FileTime[];

@@ -39,8 +39,8 @@ export function slowestGoPackages(events) {
 }
 
 /** How many lines of a failing test's message the closing list repeats: its first and its last. */
-export const gistHead = 2;
-export const gistTail = 4;
+const gistHead = 2;
+const gistTail = 4;
 
 /**
  * A failing test's message (vitest's `failureMessages[0]`, stack included) in a few lines for
