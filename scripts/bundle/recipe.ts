@@ -121,6 +121,12 @@ export const binaryRecipes: readonly BinaryRecipe[] = [
   // kube-scheduler and kube-proxy run there as static pods and a DaemonSet from images built from it (src/nodeartifacts).
   // Static (goEnv sets CGO_ENABLED=0), so it runs in images with nothing else in them.
   { name: 'kube', wrapper: 'kubernetes', package: './cmd/kube', versionModule: 'k8s.io/kubernetes', versionPackages: stamps.kubernetes, shipped: true, links: kubeComponents },
+  // Cluster API's core, kubeadm bootstrap, kubeadm control-plane and development (in-memory) providers and our agent
+  // provider (provider/setup, through the wrapper's replace of provisioner.dev/provider) in one process: the wrapper's
+  // own main (embedded/modules/capi/main.go), run with --providers naming those installed. Built before the add-ons: CoreDNS
+  // and flannel require every module they share with it at its version (scripts/bundle/wrapper-modules.test.ts), so
+  // their Kubernetes, gRPC and golang.org/x packages come from Go's build cache instead of compiling again.
+  { name: 'capi-manager', wrapper: 'capi', package: '.', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
   // The cluster add-ons of hosts-platform clusters, run there from images built from them (src/nodeartifacts):
   // CoreDNS with our plugin set (embedded/modules/coredns/main.go; `-version` prints its constant CoreVersion,
   // the commit is stamped), flanneld (flannel's main.go less the cgo udp and the tencentvpc backends) and the
@@ -130,10 +136,6 @@ export const binaryRecipes: readonly BinaryRecipe[] = [
   { name: 'coredns', wrapper: 'coredns', package: '.', versionModule: 'github.com/coredns/coredns', versionPackages: stamps.none, versionVariables: ['github.com/coredns/coredns/coremain.GitCommit'], shipped: true },
   { name: 'flanneld', wrapper: 'flannel', package: '.', versionModule: 'github.com/flannel-io/flannel', versionPackages: stamps.none, versionVariables: ['github.com/flannel-io/flannel/pkg/version.Version'], shipped: true, oses: ['linux'] },
   { name: 'flannel', wrapper: 'flannel-cni', package: 'github.com/containernetworking/plugins/plugins/meta/flannel', versionModule: 'github.com/containernetworking/plugins', versionPackages: stamps.none, versionVariables: ['github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion'], shipped: true, oses: ['linux'] },
-  // Cluster API's core, kubeadm bootstrap, kubeadm control-plane and development (in-memory) providers and our agent
-  // provider (provider/setup, through the wrapper's replace of provisioner.dev/provider) in one process: the wrapper's
-  // own main (embedded/modules/capi/main.go), run with --providers naming those installed.
-  { name: 'capi-manager', wrapper: 'capi', package: '.', versionModule: 'sigs.k8s.io/cluster-api', versionPackages: stamps.clusterApi, shipped: true },
   { name: 'capa-manager', wrapper: 'capa', package: 'sigs.k8s.io/cluster-api-provider-aws/v2', versionModule: 'sigs.k8s.io/cluster-api-provider-aws/v2', versionPackages: stamps.aws, shipped: true },
   { name: 'capv-manager', wrapper: 'capv', package: 'sigs.k8s.io/cluster-api-provider-vsphere', versionModule: 'sigs.k8s.io/cluster-api-provider-vsphere', versionPackages: stamps.vsphere, shipped: true },
   // Ours: the agent users copy to their hosts. Its manager's provider runs in capi-manager (above); provider/cmd/manager,
