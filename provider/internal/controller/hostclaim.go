@@ -2,9 +2,11 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -81,29 +83,55 @@ func claimable(hosts []agentv1.Host, req claimRequest) []*agentv1.Host {
 // cache that has not seen a claim yet offers a Host that is taken (the Update then
 // conflicts, so that is only slower, never wrong). The label is written with an
 // Update that carries the Host's resourceVersion, so of two machines that chose the same
-// Host only one write succeeds; the other gets a conflict and tries the next Host (a
-// stale cache entry is just another conflict). Returns nil when no Host is free.
+// Host only one write succeeds; the other, reading the Host again, finds it taken and tries
+// the next (a stale cache entry is just another conflict). Returns nil when no Host is free.
 func claimHost(ctx context.Context, c client.Client, reader client.Reader, req claimRequest, claimKey, clusterName string) (*agentv1.Host, error) {
 	var hosts agentv1.HostList
 	if err := reader.List(ctx, &hosts); err != nil {
 		return nil, err
 	}
 	for _, h := range claimable(hosts.Items, req) {
-		claimed := h.DeepCopy()
-		if claimed.Labels == nil {
-			claimed.Labels = map[string]string{}
+		claimed, err := labelFreeHost(ctx, c, reader, h, req, map[string]string{infrav1.ClaimedByLabel: claimKey, infrav1.ClusterNameLabel: clusterName})
+		if err != nil || claimed != nil {
+			return claimed, err
 		}
-		claimed.Labels[infrav1.ClaimedByLabel] = claimKey
-		claimed.Labels[infrav1.ClusterNameLabel] = clusterName
-		if err := c.Update(ctx, claimed); err != nil {
-			if isConflictOrGone(err) {
-				continue
-			}
-			return nil, err
-		}
-		return claimed, nil
 	}
 	return nil, nil
+}
+
+// labelFreeHost adds labels to h with an Update carrying its resourceVersion. A conflict
+// says only that the Host changed since it was read: its agent's heartbeat (a status patch,
+// every 30 s by default), another controller's label, or another claim. So it is read again
+// and, while still free for req, written again (up to five times); nil when it is taken
+// (or gone). Moving on to the next Host at the first conflict let a heartbeat send a first
+// control plane to a Host other than the one its endpoint names, where it never comes up.
+func labelFreeHost(ctx context.Context, c client.Client, reader client.Reader, h *agentv1.Host, req claimRequest, add map[string]string) (*agentv1.Host, error) {
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		labelled := h.DeepCopy()
+		if labelled.Labels == nil {
+			labelled.Labels = map[string]string{}
+		}
+		maps.Copy(labelled.Labels, add)
+		err := c.Update(ctx, labelled)
+		if err == nil {
+			return labelled, nil
+		}
+		if !isConflictOrGone(err) {
+			return nil, err
+		}
+		if apierrors.IsNotFound(err) || attempt == attempts {
+			return nil, nil
+		}
+		fresh := &agentv1.Host{}
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(h), fresh); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		if len(claimable([]agentv1.Host{*fresh}, req)) == 0 {
+			return nil, nil
+		}
+		h = fresh
+	}
 }
 
 // hostsLabelled lists the Hosts whose label key has value.

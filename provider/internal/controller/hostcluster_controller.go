@@ -124,22 +124,15 @@ func (r *HostClusterReconciler) reserveEndpointHost(ctx context.Context, hc *inf
 	if err := r.Reader.List(ctx, &hosts); err != nil {
 		return nil, err
 	}
-	for _, h := range claimable(hosts.Items, claimRequest{selector: sel, role: infrav1.RoleControlPlane, clusterKey: key}) {
+	req := claimRequest{selector: sel, role: infrav1.RoleControlPlane, clusterKey: key}
+	for _, h := range claimable(hosts.Items, req) {
 		if h.Spec.Address == "" {
 			continue
 		}
-		reservedHost := h.DeepCopy()
-		if reservedHost.Labels == nil {
-			reservedHost.Labels = map[string]string{}
+		reserved, err := labelFreeHost(ctx, r.Client, r.Reader, h, req, map[string]string{infrav1.EndpointOfLabel: key})
+		if err != nil || reserved != nil {
+			return reserved, err
 		}
-		reservedHost.Labels[infrav1.EndpointOfLabel] = key
-		if err := r.Client.Update(ctx, reservedHost); err != nil {
-			if isConflictOrGone(err) {
-				continue
-			}
-			return nil, err
-		}
-		return reservedHost, nil
 	}
 	return nil, nil
 }
