@@ -2,14 +2,15 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"sort"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	agentv1 "provisioner.dev/provider/api/agent/v1alpha1"
@@ -99,39 +100,43 @@ func claimHost(ctx context.Context, c client.Client, reader client.Reader, req c
 	return nil, nil
 }
 
+// errHostTaken ends labelFreeHost's retries: the Host read again is no longer free.
+var errHostTaken = errors.New("host taken")
+
 // labelFreeHost adds labels to h with an Update carrying its resourceVersion. A conflict
 // says only that the Host changed since it was read: its agent's heartbeat (a status patch,
 // every 30 s by default), another controller's label, or another claim. So it is read again
-// and, while still free for req, written again (up to five times); nil when it is taken
-// (or gone). Moving on to the next Host at the first conflict let a heartbeat send a first
-// control plane to a Host other than the one its endpoint names, where it never comes up.
+// and, while still free for req, written again (client-go's retry.DefaultRetry: five
+// attempts); nil when it is taken (or gone). Moving on to the next Host at the first conflict
+// let a heartbeat send a first control plane to a Host other than the one its endpoint names,
+// where it never comes up.
 func labelFreeHost(ctx context.Context, c client.Client, reader client.Reader, h *agentv1.Host, req claimRequest, add map[string]string) (*agentv1.Host, error) {
-	const attempts = 5
-	for attempt := 1; ; attempt++ {
-		labelled := h.DeepCopy()
+	var labelled *agentv1.Host
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if labelled != nil { // the write before conflicted
+			fresh := &agentv1.Host{}
+			if err := reader.Get(ctx, client.ObjectKeyFromObject(h), fresh); err != nil {
+				return err
+			}
+			if len(claimable([]agentv1.Host{*fresh}, req)) == 0 {
+				return errHostTaken
+			}
+			h = fresh
+		}
+		labelled = h.DeepCopy()
 		if labelled.Labels == nil {
 			labelled.Labels = map[string]string{}
 		}
 		maps.Copy(labelled.Labels, add)
-		err := c.Update(ctx, labelled)
-		if err == nil {
-			return labelled, nil
-		}
-		if !isConflictOrGone(err) {
-			return nil, err
-		}
-		if apierrors.IsNotFound(err) || attempt == attempts {
-			return nil, nil
-		}
-		fresh := &agentv1.Host{}
-		if err := reader.Get(ctx, client.ObjectKeyFromObject(h), fresh); err != nil {
-			return nil, client.IgnoreNotFound(err)
-		}
-		if len(claimable([]agentv1.Host{*fresh}, req)) == 0 {
-			return nil, nil
-		}
-		h = fresh
+		return c.Update(ctx, labelled)
+	})
+	switch {
+	case err == nil:
+		return labelled, nil
+	case errors.Is(err, errHostTaken) || isConflictOrGone(err):
+		return nil, nil
 	}
+	return nil, err
 }
 
 // hostsLabelled lists the Hosts whose label key has value.
